@@ -1,4 +1,13 @@
-// Command app is the product team's backend: the HTTP API, operator commands and a mock server.
+// Command app is the product team's backend: the HTTP API (`app serve`), the operator commands
+// that call the same services, and a standalone mock server (`app mock serve`).
 package main
 
-func main() {}
+import (
+	"os"
+
+	"github.com/acme/app/cmd"
+)
+
+func main() {
+	os.Exit(cmd.Execute())
+}

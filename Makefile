@@ -1,0 +1,35 @@
+# The two commands a new user runs: `make run` and `make test`.
+VERSION ?= 0.1.0-dev
+LDFLAGS := -X github.com/acme/app/internal/version.Version=$(VERSION)
+GO ?= go
+
+.PHONY: build run test bench lint fmt cover acceptance clean
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/app .
+
+run: build
+	./bin/app serve
+
+test:
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+cover:
+	$(GO) test -count=1 -coverprofile=coverage.out ./...
+	$(GO) tool cover -func=coverage.out | tail -1
+
+acceptance: build
+	python3 ../shared/acceptance/run.py --bin bin/app --areas $(AREAS) --skip-file .ci/acceptance-skip
+
+clean:
+	rm -rf bin coverage.out

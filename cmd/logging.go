@@ -1,0 +1,37 @@
+package cmd
+
+import (
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/acme/app/internal/config"
+)
+
+// newLogger writes structured logs to w: text on a terminal, JSON otherwise, unless set.
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	format := c.Format
+	if format == "" {
+		format = "json"
+		if isTerminal(w) {
+			format = "text"
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

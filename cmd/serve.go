@@ -1,0 +1,106 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acme/app/internal/httpapi"
+	"github.com/acme/app/internal/version"
+)
+
+func newServeCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP API (embedded MongoDB store unless --mongodb-uri is set)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), f)
+		},
+	}
+}
+
+// runServe serves until SIGINT/SIGTERM (or ctx ends), then stops accepting, lets requests in
+// flight finish within the grace period, and closes the services and the store.
+func runServe(ctx context.Context, f *factory) error {
+	cfg := f.cfg
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	started := time.Now()
+	svc, err := openServices(ctx, f, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := svc.close(); err != nil {
+			f.log.Error("shutdown", "err", err)
+		}
+	}()
+
+	handler := httpapi.NewServer(httpapi.Options{
+		Logger:         f.log,
+		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
+		RateLimit:      cfg.RateLimit.Limit,
+		RateWindow:     cfg.RateLimit.Window,
+		AuthRateLimit:  cfg.RateLimit.AuthLimit,
+		AuthRateWindow: cfg.RateLimit.AuthWindow,
+		TrustedProxies: cfg.RateLimit.TrustedProxies,
+		Version:        version.Version,
+	}, httpapi.Deps{
+		DB:     svc.store,
+		Tokens: svc.tokens,
+	})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	// Requests get a context that ends only at the hard deadline, not at the first signal, so
+	// in-flight work finishes during the grace period.
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ReadTimeout:       cfg.Server.ReadTimeout,
+		WriteTimeout:      cfg.Server.WriteTimeout,
+		IdleTimeout:       cfg.Server.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	f.log.Info("serving", "addr", ln.Addr().String(), "version", version.Version,
+		"embedded_store", svc.store.Embedded(), "startup", time.Since(started).Round(time.Millisecond).String())
+	if f.onListen != nil {
+		f.onListen(ln.Addr().String())
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process
+	f.log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.String())
+	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		cancelBase()
+		_ = srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		f.log.Warn("grace period over: open requests were cut off")
+	}
+	<-errc
+	return nil
+}

@@ -1,0 +1,59 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/store"
+)
+
+// services is the graph of services every command group shares, opened once per command.
+type services struct {
+	store  *store.Store
+	tokens *auth.Tokens
+	// closers run in reverse order on close (services that flush before the store closes).
+	closers []func(context.Context) error
+}
+
+// openServices opens the store and builds every service on it. exclusive is set by `serve`:
+// it must own the embedded store; operator commands may share a running server's store.
+func openServices(ctx context.Context, f *factory, exclusive bool) (*services, error) {
+	cfg := f.cfg
+	st, err := store.Open(ctx, store.Options{URI: cfg.MongoDB.URI, DataDir: cfg.DataDir, Shared: !exclusive, Logger: f.log})
+	if err != nil {
+		return nil, err
+	}
+	s := &services{store: st}
+	s.closers = append(s.closers, st.Close)
+
+	secret := []byte(cfg.JWT.Secret)
+	if len(secret) == 0 {
+		var created bool
+		secret, created, err = auth.LoadOrCreateSecret(cfg.DataDir)
+		if err != nil {
+			_ = s.close()
+			return nil, err
+		}
+		if created || exclusive {
+			f.log.Warn("jwt.secret is not set: using the secret generated in the data directory; set APP_JWT_SECRET (the same on every replica) in production",
+				"file", auth.SecretFile)
+		}
+	}
+	s.tokens = auth.NewTokens(secret, cfg.JWT.TTL)
+	return s, nil
+}
+
+// close releases everything in reverse order of opening.
+func (s *services) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var first error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](ctx); err != nil && first == nil {
+			first = fmt.Errorf("close: %w", err)
+		}
+	}
+	return first
+}

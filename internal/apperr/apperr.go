@@ -1,0 +1,87 @@
+// Package apperr defines the kinds of failure the services report. The edges translate a kind
+// once: the HTTP layer into a status and the error envelope, the CLI into an exit code.
+package apperr
+
+import (
+	"errors"
+	"strings"
+)
+
+// Kind is the category of a failure.
+type Kind int
+
+// The kinds of failure. Internal is the default for any error that is not an *Error.
+const (
+	Internal Kind = iota
+	Invalid
+	Unauthorized
+	Forbidden
+	NotFound
+	Conflict
+	TooLarge
+	RateLimited
+	Unavailable     // a dependency (database, provider key) is missing or down: 503
+	Upstream        // an upstream service failed or refused us: 502
+	UpstreamTimeout // an upstream service did not answer in time: 504
+)
+
+// Error is a failure with a kind and the messages a client may see.
+type Error struct {
+	Kind Kind
+	// Messages are safe to show to a client. Several messages (validation) are answered as an
+	// array; one message as a string.
+	Messages []string
+	// List forces an array answer even for one message (validation failures).
+	List bool
+	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
+	RetryAfter int
+	// Err is the cause, for logs only.
+	Err error
+}
+
+// E returns an *Error of kind k with the given client-visible messages.
+func E(k Kind, msgs ...string) *Error {
+	return &Error{Kind: k, Messages: msgs}
+}
+
+// Validation returns an Invalid error whose messages are always answered as an array.
+func Validation(msgs ...string) *Error {
+	return &Error{Kind: Invalid, Messages: msgs, List: true}
+}
+
+// Wrap returns an *Error of kind k that keeps err as its cause (logged, never shown).
+func Wrap(k Kind, err error, msgs ...string) *Error {
+	return &Error{Kind: k, Messages: msgs, Err: err}
+}
+
+func (e *Error) Error() string {
+	msg := strings.Join(e.Messages, "; ")
+	if e.Err != nil {
+		if msg == "" {
+			return e.Err.Error()
+		}
+		return msg + ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the kind of err: the kind of the first *Error in its chain, else Internal.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Internal
+}
+
+// As returns the first *Error in err's chain, or nil.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+// Package config defines the program's configuration: its keys, their defaults, where each is
+// read from (flag > environment > config file > default) and the validation of every value.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// Config is the typed configuration shared by every command.
+type Config struct {
+	Addr    string
+	DataDir string
+
+	MongoDB Mongo // the application database
+	Core    Mongo // the core database holding shared property templates
+
+	JWT       JWT
+	RateLimit RateLimit
+	Auth      Auth
+	AI        AI
+	DBCheck   DBCheck
+	Log       Log
+	Server    Server
+}
+
+// Mongo names a MongoDB deployment and a database in it. An empty URI means the embedded store.
+type Mongo struct {
+	URI      string
+	Database string
+}
+
+// JWT configures access tokens.
+type JWT struct {
+	Secret string // empty: generated once and kept in DataDir
+	TTL    time.Duration
+}
+
+// RateLimit configures the per-client request limits.
+type RateLimit struct {
+	Limit          int
+	Window         time.Duration
+	AuthLimit      int // stricter limit on register and login
+	AuthWindow     time.Duration
+	TrustedProxies []*net.IPNet // X-Forwarded-For is honoured only from these
+}
+
+// Auth configures password hashing.
+type Auth struct {
+	BcryptCost int
+}
+
+// AI configures the three providers.
+type AI struct {
+	OpenAI      Provider
+	Anthropic   Provider
+	Gemini      Provider
+	Timeout     time.Duration
+	PricingFile string
+}
+
+// Provider configures one AI provider.
+type Provider struct {
+	APIKey       string
+	BaseURL      string
+	DefaultModel string
+}
+
+// DBCheck configures the MongoDB utility endpoints.
+type DBCheck struct {
+	Timeout      time.Duration
+	MaxLimit     int
+	MaxTime      time.Duration
+	MaxBytes     int
+	AllowedHosts []string
+}
+
+// Log configures the logger.
+type Log struct {
+	Level  string // debug, info, warn, error
+	Format string // text, json; empty: text on a terminal, else json
+}
+
+// Server configures the HTTP server.
+type Server struct {
+	ShutdownGrace     time.Duration
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxBodyBytes      int64
+}
+
+// kind says how a key's text is parsed and checked.
+type kind int
+
+const (
+	kString kind = iota
+	kDuration
+	kInt
+	kURL
+	kList
+	kCIDRs
+	kLevel
+	kFormat
+)
+
+// key describes one configuration key.
+type key struct {
+	name  string   // viper key, e.g. "ratelimit.limit"
+	def   string   // default, as text
+	kind  kind     //
+	env   []string // conventional names read after APP_*
+	flag  string   // persistent flag name, if any
+	usage string   // flag help / docs
+	min   int      // for kInt and kDuration (seconds granularity not needed): values below are refused
+}
+
+// Keys lists every configuration key with its default; docs/configuration.md mirrors it.
+var keys = []key{
+	{name: "addr", def: ":3000", flag: "addr", usage: "address to listen on"},
+	{name: "data_dir", def: "./data", flag: "data-dir", usage: "directory for the embedded store, lock and generated secrets"},
+	{name: "mongodb.uri", env: []string{"MONGODB_URI"}, flag: "mongodb-uri", usage: "MongoDB URI (empty: embedded store)"},
+	{name: "mongodb.database", def: "backend"},
+	{name: "core.uri", usage: "MongoDB URI of the core database (empty: same as mongodb.uri)"},
+	{name: "core.database", def: "core"},
+	{name: "jwt.secret", env: []string{"JWT_SECRET"}},
+	{name: "jwt.ttl", def: "168h", kind: kDuration, min: 1},
+	{name: "ratelimit.limit", def: "100", kind: kInt, min: 1},
+	{name: "ratelimit.window", def: "60s", kind: kDuration, min: 1},
+	{name: "ratelimit.auth_limit", def: "10", kind: kInt, min: 1},
+	{name: "ratelimit.auth_window", def: "60s", kind: kDuration, min: 1},
+	{name: "ratelimit.trusted_proxies", kind: kCIDRs},
+	{name: "auth.bcrypt_cost", def: "10", kind: kInt, min: 4},
+	{name: "ai.openai.api_key", env: []string{"OPENAI_API_KEY"}},
+	{name: "ai.openai.base_url", def: "https://api.openai.com/v1", kind: kURL},
+	{name: "ai.openai.default_model", def: "gpt-4o-mini"},
+	{name: "ai.anthropic.api_key", env: []string{"ANTHROPIC_API_KEY"}},
+	{name: "ai.anthropic.base_url", def: "https://api.anthropic.com/v1", kind: kURL},
+	{name: "ai.anthropic.default_model", def: "claude-haiku-4-5"},
+	{name: "ai.gemini.api_key", env: []string{"GEMINI_API_KEY"}},
+	{name: "ai.gemini.base_url", def: "https://generativelanguage.googleapis.com/v1beta", kind: kURL},
+	{name: "ai.gemini.default_model", def: "gemini-2.5-flash-lite"},
+	{name: "ai.timeout", def: "60s", kind: kDuration, min: 1},
+	{name: "ai.pricing_file"},
+	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
+	{name: "dbcheck.max_limit", def: "1000", kind: kInt, min: 1},
+	{name: "dbcheck.max_time", def: "10s", kind: kDuration, min: 1},
+	{name: "dbcheck.max_bytes", def: "16777216", kind: kInt, min: 1},
+	{name: "dbcheck.allowed_hosts", kind: kList},
+	{name: "log.level", def: "info", kind: kLevel, flag: "log-level", usage: "debug, info, warn or error"},
+	{name: "log.format", kind: kFormat, usage: "text or json (default: text on a terminal, else json)"},
+	{name: "server.shutdown_grace", def: "30s", kind: kDuration, min: 0},
+	{name: "server.read_header_timeout", def: "10s", kind: kDuration, min: 1},
+	{name: "server.read_timeout", def: "30s", kind: kDuration, min: 1},
+	{name: "server.write_timeout", def: "90s", kind: kDuration, min: 1},
+	{name: "server.idle_timeout", def: "120s", kind: kDuration, min: 1},
+	{name: "server.max_body_bytes", def: "1048576", kind: kInt, min: 1},
+}
+
+// KeyNames returns every configuration key, in documentation order.
+func KeyNames() []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.name
+	}
+	return out
+}
+
+// EnvName is the APP_* environment variable for a key ("ratelimit.limit" → "APP_RATELIMIT_LIMIT").
+func EnvName(name string) string {
+	return "APP_" + strings.ToUpper(strings.ReplaceAll(name, ".", "_"))
+}
+
+// BindFlags adds the persistent flags (--addr, --data-dir, --mongodb-uri, --log-level, --config) to fs.
+func BindFlags(fs *pflag.FlagSet) {
+	fs.String("config", "", "config file (YAML, JSON or TOML)")
+	for _, k := range keys {
+		if k.flag != "" {
+			fs.String(k.flag, k.def, k.usage)
+		}
+	}
+}
+
+// Error is a configuration value that cannot be used; it names the key and the value.
+type Error struct {
+	Key, Value, Reason string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("config: %s=%q: %s", e.Key, e.Value, e.Reason)
+}
+
+// Load resolves every key with precedence flag > environment (APP_*, then the conventional
+// name) > config file > default, and parses it. fs may be nil; getenv is os.Getenv outside tests.
+func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
+	v := viper.New()
+	if fs != nil {
+		if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+			v.SetConfigFile(f.Value.String())
+			if err := v.ReadInConfig(); err != nil {
+				return nil, fmt.Errorf("config: read %s: %w", f.Value.String(), err)
+			}
+		}
+	}
+	raw := make(map[string]string, len(keys))
+	for _, k := range keys {
+		raw[k.name] = resolve(k, fs, getenv, v)
+	}
+	// PORT is the platform convention: used for addr only when nothing more specific set it.
+	if !setExplicitly(keys[0], fs, getenv, v) {
+		if p := getenv("PORT"); p != "" {
+			raw["addr"] = ":" + p
+		}
+	}
+	if raw["core.uri"] == "" {
+		raw["core.uri"] = raw["mongodb.uri"]
+	}
+	return parse(raw)
+}
+
+func setExplicitly(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Viper) bool {
+	if fs != nil && k.flag != "" {
+		if f := fs.Lookup(k.flag); f != nil && f.Changed {
+			return true
+		}
+	}
+	return getenv(EnvName(k.name)) != "" || v.IsSet(k.name)
+}
+
+func resolve(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Viper) string {
+	if fs != nil && k.flag != "" {
+		if f := fs.Lookup(k.flag); f != nil && f.Changed {
+			return f.Value.String()
+		}
+	}
+	for _, name := range append([]string{EnvName(k.name)}, k.env...) {
+		if val, ok := lookupEnv(getenv, name); ok {
+			return val
+		}
+	}
+	if v.IsSet(k.name) {
+		val := v.Get(k.name)
+		switch t := val.(type) {
+		case []any:
+			parts := make([]string, len(t))
+			for i, p := range t {
+				parts[i] = fmt.Sprint(p)
+			}
+			return strings.Join(parts, ",")
+		default:
+			return fmt.Sprint(t)
+		}
+	}
+	return k.def
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	val := getenv(name)
+	return val, val != ""
+}
+
+func parse(raw map[string]string) (*Config, error) {
+	p := parser{raw: raw}
+	c := &Config{
+		Addr:    p.str("addr"),
+		DataDir: p.str("data_dir"),
+		MongoDB: Mongo{URI: p.str("mongodb.uri"), Database: p.str("mongodb.database")},
+		Core:    Mongo{URI: p.str("core.uri"), Database: p.str("core.database")},
+		JWT:     JWT{Secret: p.str("jwt.secret"), TTL: p.dur("jwt.ttl")},
+		RateLimit: RateLimit{
+			Limit: p.int("ratelimit.limit"), Window: p.dur("ratelimit.window"),
+			AuthLimit: p.int("ratelimit.auth_limit"), AuthWindow: p.dur("ratelimit.auth_window"),
+			TrustedProxies: p.cidrs("ratelimit.trusted_proxies"),
+		},
+		Auth: Auth{BcryptCost: p.int("auth.bcrypt_cost")},
+		AI: AI{
+			OpenAI:      p.provider("openai"),
+			Anthropic:   p.provider("anthropic"),
+			Gemini:      p.provider("gemini"),
+			Timeout:     p.dur("ai.timeout"),
+			PricingFile: p.str("ai.pricing_file"),
+		},
+		DBCheck: DBCheck{
+			Timeout: p.dur("dbcheck.timeout"), MaxLimit: p.int("dbcheck.max_limit"),
+			MaxTime: p.dur("dbcheck.max_time"), MaxBytes: p.int("dbcheck.max_bytes"),
+			AllowedHosts: p.list("dbcheck.allowed_hosts"),
+		},
+		Log: Log{Level: p.str("log.level"), Format: p.str("log.format")},
+		Server: Server{
+			ShutdownGrace:     p.dur("server.shutdown_grace"),
+			ReadHeaderTimeout: p.dur("server.read_header_timeout"),
+			ReadTimeout:       p.dur("server.read_timeout"),
+			WriteTimeout:      p.dur("server.write_timeout"),
+			IdleTimeout:       p.dur("server.idle_timeout"),
+			MaxBodyBytes:      int64(p.int("server.max_body_bytes")),
+		},
+	}
+	for _, uriKey := range []string{"mongodb.uri", "core.uri"} {
+		if u := raw[uriKey]; u != "" && !strings.HasPrefix(u, "mongodb://") && !strings.HasPrefix(u, "mongodb+srv://") {
+			p.fail(uriKey, "must start with mongodb:// or mongodb+srv://")
+		}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return c, nil
+}
+
+// parser converts raw values, remembering the first error.
+type parser struct {
+	raw map[string]string
+	err error
+}
+
+func (p *parser) spec(name string) key {
+	for _, k := range keys {
+		if k.name == name {
+			return k
+		}
+	}
+	panic("config: unknown key " + name)
+}
+
+func (p *parser) fail(name, reason string) {
+	if p.err == nil {
+		p.err = &Error{Key: name, Value: p.raw[name], Reason: reason}
+	}
+}
+
+func (p *parser) str(name string) string {
+	val := strings.TrimSpace(p.raw[name])
+	switch p.spec(name).kind {
+	case kURL:
+		u, err := url.Parse(val)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.fail(name, "must be an absolute http(s) URL")
+		}
+		return strings.TrimRight(val, "/")
+	case kLevel:
+		switch strings.ToLower(val) {
+		case "debug", "info", "warn", "error":
+			return strings.ToLower(val)
+		}
+		p.fail(name, "must be one of debug, info, warn, error")
+	case kFormat:
+		switch strings.ToLower(val) {
+		case "", "text", "json":
+			return strings.ToLower(val)
+		}
+		p.fail(name, "must be text or json")
+	}
+	return val
+}
+
+func (p *parser) dur(name string) time.Duration {
+	d, err := time.ParseDuration(strings.TrimSpace(p.raw[name]))
+	if err != nil {
+		p.fail(name, "not a duration (examples: 500ms, 60s, 168h)")
+		return 0
+	}
+	if d < 0 || (p.spec(name).min > 0 && d == 0) {
+		p.fail(name, "must be positive")
+	}
+	return d
+}
+
+func (p *parser) int(name string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(p.raw[name]))
+	if err != nil {
+		p.fail(name, "not a whole number")
+		return 0
+	}
+	if n < p.spec(name).min {
+		p.fail(name, fmt.Sprintf("must be at least %d", p.spec(name).min))
+	}
+	return n
+}
+
+func (p *parser) list(name string) []string {
+	return strings.FieldsFunc(p.raw[name], func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
+}
+
+func (p *parser) cidrs(name string) []*net.IPNet {
+	var out []*net.IPNet
+	for _, s := range p.list(name) {
+		if !strings.Contains(s, "/") {
+			if ip := net.ParseIP(s); ip != nil && ip.To4() != nil {
+				s += "/32"
+			} else {
+				s += "/128"
+			}
+		}
+		_, n, err := net.ParseCIDR(s)
+		if err != nil {
+			p.fail(name, "not a list of IP addresses or CIDRs")
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func (p *parser) provider(name string) Provider {
+	prefix := "ai." + name + "."
+	return Provider{
+		APIKey:       p.str(prefix + "api_key"),
+		BaseURL:      p.str(prefix + "base_url"),
+		DefaultModel: p.str(prefix + "default_model"),
+	}
+}

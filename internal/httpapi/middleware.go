@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/auth"
+)
+
+type ctxKey int
+
+const (
+	keyLogger ctxKey = iota
+	keyRequestID
+	keyCaller
+	keyMaxBody
+)
+
+// loggerFrom returns the request's logger (with its request id), or a discarding one.
+func loggerFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(keyLogger).(*slog.Logger); ok {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// RequestID returns the request's id (from X-Request-Id, else generated).
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(keyRequestID).(string)
+	return id
+}
+
+func maxBodyFrom(ctx context.Context) int64 {
+	if n, ok := ctx.Value(keyMaxBody).(int64); ok {
+		return n
+	}
+	return 1 << 20
+}
+
+// CallerFrom returns the authenticated caller of a request that passed requireAuth.
+func CallerFrom(ctx context.Context) (auth.Caller, bool) {
+	c, ok := ctx.Value(keyCaller).(auth.Caller)
+	return c, ok
+}
+
+// validRequestID accepts a client-supplied id only if it is short and printable ASCII, so it
+// cannot forge log lines.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// recorder remembers the status and size of an answer.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (flush, deadlines).
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// observe is the outermost middleware: request id, per-request logger, body limit, panic
+// recovery and one access-log line per request.
+func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set("X-Request-Id", id)
+		rl := log.With("request_id", id)
+		ctx := context.WithValue(r.Context(), keyRequestID, id)
+		ctx = context.WithValue(ctx, keyLogger, rl)
+		ctx = context.WithValue(ctx, keyMaxBody, maxBody)
+		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				rl.Error("panic serving request", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path,
+					"stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeEnvelope(rec, http.StatusInternalServerError, "Internal server error")
+				}
+			}
+			rl.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", rec.status),
+				slog.Int("bytes", rec.bytes),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.String("remote", r.RemoteAddr),
+			)
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+// notFound answers routes the mux does not know, and known routes with a wrong method, in the
+// error envelope (the standard mux answers both in plain text).
+func notFound(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		probe := &headerProbe{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		switch probe.status {
+		case http.StatusMethodNotAllowed:
+			if allow := probe.header.Get("Allow"); allow != "" {
+				w.Header().Set("Allow", allow)
+			}
+			writeEnvelope(w, http.StatusMethodNotAllowed, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
+		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+			// The mux redirects to a cleaned path; answer as an unknown route instead of
+			// redirecting API clients.
+			fallthrough
+		default:
+			writeEnvelope(w, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
+		}
+	})
+}
+
+// headerProbe captures what the mux's own not-found or method-not-allowed handler would answer.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
+
+// TokenVerifier checks an access token and returns its caller.
+type TokenVerifier interface {
+	Verify(token string) (auth.Caller, error)
+}
+
+// requireAuth lets a request through only with a valid bearer token, and puts its caller in
+// the request context.
+func requireAuth(v TokenVerifier, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" || v == nil {
+			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		c, err := v.Verify(strings.TrimSpace(token))
+		if err != nil {
+			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCaller, c)))
+	})
+}
+
+// requireRole lets a request through only when its caller holds role (after requireAuth).
+func requireRole(role string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := CallerFrom(r.Context())
+		if !ok || !c.HasRole(role) {
+			writeError(w, r, apperr.E(apperr.Forbidden, "Forbidden resource"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

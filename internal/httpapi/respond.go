@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/acme/app/internal/apperr"
+)
+
+// envelope is the body of every non-2xx answer.
+type envelope struct {
+	StatusCode int    `json:"statusCode"`
+	Message    any    `json:"message"` // string, or []string for validation failures
+	Error      string `json:"error"`
+}
+
+// statusOf is the one table from error kinds to HTTP statuses.
+var statusOf = map[apperr.Kind]int{
+	apperr.Internal:        http.StatusInternalServerError,
+	apperr.Invalid:         http.StatusBadRequest,
+	apperr.Unauthorized:    http.StatusUnauthorized,
+	apperr.Forbidden:       http.StatusForbidden,
+	apperr.NotFound:        http.StatusNotFound,
+	apperr.Conflict:        http.StatusConflict,
+	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
+	apperr.RateLimited:     http.StatusTooManyRequests,
+	apperr.Unavailable:     http.StatusServiceUnavailable,
+	apperr.Upstream:        http.StatusBadGateway,
+	apperr.UpstreamTimeout: http.StatusGatewayTimeout,
+}
+
+// StatusOf returns the HTTP status for err's kind.
+func StatusOf(err error) int { return statusOf[apperr.KindOf(err)] }
+
+// encode writes v as JSON with the given status.
+func encode(w http.ResponseWriter, status int, v any) {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		writeEnvelope(w, http.StatusInternalServerError, "Internal server error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(buf, '\n'))
+}
+
+// writeEnvelope writes the error envelope with status and message (a string or []string).
+func writeEnvelope(w http.ResponseWriter, status int, message any) {
+	reason := http.StatusText(status)
+	if reason == "" {
+		reason = "Error"
+	}
+	if status == http.StatusTooManyRequests {
+		reason = "ThrottlerException"
+	}
+	encode(w, status, envelope{StatusCode: status, Message: message, Error: reason})
+}
+
+// writeError answers err in the envelope. Internal errors are logged and never show their text.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := StatusOf(err)
+	e := apperr.As(err)
+	var message any
+	switch {
+	case e == nil || status == http.StatusInternalServerError:
+		message = "Internal server error"
+		loggerFrom(r.Context()).Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path)
+	case e.List:
+		message = e.Messages
+	case len(e.Messages) == 0:
+		message = http.StatusText(status)
+	case len(e.Messages) == 1:
+		message = e.Messages[0]
+	default:
+		message = e.Messages
+	}
+	if e != nil && e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if status >= 500 && status != http.StatusInternalServerError {
+		loggerFrom(r.Context()).Warn("request failed", "status", status, "err", err)
+	}
+	writeEnvelope(w, status, message)
+}
+
+// decodeFields reads the JSON request body into a map of raw fields, so that services can validate
+// each field's type with class-validator's wording. It enforces the body limit (413), a JSON
+// content type (415), one well-formed JSON object (400) and nothing after it.
+func decodeFields(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, error) {
+	raw, err := readJSON(w, r)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, apperr.E(apperr.Invalid, "request body must be a JSON object")
+	}
+	return fields, nil
+}
+
+// readJSON returns the body after the checks of decodeFields, as bytes holding one JSON value.
+func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !(len(mt) > 5 && mt[len(mt)-5:] == "+json")) {
+			return nil, apperr.E(apperr.Invalid, "Content-Type must be application/json")
+		}
+	}
+	limit := maxBodyFrom(r.Context())
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, apperr.E(apperr.TooLarge, "request entity too large")
+		}
+		return nil, apperr.Wrap(apperr.Invalid, err, "could not read the request body")
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return []byte("{}"), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return nil, apperr.E(apperr.Invalid, "Unexpected token in JSON: "+jsonErrorText(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, apperr.E(apperr.Invalid, "Unexpected data after the JSON body")
+	}
+	return trimmed, nil
+}
+
+func jsonErrorText(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return syn.Error() + " at offset " + strconv.FormatInt(syn.Offset, 10)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of JSON input"
+	}
+	return err.Error()
+}
+
+// decodeInto reads the JSON body into v (a struct or map) after the checks of decodeFields.
+func decodeInto(w http.ResponseWriter, r *http.Request, v any) error {
+	raw, err := readJSON(w, r)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return apperr.Wrap(apperr.Invalid, err, "request body does not have the expected shape")
+	}
+	return nil
+}

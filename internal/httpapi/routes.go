@@ -1,0 +1,24 @@
+package httpapi
+
+import "net/http"
+
+// addRoutes lists every route of the API.
+func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
+	protect := func(h http.Handler) http.Handler { return requireAuth(deps.Tokens, h) }
+	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
+	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
+	_, _, _ = protect, admin, authLimit
+
+	// Service.
+	mux.Handle("GET /api", handleRoot())
+	mux.Handle("GET /api/{$}", handleRoot())
+	mux.Handle("GET /api/health", handleHealth(deps.DB, opts.Version))
+
+	// Accounts (auth).
+
+	// AI proxy and usage (ai, usage).
+
+	// MongoDB utilities (dbcheck).
+
+	// Property templates (templates).
+}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+// File names inside the data directory.
+const (
+	lockFile = "app.lock"
+	uriFile  = "embedded-mongodb.uri"
+	dbDir    = "db"
+)
+
+// URIFile returns the path of the file that holds a running embedded store's URI.
+func URIFile(dataDir string) string { return filepath.Join(dataDir, uriFile) }
+
+// embedded is a FerretDB server running in this process.
+type embedded struct {
+	lock    *os.File
+	uriPath string
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// openEmbedded locks dataDir and starts FerretDB on a random loopback port. When dataDir is
+// locked by another process and shared is set, it returns that process's URI instead.
+func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Logger) (*embedded, string, error) {
+	if dataDir == "" {
+		return nil, "", errors.New("store: no mongodb.uri and no data_dir for the embedded store")
+	}
+	if err := os.MkdirAll(filepath.Join(dataDir, dbDir), 0o700); err != nil {
+		return nil, "", fmt.Errorf("store: create data directory: %w", err)
+	}
+	lock, err := tryLock(filepath.Join(dataDir, lockFile))
+	if errors.Is(err, ErrLocked) {
+		if !shared {
+			return nil, "", fmt.Errorf("store: %s: %w", dataDir, ErrLocked)
+		}
+		uri, rerr := os.ReadFile(URIFile(dataDir))
+		if rerr != nil || len(strings.TrimSpace(string(uri))) == 0 {
+			return nil, "", fmt.Errorf("store: %s is in use but holds no %s yet; retry in a moment", dataDir, uriFile)
+		}
+		return nil, strings.TrimSpace(string(uri)), nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+
+	abs, err := filepath.Abs(filepath.Join(dataDir, dbDir))
+	if err != nil {
+		unlock(lock)
+		return nil, "", fmt.Errorf("store: %w", err)
+	}
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + abs + "/",
+		Logger:    ferretLogger(log),
+	})
+	if err != nil {
+		unlock(lock)
+		return nil, "", fmt.Errorf("store: start embedded store: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	e := &embedded{lock: lock, uriPath: URIFile(dataDir), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		_ = f.Run(runCtx)
+	}()
+	uri, err := listenerURI(ctx, f, e.done)
+	if err != nil {
+		e.close()
+		return nil, "", err
+	}
+	if err := os.WriteFile(e.uriPath, []byte(uri+"\n"), 0o600); err != nil {
+		e.close()
+		return nil, "", fmt.Errorf("store: write %s: %w", uriFile, err)
+	}
+	log.Info("embedded MongoDB store started", "uri", uri, "dir", abs)
+	return e, uri, nil
+}
+
+// listenerURI waits for the listener to be up and returns its URI.
+func listenerURI(ctx context.Context, f *ferretdb.FerretDB, done <-chan struct{}) (string, error) {
+	got := make(chan string, 1)
+	go func() { got <- f.MongoDBURI() }()
+	select {
+	case uri := <-got:
+		return uri, nil
+	case <-done:
+		return "", errors.New("store: embedded store stopped while starting")
+	case <-ctx.Done():
+		return "", fmt.Errorf("store: start embedded store: %w", ctx.Err())
+	case <-time.After(30 * time.Second):
+		return "", errors.New("store: embedded store did not start listening within 30s")
+	}
+}
+
+func (e *embedded) close() {
+	_ = os.Remove(e.uriPath)
+	e.cancel()
+	select {
+	case <-e.done:
+	case <-time.After(10 * time.Second):
+	}
+	unlock(e.lock)
+}
+
+func tryLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store: open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("store: lock %s: %w", path, err)
+	}
+	_ = f.Truncate(0)
+	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
+	return f, nil
+}
+
+func unlock(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = f.Close()
+}
+
+// ferretLogger passes on FerretDB's errors only: its info and warning lines describe every
+// connection and unsupported command (the driver's endSessions) and would drown the program's log.
+func ferretLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{h: log.Handler(), min: slog.LevelError}).With("component", "ferretdb")
+}
+
+type levelFilter struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (l levelFilter) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= l.min && l.h.Enabled(ctx, lv)
+}
+func (l levelFilter) Handle(ctx context.Context, r slog.Record) error { return l.h.Handle(ctx, r) }
+func (l levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{h: l.h.WithAttrs(a), min: l.min}
+}
+func (l levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{h: l.h.WithGroup(n), min: l.min}
+}

@@ -1,0 +1,127 @@
+// Package store opens the program's MongoDB connection: an external deployment named by a URI,
+// or, with no URI, the embedded MongoDB-compatible server (FerretDB with its SQLite handler)
+// running in-process under the data directory. Either way the services talk to it through the
+// ordinary mongo-driver, so the production code path is the one that runs everywhere.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"go.mongodb.org/mongo-driver/mongo/readpref"
+)
+
+// Options says which MongoDB to open.
+type Options struct {
+	// URI of an external MongoDB. Empty: the embedded store under DataDir.
+	URI string
+	// DataDir holds the embedded store's files, its lock and its URI file.
+	DataDir string
+	// Shared lets this process use the embedded store of another process that holds DataDir
+	// (an operator command beside a running `app serve`), through the URI file it wrote.
+	// Without it, a DataDir in use is an error.
+	Shared bool
+	// Logger receives the store's own messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is an open MongoDB connection.
+type Store struct {
+	client   *mongo.Client
+	uri      string
+	embedded *embedded // nil unless this process runs the embedded server
+	log      *slog.Logger
+}
+
+// ErrLocked is returned when DataDir is held by another process and Options.Shared is false.
+var ErrLocked = errors.New("the data directory is in use by another process")
+
+// Open connects to the MongoDB named by opts and checks that it answers a ping.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{uri: opts.URI, log: log}
+	if opts.URI == "" {
+		e, uri, err := openEmbedded(ctx, opts.DataDir, opts.Shared, log)
+		if err != nil {
+			return nil, err
+		}
+		s.embedded, s.uri = e, uri
+	}
+	client, err := Connect(ctx, s.uri)
+	if err != nil {
+		s.closeEmbedded()
+		return nil, err
+	}
+	s.client = client
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := client.Ping(pingCtx, readpref.Primary()); err != nil {
+		_ = s.Close(context.Background())
+		return nil, fmt.Errorf("store: ping %s: %w", Redact(s.uri), err)
+	}
+	return s, nil
+}
+
+// Connect returns a driver client for uri with the program's defaults (short server selection,
+// so a dead server is an error within seconds rather than a hang).
+func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
+	o := options.Client().ApplyURI(uri).SetServerSelectionTimeout(5 * time.Second).SetConnectTimeout(5 * time.Second)
+	client, err := mongo.Connect(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect %s: %w", Redact(uri), err)
+	}
+	return client, nil
+}
+
+// Client returns the driver client.
+func (s *Store) Client() *mongo.Client { return s.client }
+
+// DB returns the named database.
+func (s *Store) DB(name string) *mongo.Database { return s.client.Database(name) }
+
+// URI returns the connection string in use (for the embedded store, its loopback address).
+func (s *Store) URI() string { return s.uri }
+
+// Embedded reports whether this process runs the embedded server.
+func (s *Store) Embedded() bool { return s.embedded != nil }
+
+// Ping checks that the server answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.client.Ping(ctx, readpref.Primary())
+}
+
+// Close disconnects, then stops the embedded server and releases the data directory.
+func (s *Store) Close(ctx context.Context) error {
+	var err error
+	if s.client != nil {
+		err = s.client.Disconnect(ctx)
+	}
+	s.closeEmbedded()
+	return err
+}
+
+func (s *Store) closeEmbedded() {
+	if s.embedded != nil {
+		s.embedded.close()
+		s.embedded = nil
+	}
+}
+
+// EnsureIndexes creates the indexes in models on coll; creating an existing index is a no-op.
+func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
+	if len(models) == 0 {
+		return nil
+	}
+	if _, err := coll.Indexes().CreateMany(ctx, models); err != nil {
+		return fmt.Errorf("store: create indexes on %s: %w", coll.Name(), err)
+	}
+	return nil
+}

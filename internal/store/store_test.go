@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/store/storetest"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Ensure the embedded store starts, answers a real insert/find through the driver, keeps its
+// data across a restart on the same data_dir, and refuses a second opener while it runs.
+func TestEmbedded_Lifecycle(t *testing.T) {
+	ctx := ctxT(t)
+	dir := t.TempDir()
+
+	st, err := store.Open(ctx, store.Options{DataDir: dir})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if !st.Embedded() {
+		t.Fatal("Embedded() = false, want true with no URI")
+	}
+	uri, err := os.ReadFile(store.URIFile(dir))
+	if err != nil || !strings.HasPrefix(string(uri), "mongodb://127.0.0.1:") {
+		t.Fatalf("uri file = %q, %v; want a loopback mongodb:// URI", uri, err)
+	}
+	coll := st.DB("lifecycle").Collection("things")
+	if _, err := coll.InsertOne(ctx, bson.M{"_id": "a", "n": 42}); err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+
+	// A second exclusive opener is refused.
+	if _, err := store.Open(ctx, store.Options{DataDir: dir}); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("second open err = %v, want ErrLocked", err)
+	}
+	// A shared opener (an operator command) uses the running server through the URI file.
+	cli, err := store.Open(ctx, store.Options{DataDir: dir, Shared: true})
+	if err != nil {
+		t.Fatalf("shared open: %v", err)
+	}
+	if cli.Embedded() {
+		t.Fatal("shared opener started its own server")
+	}
+	var got bson.M
+	if err := cli.DB("lifecycle").Collection("things").FindOne(ctx, bson.M{"_id": "a"}).Decode(&got); err != nil {
+		t.Fatalf("shared find: %v", err)
+	}
+	_ = cli.Close(ctx)
+
+	if err := st.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := os.Stat(store.URIFile(dir)); !os.IsNotExist(err) {
+		t.Fatalf("uri file still present after close (err=%v)", err)
+	}
+
+	// Restart on the same directory: the data is still there.
+	st2, err := store.Open(ctx, store.Options{DataDir: dir})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer st2.Close(context.Background())
+	got = nil
+	if err := st2.DB("lifecycle").Collection("things").FindOne(ctx, bson.M{"_id": "a"}).Decode(&got); err != nil {
+		t.Fatalf("find after restart: %v", err)
+	}
+	if n, _ := got["n"].(int32); n != 42 {
+		t.Fatalf("after restart n = %v, want 42", got["n"])
+	}
+	if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
+		t.Fatalf("db directory: %v", err)
+	}
+}
+
+// Ensure a shared opener with no running server and no URI file starts its own store.
+func TestEmbedded_SharedWithoutServerOpensItsOwn(t *testing.T) {
+	ctx := ctxT(t)
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir(), Shared: true})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer st.Close(context.Background())
+	if !st.Embedded() {
+		t.Fatal("want an embedded server of its own")
+	}
+}
+
+// Ensure storetest databases are isolated and usable in parallel.
+func TestStoretest_DB(t *testing.T) {
+	t.Parallel()
+	a, b := storetest.DB(t), storetest.DB(t)
+	if a.Name() == b.Name() {
+		t.Fatalf("two DB() calls gave the same name %q", a.Name())
+	}
+	ctx := ctxT(t)
+	if _, err := a.Collection("c").InsertOne(ctx, bson.M{"x": 1}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.Collection("c").CountDocuments(ctx, bson.M{})
+	if err != nil || n != 0 {
+		t.Fatalf("other database sees %d docs (err %v), want 0", n, err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"mongodb://user:s3cret@host:27017/db", "mongodb://user:****@host:27017/db"},
+		{"mongodb+srv://u:p%40ss@cluster0.example.net/?x=1", "mongodb+srv://u:****@cluster0.example.net/?x=1"},
+		{"connect mongodb://a:b@h1,h2/ failed", "connect mongodb://a:****@h1,h2/ failed"},
+		{"mongodb://host/db", "mongodb://host/db"},
+		{"mongodb://onlyuser@host/db", "mongodb://onlyuser@host/db"},
+	}
+	for _, tt := range tests {
+		if got := store.Redact(tt.in); got != tt.want {
+			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

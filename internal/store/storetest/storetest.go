@@ -1,0 +1,77 @@
+// Package storetest gives tests a real MongoDB: one embedded store per test binary (or the
+// server named by TEST_MONGODB_URI), and a fresh database per test, dropped when it ends, so
+// tests may run in parallel.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/store"
+)
+
+var (
+	once    sync.Once
+	shared  *store.Store
+	openErr error
+	seq     atomic.Int64
+)
+
+// Store returns the store shared by the tests of this binary. It is never closed: the test
+// binary's exit stops it.
+func Store(tb testing.TB) *store.Store {
+	tb.Helper()
+	once.Do(func() {
+		dir, err := os.MkdirTemp("", "storetest-")
+		if err != nil {
+			openErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		shared, openErr = store.Open(ctx, store.Options{URI: os.Getenv("TEST_MONGODB_URI"), DataDir: dir})
+	})
+	if openErr != nil {
+		tb.Fatalf("storetest: open store: %v", openErr)
+	}
+	return shared
+}
+
+// DBName returns a database name unique to this test, dropped when the test ends.
+func DBName(tb testing.TB) string {
+	tb.Helper()
+	st := Store(tb)
+	name := fmt.Sprintf("t%d_%d_%s", os.Getpid(), seq.Add(1), sanitize(tb.Name()))
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = st.DB(name).Drop(ctx)
+	})
+	return name
+}
+
+// DB returns a fresh database unique to this test, dropped when the test ends.
+func DB(tb testing.TB) *mongo.Database {
+	tb.Helper()
+	return Store(tb).DB(DBName(tb))
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, s)
+}
