@@ -57,3 +57,14 @@ func (s *services) close() error {
 	}
 	return first
 }
+
+// withServices opens the services for an operator command (sharing the embedded store of a
+// running `serve` on the same data directory), runs fn and closes them.
+func withServices(ctx context.Context, f *factory, fn func(*services) error) error {
+	svc, err := openServices(ctx, f, false)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	return fn(svc)
+}
