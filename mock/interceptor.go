@@ -767,9 +767,9 @@ func statusLine(code int, text string) string {
 	return s
 }
 
-type body struct{ bytes.Reader }
+type respBody struct{ bytes.Reader }
 
-func (*body) Close() error { return nil }
+func (*respBody) Close() error { return nil }
 
 func readBody(rc io.ReadCloser, n int64) ([]byte, error) {
 	if rc == nil || rc == http.NoBody {
@@ -822,7 +822,7 @@ func (ic *Interceptor) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Message: "encode response data", Err: err}
 	}
-	rb := &body{}
+	rb := &respBody{}
 	rb.Reset(out)
 	return &http.Response{
 		Status:        statusLine(status, resp.StatusText),
