@@ -140,6 +140,11 @@ func (m *Matcher) split(p string, buf []string, force bool) []string {
 			s, p = p, ""
 		}
 		if normalize {
+			if strings.IndexByte(s, '%') >= 0 {
+				if d, err := url.PathUnescape(s); err == nil {
+					s = d
+				}
+			}
 			switch s {
 			case "", ".":
 				continue
@@ -148,11 +153,6 @@ func (m *Matcher) split(p string, buf []string, force bool) []string {
 					buf = buf[:len(buf)-1]
 				}
 				continue
-			}
-			if strings.IndexByte(s, '%') >= 0 {
-				if d, err := url.PathUnescape(s); err == nil {
-					s = d
-				}
 			}
 		}
 		buf = append(buf, s)
