@@ -69,7 +69,8 @@ func WithMocks(defs Definitions) Option {
 }
 
 // WithTransport sets the transport unmatched requests fall back to (the
-// RoundTripper face). Default http.DefaultTransport.
+// RoundTripper face) and the transport the Handler face proxies to its
+// target with. Default http.DefaultTransport.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(ic *Interceptor, _ *Definitions) { ic.transport = rt }
 }
@@ -104,6 +105,7 @@ func New(cfg Config, opts ...Option) *Interceptor {
 	ic.stats = newStats(ic.now())
 	if ic.target != nil {
 		ic.proxy = &httputil.ReverseProxy{
+			Transport: ic.transport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(ic.target)
 				pr.SetXForwarded()
