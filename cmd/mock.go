@@ -1,0 +1,286 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/mockserver"
+	"github.com/acme/app/internal/version"
+	"github.com/acme/app/mock"
+)
+
+// newMockCmd is the mock group. It never opens the database and needs no configuration, so
+// it replaces the root's PersistentPreRunE with its own.
+func newMockCmd(f *factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "mock",
+		Short: "A standalone mock server for front-end development, and its file checker",
+		Args:  cobra.NoArgs,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if f.log == nil {
+				f.log = newLogger(f.errOut, config.Log{Level: "info"})
+			}
+			return nil
+		},
+	}
+	c.AddCommand(newMockServeCmd(f, nil), newMockValidateCmd(f, nil))
+	return c
+}
+
+type mockServeOptions struct {
+	File        string
+	Host        string
+	Port        int
+	Target      string
+	Delay       string
+	Watch       bool
+	Record      string
+	NoCORS      bool
+	LogRequests bool
+}
+
+func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) error) *cobra.Command {
+	opts := &mockServeOptions{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve mocks from a file, or a built-in mock of this API with no --file",
+		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md), or with no --file a built-in
+mock of this project's own /api. Unmatched requests go to --target when given, else get a 404
+naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --no-cors.`,
+		Example: `  app mock serve
+  app mock serve --file mocks.yaml --watch
+  app mock serve --file mocks.yaml --target http://localhost:3000 --delay 100-400
+  app mock serve --target https://api.example.com --record recorded.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runMockServe(cmd.Context(), f, opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&opts.File, "file", "f", "", "mock file (YAML or JSON); empty serves the built-in /api mock")
+	fl.StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on")
+	fl.IntVarP(&opts.Port, "port", "p", 3001, "port to listen on (0 picks a free one)")
+	fl.StringVar(&opts.Target, "target", "", "proxy unmatched requests to this URL")
+	fl.StringVar(&opts.Delay, "delay", "", "delay every mocked response: milliseconds (200) or a range (100-400); overrides the file")
+	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reload the file when it changes")
+	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
+	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
+	fl.BoolVar(&opts.LogRequests, "log-requests", false, "log every mocked request and response")
+	return c
+}
+
+// serverOptions checks the flags and turns them into the server's options.
+func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
+	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests, Version: version.Version}
+	if o.Port < 0 || o.Port > 65535 {
+		return so, usageError{fmt.Errorf("--port %d: want 0-65535", o.Port)}
+	}
+	if o.Target != "" {
+		u, err := url.Parse(o.Target)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return so, usageError{fmt.Errorf("--target %q: want an absolute http(s) URL", o.Target)}
+		}
+		so.Target = u
+	}
+	if o.Delay != "" {
+		d, err := mockserver.ParseDelay(o.Delay)
+		if err != nil {
+			return so, usageError{fmt.Errorf("--delay: %w", err)}
+		}
+		so.Delay = &d
+	}
+	if o.Record != "" && o.Target == "" {
+		return so, usageError{errors.New("--record needs --target: only proxied exchanges are recorded")}
+	}
+	if o.Watch && o.File == "" {
+		return so, usageError{errors.New("--watch needs --file")}
+	}
+	return so, nil
+}
+
+// runMockServe serves until SIGINT/SIGTERM (or ctx ends), then lets requests in flight finish.
+func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
+	so, err := o.serverOptions()
+	if err != nil {
+		return err
+	}
+	so.Logger = f.log
+	srv, err := mockserver.New(so)
+	if err != nil {
+		var le *mockserver.LoadError
+		if errors.As(err, &le) {
+			printProblems(f, le)
+			return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
+		}
+		return err
+	}
+	defer srv.Close()
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if o.Watch {
+		if err := srv.Watch(ctx); err != nil {
+			return err
+		}
+	}
+	addr := net.JoinHostPort(o.Host, strconv.Itoa(o.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	printBanner(f, ln.Addr().String(), srv, so)
+	for _, w := range srv.Warnings() {
+		f.log.Warn("mock file", "warning", w.String())
+	}
+	if f.onListen != nil {
+		f.onListen(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		_ = hs.Close()
+	}
+	<-errc
+	return nil
+}
+
+// printBanner writes the short start banner: URL, routes, fallback, admin URL.
+func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.Options) {
+	base := "http://" + addr
+	source := "built-in mock of this API (/api)"
+	if so.File != "" {
+		source = so.File
+		if n := len(srv.Warnings()); n > 0 {
+			source += fmt.Sprintf(" (%d warning(s), see the log)", n)
+		}
+	}
+	fallback := "none: unmatched requests get 404 ROUTE_MATCH_FAILED"
+	if so.Target != nil {
+		fallback = so.Target.String()
+		if so.Record != "" {
+			fallback += " (recording to " + so.Record + ")"
+		}
+	}
+	pairs := [][2]string{
+		{"URL", base},
+		{"Mocks", fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)},
+		{"Fallback", fallback},
+		{"Admin", base + mockserver.AdminPrefix + "mocks"},
+	}
+	if so.Delay != nil {
+		pairs = append(pairs, [2]string{"Delay", delayString(*so.Delay)})
+	}
+	cors := "on"
+	if so.NoCORS {
+		cors = "off"
+	}
+	pairs = append(pairs, [2]string{"CORS", cors})
+	f.printer().card("app mock serve "+version.Version, pairs)
+}
+
+func delayString(d mock.Delay) string {
+	if d.IsRange() {
+		return fmt.Sprintf("%d-%d ms", d.Min.Milliseconds(), d.Max.Milliseconds())
+	}
+	return fmt.Sprintf("%d ms", d.Min.Milliseconds())
+}
+
+// printProblems writes each problem of a mock file on its own line to stderr.
+func printProblems(f *factory, le *mockserver.LoadError) {
+	for _, p := range le.Problems {
+		loc := le.File
+		if p.Line > 0 {
+			loc += ":" + strconv.Itoa(p.Line)
+		}
+		fmt.Fprintf(f.errOut, "%s: %s\n", loc, strings.TrimPrefix(p.String(), fmt.Sprintf("line %d: ", p.Line)))
+	}
+}
+
+type mockValidateOptions struct {
+	File string
+	JSON bool
+}
+
+// validateReport is the --json form of `mock validate`.
+type validateReport struct {
+	File     string               `json:"file"`
+	Valid    bool                 `json:"isValid"`
+	Routes   int                  `json:"routes"`
+	Errors   []mockserver.Problem `json:"errors"`
+	Warnings []mockserver.Problem `json:"warnings"`
+}
+
+func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobra.Command {
+	opts := &mockValidateOptions{}
+	c := &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a mock file without serving it (exit 2 when it is invalid)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runMockValidate(f, opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func runMockValidate(f *factory, o *mockValidateOptions) error {
+	set, err := mockserver.LoadFile(o.File)
+	var le *mockserver.LoadError
+	if err != nil && !errors.As(err, &le) {
+		return err
+	}
+	rep := validateReport{File: o.File, Valid: err == nil, Errors: []mockserver.Problem{}, Warnings: []mockserver.Problem{}}
+	if set != nil {
+		rep.Routes = len(set.Routes)
+		rep.Warnings = append(rep.Warnings, set.Warnings...)
+	}
+	if le != nil {
+		rep.Errors = le.Problems
+	}
+	if o.JSON {
+		if err := f.printer().json(rep); err != nil {
+			return err
+		}
+	} else if le == nil {
+		fmt.Fprintf(f.out, "%s: valid, %d route(s), %d warning(s)\n", o.File, rep.Routes, len(rep.Warnings))
+		for _, w := range rep.Warnings {
+			fmt.Fprintf(f.out, "  warning: %s\n", w.String())
+		}
+	}
+	if le != nil {
+		if !o.JSON {
+			printProblems(f, le)
+		}
+		return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package mockserver
+
+import (
+	"context"
+	"sync/atomic"
+	"text/template"
+
+	"github.com/acme/app/mock"
+)
+
+// header is one response header: a constant or a template.
+type header struct {
+	name   string
+	static string
+	t      *template.Template
+}
+
+// response is one compiled response spec.
+type response struct {
+	status     int
+	statusText string
+	headers    []header
+	delay      mock.Delay
+
+	data    *tree              // JSON data (constant or templated)
+	body    *template.Template // body: a raw templated body
+	rawBody []byte             // body: a raw constant body
+
+	staticHeaders map[string]string // when no header is templated (shared, never written)
+	static        *mock.Response    // when nothing at all is templated
+	hasBody       bool
+}
+
+// finish precomputes what does not depend on the request.
+func (r *response) finish() {
+	dynamic := false
+	r.staticHeaders = make(map[string]string, len(r.headers))
+	for _, h := range r.headers {
+		if h.t != nil {
+			dynamic = true
+			r.staticHeaders = nil
+			break
+		}
+		r.staticHeaders[h.name] = h.static
+	}
+	if len(r.headers) == 0 {
+		r.staticHeaders = nil
+	}
+	r.hasBody = r.data != nil || r.body != nil || r.rawBody != nil
+	if r.body != nil || (r.data != nil && !r.data.isStatic()) {
+		dynamic = true
+	}
+	if !dynamic {
+		resp := &mock.Response{Status: r.status, StatusText: r.statusText, Headers: r.staticHeaders}
+		switch {
+		case r.data != nil:
+			resp.Body = r.data.static
+		case r.rawBody != nil:
+			resp.Body = r.rawBody
+		default:
+			resp.Body = []byte{}
+		}
+		r.static = resp
+	}
+}
+
+// respond builds the answer to req.
+func (r *response) respond(req *mock.Request) (*mock.Response, error) {
+	var resp *mock.Response
+	if r.static != nil {
+		c := *r.static // the interceptor never writes to Body or Headers
+		resp = &c
+	} else {
+		v := newView(req)
+		resp = &mock.Response{Status: r.status, StatusText: r.statusText, Headers: r.staticHeaders}
+		if resp.Headers == nil && len(r.headers) > 0 {
+			resp.Headers = make(map[string]string, len(r.headers))
+			for _, h := range r.headers {
+				val := h.static
+				if h.t != nil {
+					s, err := execString(h.t, v)
+					if err != nil {
+						return nil, err
+					}
+					val = s
+				}
+				resp.Headers[h.name] = val
+			}
+		}
+		switch {
+		case r.data != nil:
+			b, err := r.data.appendJSON(make([]byte, 0, 256), v)
+			if err != nil {
+				return nil, err
+			}
+			resp.Body = b
+		case r.body != nil:
+			s, err := execString(r.body, v)
+			if err != nil {
+				return nil, err
+			}
+			resp.Body = []byte(s)
+		case r.rawBody != nil:
+			resp.Body = r.rawBody
+		default:
+			resp.Body = []byte{}
+		}
+	}
+	if !r.delay.IsZero() {
+		resp.Delay = r.delay.Pick()
+	}
+	return resp, nil
+}
+
+func (r *response) handler() mock.Handler {
+	return func(_ context.Context, req *mock.Request) (*mock.Response, error) { return r.respond(req) }
+}
+
+// sequenceHandler answers the steps in turn; the last one repeats (as Hoverfly's sequences do).
+func sequenceHandler(steps []*response, n *atomic.Int64) mock.Handler {
+	last := int64(len(steps) - 1)
+	return func(_ context.Context, req *mock.Request) (*mock.Response, error) {
+		i := n.Add(1) - 1
+		if i > last {
+			i = last
+			n.Store(last + 1) // keep the counter bounded
+		}
+		return steps[i].respond(req)
+	}
+}

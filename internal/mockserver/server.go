@@ -1,0 +1,316 @@
+package mockserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/acme/app/mock"
+)
+
+// AdminPrefix is where the admin API lives.
+const AdminPrefix = "/__mock/"
+
+// Options configures a Server.
+type Options struct {
+	// File is the mock file (YAML or JSON). Empty serves the built-in mock of this project's
+	// own /api.
+	File string
+	// Target is where unmatched requests are proxied; nil answers them 404 ROUTE_MATCH_FAILED.
+	Target *url.URL
+	// Delay, when set, overrides the file's config.delay.
+	Delay *mock.Delay
+	// Record, when set, names a file every proxied exchange is written to as a mock.
+	Record string
+	// NoCORS turns off the CORS headers and preflight answers (on by default).
+	NoCORS bool
+	// LogRequests logs every request the interceptor answers.
+	LogRequests bool
+	// Logger receives reloads, record writes and request logs. Default slog.Default().
+	Logger *slog.Logger
+	// Version is reported by the built-in mock's /api/health.
+	Version string
+	// OnReload, when set, is told the outcome of every reload (tests).
+	OnReload func(error)
+	// Transport is what the proxy uses to reach Target (tests). Default http.DefaultTransport.
+	Transport http.RoundTripper
+}
+
+// overrides are the runtime settings (flags and PATCH /__mock/config) that outlive reloads.
+type overrides struct {
+	delay    *mock.Delay
+	enabled  *bool
+	fallback *bool
+}
+
+// Server is `app mock serve`: a mock.Interceptor fed from a mock file (or the built-in /api
+// mock), with reload, record, an admin API and CORS around it. It is an http.Handler.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	ic       *mock.Interceptor
+	recorder *recorder
+	admin    http.Handler
+
+	mu      sync.Mutex // guards the fields below and serialises reconfiguration
+	set     *Set       // the file's (or the built-in) mocks
+	runtime map[string]Route
+	removed map[string]bool
+	ovr     overrides
+	loaded  time.Time
+}
+
+// New loads the mock file (a *LoadError when it is invalid) and builds the server.
+func New(opts Options) (*Server, error) {
+	s := &Server{opts: opts, log: opts.Logger, runtime: map[string]Route{}, removed: map[string]bool{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	var set *Set
+	if opts.File != "" {
+		var err error
+		if set, err = LoadFile(opts.File); err != nil {
+			return nil, err
+		}
+	} else {
+		set = Builtin(opts.Version)
+	}
+	s.ovr.delay = opts.Delay
+	icOpts := []mock.Option{mock.WithLogger(s.log)}
+	if opts.Target != nil {
+		rt := opts.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		if opts.Record != "" {
+			rec, err := newRecorder(opts.Record, opts.Target, rt, s.log)
+			if err != nil {
+				return nil, err
+			}
+			s.recorder = rec
+			rt = rec
+		}
+		icOpts = append(icOpts, mock.WithTarget(opts.Target), mock.WithTransport(rt))
+	} else if opts.Record != "" {
+		return nil, errors.New("--record needs --target: only proxied exchanges are recorded")
+	}
+	s.ic = mock.New(mock.DefaultConfig(), icOpts...)
+	if err := s.apply(set); err != nil {
+		_ = s.ic.Close()
+		return nil, err
+	}
+	s.admin = s.adminHandler()
+	return s, nil
+}
+
+// config returns the interceptor configuration for set under the flags and overrides.
+func (s *Server) config(set *Set) mock.Config {
+	cfg := set.Config
+	if s.opts.Target != nil && !set.FallbackSet {
+		cfg.FallbackToNetwork = true
+	}
+	if s.opts.LogRequests {
+		cfg.Logging.Enabled, cfg.Logging.LogRequests, cfg.Logging.LogResponses = true, true, true
+	}
+	if s.ovr.delay != nil {
+		cfg.Delay = *s.ovr.delay
+	}
+	if s.ovr.enabled != nil {
+		cfg.Enabled = *s.ovr.enabled
+	}
+	if s.ovr.fallback != nil {
+		cfg.FallbackToNetwork = *s.ovr.fallback
+	}
+	return cfg
+}
+
+// definitions merges the set, minus removed routes, with the runtime mocks (which win).
+func (s *Server) definitions(set *Set) mock.Definitions {
+	defs := set.Definitions()
+	for k := range s.removed {
+		delete(defs, k)
+	}
+	for k, r := range s.runtime {
+		defs[k] = r.Handler
+	}
+	return defs
+}
+
+// apply swaps set in. The interceptor takes the new configuration and routes as one
+// snapshot: requests in flight finish on the old one. Callers hold s.mu or own s.
+func (s *Server) apply(set *Set) error {
+	if err := s.ic.Configure(s.config(set), s.definitions(set)); err != nil {
+		var me *mock.Error
+		if errors.As(err, &me) && me.Validation != nil {
+			le := &LoadError{File: s.opts.File}
+			for _, e := range me.Validation.Errors {
+				le.Problems = append(le.Problems, Problem{Route: e.Route, Code: e.Code, Message: e.Message, Severity: mock.SeverityError})
+			}
+			return le
+		}
+		return err
+	}
+	s.set = set
+	s.loaded = time.Now()
+	return nil
+}
+
+// ServeHTTP answers CORS preflights, the admin API under /__mock/, and everything else from
+// the mocks (or the target).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.opts.NoCORS && cors(w, r) {
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" {
+		s.admin.ServeHTTP(w, r)
+		return
+	}
+	s.ic.ServeHTTP(w, r)
+}
+
+// cors sets the CORS headers on every answer and answers preflights itself (true). The
+// request's Origin is echoed with credentials allowed, so a browser front end on another
+// port works with cookies and Authorization headers alike.
+func cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Set("Access-Control-Allow-Credentials", "true")
+	h.Add("Vary", "Origin")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		h.Set("Access-Control-Expose-Headers", "*")
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS")
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+		h.Set("Access-Control-Allow-Headers", req)
+	} else {
+		h.Set("Access-Control-Allow-Headers", "*")
+	}
+	h.Set("Access-Control-Max-Age", "600")
+	h.Add("Vary", "Access-Control-Request-Method")
+	h.Add("Vary", "Access-Control-Request-Headers")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps
+// the current mocks and returns why (a *LoadError).
+func (s *Server) Reload() error {
+	if s.opts.File == "" {
+		return errors.New("the built-in mock has no file to reload")
+	}
+	set, err := LoadFile(s.opts.File)
+	if err == nil {
+		s.mu.Lock()
+		err = s.apply(set)
+		s.mu.Unlock()
+	}
+	if err != nil {
+		s.log.Error("mock file not reloaded; keeping the previous mocks", "file", s.opts.File, "err", err)
+	} else {
+		s.log.Info("mock file reloaded", "file", s.opts.File, "routes", len(set.Routes))
+		for _, w := range set.Warnings {
+			s.log.Warn("mock file", "warning", w.String())
+		}
+	}
+	if s.opts.OnReload != nil {
+		s.opts.OnReload(err)
+	}
+	return err
+}
+
+// Watch reloads the mock file whenever it changes, until ctx ends. It watches the file's
+// directory, so editors that save by renaming a new file over the old one are seen too;
+// bursts of events within 100 ms make one reload.
+func (s *Server) Watch(ctx context.Context) error {
+	if s.opts.File == "" {
+		return errors.New("--watch needs --file")
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	abs, err := filepath.Abs(s.opts.File)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Add(filepath.Dir(abs)); err != nil {
+		w.Close()
+		return fmt.Errorf("watch %s: %w", filepath.Dir(abs), err)
+	}
+	go func() {
+		defer w.Close()
+		var timer *time.Timer
+		fire := make(chan struct{}, 1)
+		for {
+			select {
+			case <-ctx.Done():
+				if timer != nil {
+					timer.Stop()
+				}
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Clean(ev.Name) != abs || !ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename) {
+					continue
+				}
+				if timer != nil {
+					timer.Stop()
+				}
+				timer = time.AfterFunc(100*time.Millisecond, func() {
+					select {
+					case fire <- struct{}{}:
+					default:
+					}
+				})
+			case <-fire:
+				_ = s.Reload()
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				s.log.Warn("watching the mock file", "err", err)
+			}
+		}
+	}()
+	return nil
+}
+
+// RouteKeys lists the routes served now, sorted.
+func (s *Server) RouteKeys() []string {
+	keys := s.ic.Mocks()
+	sort.Strings(keys)
+	return keys
+}
+
+// Warnings returns the warnings of the loaded set.
+func (s *Server) Warnings() []Problem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set.Warnings
+}
+
+// Interceptor returns the interceptor behind the server.
+func (s *Server) Interceptor() *mock.Interceptor { return s.ic }
+
+// Close releases the interceptor (its cache files) and flushes the recorder.
+func (s *Server) Close() error {
+	return s.ic.Close()
+}

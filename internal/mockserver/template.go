@@ -1,0 +1,287 @@
+package mockserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+	"unicode/utf8"
+
+	"github.com/acme/app/mock"
+)
+
+// reqView is what a response template sees as its dot: {{.Params.id}}, {{.Query.page}},
+// {{.Body.email}}, {{.Headers.Authorization}}, {{.Method}}, {{.Path}}, {{.URL}}, {{.Route}},
+// {{.RequestID}}. Query, Headers and Body are methods so that a template that does not use
+// them costs nothing; each is computed once per request.
+type reqView struct {
+	req    *mock.Request
+	Params map[string]string
+
+	query   map[string]string
+	headers map[string]string
+}
+
+func newView(req *mock.Request) *reqView {
+	p := req.Params
+	if p == nil {
+		p = map[string]string{}
+	}
+	return &reqView{req: req, Params: p}
+}
+
+// Method is the request method.
+func (v *reqView) Method() string { return v.req.Method }
+
+// Path is the request path the route was matched against.
+func (v *reqView) Path() string { return v.req.Path }
+
+// URL is the full request URL.
+func (v *reqView) URL() string { return v.req.URL }
+
+// Route is the matched route key.
+func (v *reqView) Route() string { return v.req.Route }
+
+// RequestID is the interceptor's id of the request.
+func (v *reqView) RequestID() string { return v.req.RequestID }
+
+// Query holds the first value of each query parameter.
+func (v *reqView) Query() map[string]string {
+	if v.query == nil {
+		v.query = make(map[string]string, len(v.req.Query))
+		for k, vs := range v.req.Query {
+			if len(vs) > 0 {
+				v.query[k] = vs[0]
+			}
+		}
+	}
+	return v.query
+}
+
+// QueryAll holds every value of each query parameter.
+func (v *reqView) QueryAll() map[string][]string { return v.req.Query }
+
+// Headers holds the first value of each request header, under its canonical name
+// (Authorization) and its lower-case name (authorization).
+func (v *reqView) Headers() map[string]string {
+	if v.headers == nil {
+		v.headers = make(map[string]string, 2*len(v.req.Header))
+		for k, vs := range v.req.Header {
+			if len(vs) > 0 {
+				v.headers[http.CanonicalHeaderKey(k)] = vs[0]
+				v.headers[strings.ToLower(k)] = vs[0]
+			}
+		}
+	}
+	return v.headers
+}
+
+// Body is the parsed JSON body (an object is a map, so {{.Body.email}} works), the body as a
+// string when it is not JSON, or an empty object when there is none.
+func (v *reqView) Body() any {
+	switch b := v.req.Body.(type) {
+	case nil:
+		return map[string]any{}
+	case string:
+		// A JSON body sent without a JSON Content-Type, or a form.
+		var j any
+		if json.Unmarshal([]byte(b), &j) == nil {
+			return j
+		}
+		if strings.Contains(v.req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			if vals, err := url.ParseQuery(b); err == nil {
+				m := make(map[string]any, len(vals))
+				for k, vs := range vals {
+					m[k] = vs[0]
+				}
+				return m
+			}
+		}
+		return b
+	default:
+		return b
+	}
+}
+
+// RawBody is the body as sent.
+func (v *reqView) RawBody() string { return string(v.req.RawBody) }
+
+// funcMap is the generator's functions plus a few helpers, shared by every template.
+var funcMap = sync.OnceValue(func() template.FuncMap {
+	fm := mock.DefaultGenerator().FuncMap()
+	fm["json"] = func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	}
+	fm["now"] = func() string { return time.Now().UTC().Format(time.RFC3339) }
+	fm["default"] = func(def, v any) any {
+		if v == nil || v == "" {
+			return def
+		}
+		return v
+	}
+	fm["upper"] = strings.ToUpper
+	fm["lower"] = strings.ToLower
+	fm["trim"] = strings.TrimSpace
+	return fm
+})
+
+// parseTemplate compiles one template string.
+func parseTemplate(name, text string) (*template.Template, error) {
+	return template.New(name).Funcs(funcMap()).Option("missingkey=zero").Parse(text)
+}
+
+// hasTemplate reports whether s holds a template action.
+func hasTemplate(s string) bool { return strings.Contains(s, "{{") }
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// execString runs t over v. A missing value renders as "" (text/template prints "<no value>"
+// for a missing key of a map[string]any even with missingkey=zero).
+func execString(t *template.Template, v *reqView) (string, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer bufPool.Put(buf)
+	if err := t.Execute(buf, v); err != nil {
+		return "", err
+	}
+	s := buf.String()
+	if strings.Contains(s, "<no value>") {
+		s = strings.ReplaceAll(s, "<no value>", "")
+	}
+	return s, nil
+}
+
+// tree is a compiled JSON value: a constant (pre-encoded), a template string, an object or an
+// array. Subtrees without templates are collapsed into constants at compile time, so a
+// static body costs one copy per request.
+type tree struct {
+	static []byte             // constant JSON, when t, keys and items are nil
+	t      *template.Template // a string rendered per request
+	keys   [][]byte           // object keys, JSON-encoded with the colon: "id":
+	vals   []*tree            // object values, in file order
+	items  []*tree            // array items
+	isObj  bool
+	isArr  bool
+}
+
+func (n *tree) isStatic() bool { return n.t == nil && !n.isObj && !n.isArr }
+
+// collapse turns a subtree without templates into a constant.
+func (n *tree) collapse() *tree {
+	if n.isStatic() {
+		return n
+	}
+	if n.t != nil {
+		return n
+	}
+	all := true
+	for _, c := range n.vals {
+		all = all && c.isStatic()
+	}
+	for _, c := range n.items {
+		all = all && c.isStatic()
+	}
+	if !all {
+		return n
+	}
+	b, _ := n.appendJSON(nil, nil)
+	return &tree{static: b}
+}
+
+// appendJSON renders the tree over v (nil only for constant trees) and appends its JSON.
+func (n *tree) appendJSON(dst []byte, v *reqView) ([]byte, error) {
+	switch {
+	case n.t != nil:
+		s, err := execString(n.t, v)
+		if err != nil {
+			return dst, err
+		}
+		return appendString(dst, s), nil
+	case n.isObj:
+		dst = append(dst, '{')
+		for i, k := range n.keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, k...)
+			var err error
+			if dst, err = n.vals[i].appendJSON(dst, v); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case n.isArr:
+		dst = append(dst, '[')
+		for i, c := range n.items {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = c.appendJSON(dst, v); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	default:
+		return append(dst, n.static...), nil
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, `\ufffd`...)
+				i += size
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// constTree returns a constant tree holding v encoded as JSON.
+func constTree(v any) (*tree, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode as JSON: %w", err)
+	}
+	return &tree{static: b}, nil
+}
