@@ -174,9 +174,11 @@ func ParseMocks(data []byte) (*Set, error) {
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 func yamlProblem(err error) Problem {
-	pr := Problem{Code: CodeSyntax, Message: strings.TrimPrefix(err.Error(), "yaml: "), Severity: mock.SeverityError}
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	pr := Problem{Code: CodeSyntax, Message: msg, Severity: mock.SeverityError}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		pr.Line, _ = strconv.Atoi(m[1])
+		pr.Message = strings.TrimPrefix(msg, m[0]+": ")
 	}
 	return pr
 }
@@ -438,7 +440,7 @@ func (p *parser) config(n *yaml.Node) {
 		case "defaultHeaders":
 			m, _ := p.strMap(v, "", "config.defaultHeaders")
 			if m != nil {
-				cfg.DefaultHeaders = map[string]string{}
+				// Merged over the default Content-Type: application/json.
 				for hk, hv := range m {
 					cfg.DefaultHeaders[hk] = hv.Value
 				}

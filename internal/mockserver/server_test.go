@@ -1,0 +1,337 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acme/app/mock"
+)
+
+const templFile = `
+mocks:
+  "GET /users/:id":
+    data: {id: "{{.Params.id}}", kind: user}
+  "GET /search":
+    data:
+      q: "{{.Query.q}}"
+      page: "{{.Query.page | default \"1\"}}"
+      auth: "{{.Headers.Authorization}}"
+      lower: "{{.Headers.authorization}}"
+      missing: "{{.Query.nope}}"
+  "POST /echo":
+    status: 201
+    headers: {X-Echo: "{{.Body.email}}", X-Static: fixed}
+    data:
+      email: "{{.Body.email}}"
+      nested: {tags: ["{{.Body.tag}}", 2, true, null]}
+      id: "{{uuid}}"
+      n: "{{int 5 5}}"
+  "POST /raw":
+    headers: {Content-Type: text/plain}
+    body: "hello {{.Body.name}}"
+  "GET /literal":
+    templating: false
+    data: {x: "{{not a template}}"}
+  "GET /people":
+    generate: {kind: user, count: 3}
+  "GET /one":
+    generate: {kind: product, seed: 7}
+  "GET /flaky":
+    sequence:
+      - {status: 500, data: {error: boom}}
+      - {status: 200, data: {ok: true}}
+  "GET /slow":
+    delay: 30
+    data: {}
+`
+
+// Ensure templates render params, query, headers and body, with generator functions.
+func TestTemplating(t *testing.T) {
+	t.Parallel()
+	_, hs, _ := newTestServer(t, "m.yaml", templFile, nil)
+	for _, tc := range []struct {
+		name, method, path, body string
+		headers                  []string
+		wantStatus               int
+		check                    func(t *testing.T, a answer)
+	}{
+		{"Params", "GET", "/users/abc", "", nil, 200, func(t *testing.T, a answer) {
+			if a.body != `{"id":"abc","kind":"user"}` {
+				t.Fatalf("body=%s", a.body)
+			}
+		}},
+		{"QueryAndHeaders", "GET", "/search?q=go&q=again", "", []string{"Authorization", "Bearer t"}, 200, func(t *testing.T, a answer) {
+			want := `{"q":"go","page":"1","auth":"Bearer t","lower":"Bearer t","missing":""}`
+			if a.body != want {
+				t.Fatalf("body=%s, want %s", a.body, want)
+			}
+		}},
+		{"JSONBody", "POST", "/echo", `{"email":"a@b.co","tag":"x\"y"}`, []string{"Content-Type", "application/json"}, 201, func(t *testing.T, a answer) {
+			v := decode[map[string]any](t, a)
+			if v["email"] != "a@b.co" || v["n"] != "5" || len(v["id"].(string)) != 36 {
+				t.Fatalf("body=%s", a.body)
+			}
+			tags := v["nested"].(map[string]any)["tags"].([]any)
+			if tags[0] != `x"y` || tags[1] != float64(2) || tags[2] != true || tags[3] != nil {
+				t.Fatalf("tags=%v", tags)
+			}
+			if a.header.Get("X-Echo") != "a@b.co" || a.header.Get("X-Static") != "fixed" {
+				t.Fatalf("headers=%v", a.header)
+			}
+		}},
+		{"FormBody", "POST", "/echo", "email=f%40b.co", []string{"Content-Type", "application/x-www-form-urlencoded"}, 201, func(t *testing.T, a answer) {
+			if decode[map[string]any](t, a)["email"] != "f@b.co" {
+				t.Fatalf("body=%s", a.body)
+			}
+		}},
+		{"RawBody", "POST", "/raw", `{"name":"Ada"}`, nil, 200, func(t *testing.T, a answer) {
+			if a.body != "hello Ada" || !strings.HasPrefix(a.header.Get("Content-Type"), "text/plain") {
+				t.Fatalf("body=%q ctype=%q", a.body, a.header.Get("Content-Type"))
+			}
+		}},
+		{"TemplatingOff", "GET", "/literal", "", nil, 200, func(t *testing.T, a answer) {
+			if a.body != `{"x":"{{not a template}}"}` {
+				t.Fatalf("body=%s", a.body)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := do(t, tc.method, hs.URL+tc.path, tc.body, tc.headers...)
+			if a.status != tc.wantStatus {
+				t.Fatalf("status=%d, want %d (%s)", a.status, tc.wantStatus, a.body)
+			}
+			tc.check(t, a)
+		})
+	}
+}
+
+// Ensure generate fills data with records that stay the same across requests, and a
+// sequence answers its steps in turn, the last one repeating, until a reset.
+func TestGenerateAndSequence(t *testing.T) {
+	t.Parallel()
+	_, hs, _ := newTestServer(t, "m.yaml", templFile, nil)
+	people := decode[[]mock.User](t, do(t, "GET", hs.URL+"/people", ""))
+	if len(people) != 3 || people[0].Email == "" || people[0].ID == "" {
+		t.Fatalf("people=%+v", people)
+	}
+	again := decode[[]mock.User](t, do(t, "GET", hs.URL+"/people", ""))
+	if again[0].ID != people[0].ID {
+		t.Fatal("generated data changed between requests")
+	}
+	if p := decode[mock.Product](t, do(t, "GET", hs.URL+"/one", "")); p.Name == "" || p.SKU == "" {
+		t.Fatalf("product=%+v", p)
+	}
+	var got []int
+	for range 3 {
+		got = append(got, do(t, "GET", hs.URL+"/flaky", "").status)
+	}
+	if want := []int{500, 200, 200}; !equalInts(got, want) {
+		t.Fatalf("sequence statuses=%v, want %v", got, want)
+	}
+	do(t, "POST", hs.URL+"/__mock/reset", "")
+	if s := do(t, "GET", hs.URL+"/flaky", "").status; s != 500 {
+		t.Fatalf("after reset status=%d, want 500", s)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Ensure a route delay and the --delay override apply.
+func TestDelay(t *testing.T) {
+	t.Parallel()
+	d := mock.Fixed(0)
+	_, hs, _ := newTestServer(t, "m.yaml", "config: {delay: 5000}\nmocks:\n  \"GET /a\": {data: {}}\n", func(o *Options) { o.Delay = &d })
+	start := time.Now()
+	do(t, "GET", hs.URL+"/a", "")
+	if time.Since(start) > 4*time.Second {
+		t.Fatal("--delay 0 did not override the file's delay")
+	}
+}
+
+// Ensure unmatched requests go to --target, matched ones stay mocked, and without a target
+// they get 404 ROUTE_MATCH_FAILED with the closest routes.
+func TestFallbackProxy(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.RequestURI())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"upstream": "yes", "path": r.URL.Path})
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	_, hs, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.Target = target })
+
+	a := do(t, "GET", hs.URL+"/proxied/thing?x=1", "")
+	if a.status != 200 || decode[map[string]string](t, a)["path"] != "/proxied/thing" {
+		t.Fatalf("proxied answer %d %s", a.status, a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/users/7", ""); a.body != `{"id":"7","kind":"user"}` {
+		t.Fatalf("mocked route answered %s", a.body)
+	}
+	mu.Lock()
+	if len(seen) != 1 || seen[0] != "GET /proxied/thing?x=1" {
+		t.Fatalf("upstream saw %v", seen)
+	}
+	mu.Unlock()
+
+	_, plain, _ := newTestServer(t, "m.yaml", yamlFile, nil)
+	a = do(t, "GET", plain.URL+"/user/7", "")
+	body := decode[map[string]any](t, a)
+	if a.status != 404 || body["code"] != "ROUTE_MATCH_FAILED" {
+		t.Fatalf("unmatched: %d %s", a.status, a.body)
+	}
+	if c, _ := body["closest"].([]any); len(c) == 0 || c[0] != "GET /users/:id" {
+		t.Fatalf("closest=%v", body["closest"])
+	}
+}
+
+// Ensure --record writes proxied exchanges as mocks that replay offline.
+func TestRecordThenReplay(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/items/1":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Upstream", "1")
+			w.Write([]byte(`{"id":1,"name":"{{weird}}"}`))
+		default:
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusTeapot)
+			w.Write([]byte("short and stout"))
+		}
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	dir := t.TempDir()
+	rec := dir + "/recorded.yaml"
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec; o.File = writeTemp(t, dir, "m.yaml", "mocks: {}\n") })
+	do(t, "GET", hs.URL+"/api/items/1", "")
+	do(t, "GET", hs.URL+"/tea", "")
+	up.Close() // offline from here
+
+	replay, err := New(Options{File: rec, Logger: quiet})
+	if err != nil {
+		b, _ := os.ReadFile(rec)
+		t.Fatalf("replaying %s: %v", b, err)
+	}
+	rs := httptest.NewServer(replay)
+	t.Cleanup(rs.Close)
+	a := do(t, "GET", rs.URL+"/api/items/1", "")
+	if a.status != 200 || a.body != `{"id":1,"name":"{{weird}}"}` || a.header.Get("X-Upstream") != "1" {
+		t.Fatalf("replayed %d %v %s", a.status, a.header, a.body)
+	}
+	a = do(t, "GET", rs.URL+"/tea", "")
+	if a.status != 418 || a.body != "short and stout" {
+		t.Fatalf("replayed %d %s", a.status, a.body)
+	}
+}
+
+func writeTemp(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := dir + "/" + name
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Ensure --watch swaps in a valid edit and keeps the old mocks on an invalid one.
+func TestHotReload(t *testing.T) {
+	t.Parallel()
+	reloads := make(chan error, 10)
+	s, hs, path := newTestServer(t, "m.yaml", "mocks:\n  \"GET /v\": {data: {v: 1}}\n", func(o *Options) {
+		o.OnReload = func(err error) { reloads <- err }
+	})
+	ctx := t.Context()
+	if err := s.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() error {
+		select {
+		case err := <-reloads:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("no reload after the edit")
+			return nil
+		}
+	}
+	writeAtomically(t, path, "mocks:\n  \"GET /v\": {data: {v: 2}}\n  \"GET /w\": {}\n")
+	if err := wait(); err != nil {
+		t.Fatalf("valid edit: %v", err)
+	}
+	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"v":2}` {
+		t.Fatalf("after valid edit body=%s", a.body)
+	}
+	if err := os.WriteFile(path, []byte("mocks:\n  \"GET /v\": {status: 999}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := wait()
+	var le *LoadError
+	if !errors.As(err, &le) || le.Problems[0].Code != CodeStatus {
+		t.Fatalf("invalid edit: err=%v, want a LoadError with INVALID_STATUS", err)
+	}
+	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"v":2}` {
+		t.Fatalf("after invalid edit body=%s, want the previous mocks", a.body)
+	}
+}
+
+// writeAtomically saves as editors do: a new file renamed over the old one.
+func writeAtomically(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Ensure preflights are answered with the CORS headers and simple requests carry them.
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	_, hs, _ := newTestServer(t, "m.yaml", yamlFile, nil)
+	a := do(t, "OPTIONS", hs.URL+"/users/1", "", "Origin", "http://localhost:5173",
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type")
+	if a.status != 204 {
+		t.Fatalf("preflight status=%d", a.status)
+	}
+	h := a.header
+	if h.Get("Access-Control-Allow-Origin") != "http://localhost:5173" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+		h.Get("Access-Control-Allow-Headers") != "authorization,content-type" || h.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Fatalf("preflight headers=%v", h)
+	}
+	a = do(t, "GET", hs.URL+"/users/1", "", "Origin", "http://localhost:5173")
+	if a.header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
+		t.Fatalf("simple request headers=%v", a.header)
+	}
+
+	_, off, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.NoCORS = true })
+	a = do(t, "GET", off.URL+"/users/1", "", "Origin", "http://localhost:5173")
+	if a.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatal("--no-cors still sent CORS headers")
+	}
+}
