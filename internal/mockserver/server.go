@@ -216,7 +216,11 @@ func (s *Server) Reload() error {
 	set, err := LoadFile(s.opts.File)
 	if err == nil {
 		s.mu.Lock()
-		err = s.apply(set)
+		removed := s.removed
+		s.removed = map[string]bool{} // the file is the truth again: removed file mocks come back
+		if err = s.apply(set); err != nil {
+			s.removed = removed
+		}
 		s.mu.Unlock()
 	}
 	if err != nil {

@@ -1,0 +1,136 @@
+package mockserver
+
+import (
+	"strings"
+	"testing"
+)
+
+// Ensure each admin endpoint does what docs/mock-file.md says.
+func TestAdmin(t *testing.T) {
+	t.Parallel()
+	_, hs, _ := newTestServer(t, "m.yaml", yamlFile, nil)
+	base := hs.URL + "/__mock/"
+
+	t.Run("Stats", func(t *testing.T) {
+		do(t, "GET", hs.URL+"/users/1", "")
+		do(t, "GET", hs.URL+"/nope", "")
+		st := decode[map[string]any](t, do(t, "GET", base+"stats", ""))
+		if st["totalRequests"].(float64) < 2 || st["unmatchedRequests"].(float64) < 1 {
+			t.Fatalf("stats=%v", st)
+		}
+		if st["requestsByRoute"].(map[string]any)["GET /users/:id"].(float64) < 1 {
+			t.Fatalf("requestsByRoute=%v", st["requestsByRoute"])
+		}
+	})
+	t.Run("Reset", func(t *testing.T) {
+		a := do(t, "POST", base+"reset", "")
+		if a.status != 200 {
+			t.Fatalf("reset status=%d", a.status)
+		}
+		st := decode[map[string]any](t, do(t, "GET", base+"stats", ""))
+		if st["totalRequests"].(float64) != 0 {
+			t.Fatalf("after reset stats=%v", st)
+		}
+	})
+	t.Run("ListMocks", func(t *testing.T) {
+		l := decode[struct {
+			Count int        `json:"count"`
+			Mocks []mockInfo `json:"mocks"`
+		}](t, do(t, "GET", base+"mocks", ""))
+		if l.Count != 1 || l.Mocks[0].Route != "GET /users/:id" || l.Mocks[0].Origin != "file" || l.Mocks[0].Line == 0 || l.Mocks[0].Spec == nil {
+			t.Fatalf("mocks=%+v", l)
+		}
+	})
+	t.Run("AddMocks", func(t *testing.T) {
+		a := do(t, "POST", base+"mocks", `{"GET /added/:x": {"status": 202, "data": {"x": "{{.Params.x}}"}}}`)
+		if a.status != 201 || !strings.Contains(a.body, "GET /added/:x") {
+			t.Fatalf("add: %d %s", a.status, a.body)
+		}
+		if a := do(t, "GET", hs.URL+"/added/9", ""); a.status != 202 || a.body != `{"x":"9"}` {
+			t.Fatalf("added route answered %d %s", a.status, a.body)
+		}
+	})
+	t.Run("AddMocksInvalid", func(t *testing.T) {
+		for _, body := range []string{`{"GET /bad": {"status": 9000}}`, `{"NOPE": {}}`, `[1]`, `{}`, `{"GET /x": {"data": "{{"}}`} {
+			a := do(t, "POST", base+"mocks", body)
+			if a.status != 400 {
+				t.Fatalf("add %s: status=%d %s", body, a.status, a.body)
+			}
+		}
+		if a := do(t, "POST", base+"mocks", `{"GET /bad": {"status": 9000}}`); !strings.Contains(a.body, "INVALID_STATUS") {
+			t.Fatalf("invalid add body=%s lacks the problem", a.body)
+		}
+	})
+	t.Run("DeleteMocks", func(t *testing.T) {
+		a := do(t, "DELETE", base+"mocks", `{"routes": ["GET /added/:x", "GET /never"]}`)
+		if a.status != 200 || !strings.Contains(a.body, `"removed":["GET /added/:x"]`) || !strings.Contains(a.body, `"unknown":["GET /never"]`) {
+			t.Fatalf("delete: %d %s", a.status, a.body)
+		}
+		if a := do(t, "GET", hs.URL+"/added/9", ""); a.status != 404 {
+			t.Fatalf("deleted route answered %d", a.status)
+		}
+		if a := do(t, "DELETE", base+"mocks?route=GET%20/never", ""); a.status != 404 {
+			t.Fatalf("delete unknown: %d", a.status)
+		}
+		if a := do(t, "DELETE", base+"mocks", ""); a.status != 400 {
+			t.Fatalf("delete nothing: %d", a.status)
+		}
+	})
+	t.Run("GetConfig", func(t *testing.T) {
+		c := decode[configView](t, do(t, "GET", base+"config", ""))
+		if !c.Enabled || !c.CORS || c.Routes != 1 || c.File == "" {
+			t.Fatalf("config=%+v", c)
+		}
+	})
+	t.Run("PatchConfig", func(t *testing.T) {
+		a := do(t, "PATCH", base+"config", `{"delay": "10-20", "fallbackToNetwork": false}`)
+		c := decode[configView](t, a)
+		if a.status != 200 || c.Delay.Min != 10 || c.Delay.Max != 20 || c.FallbackToNetwork {
+			t.Fatalf("patched: %d %+v", a.status, c)
+		}
+		a = do(t, "PATCH", base+"config", `{"enabled": false}`)
+		if c := decode[configView](t, a); c.Enabled || c.Delay.Min != 10 {
+			t.Fatalf("patched enabled: %+v", c)
+		}
+		// Disabled: nothing is intercepted; without a target that is a 404.
+		if a := do(t, "GET", hs.URL+"/users/1", ""); a.status != 404 {
+			t.Fatalf("disabled mock answered %d", a.status)
+		}
+		do(t, "PATCH", base+"config", `{"enabled": true, "delay": 0}`)
+		if a := do(t, "GET", hs.URL+"/users/1", ""); a.status != 200 {
+			t.Fatalf("re-enabled mock answered %d", a.status)
+		}
+		for _, body := range []string{`{"delay": "soon"}`, `{"enabled": "yes"}`, `{"port": 1}`, `nope`} {
+			if a := do(t, "PATCH", base+"config", body); a.status != 400 {
+				t.Fatalf("patch %s: %d", body, a.status)
+			}
+		}
+	})
+	t.Run("Reload", func(t *testing.T) {
+		if a := do(t, "POST", base+"reload", ""); a.status != 200 {
+			t.Fatalf("reload: %d %s", a.status, a.body)
+		}
+	})
+	t.Run("Unknown", func(t *testing.T) {
+		if a := do(t, "GET", base+"nothing", ""); a.status != 404 || !strings.Contains(a.body, "statusCode") {
+			t.Fatalf("unknown admin path: %d %s", a.status, a.body)
+		}
+	})
+}
+
+// Ensure runtime mocks survive a reload of the file and file mocks removed at runtime come back.
+func TestAdmin_RuntimeMocksSurviveReload(t *testing.T) {
+	t.Parallel()
+	s, hs, _ := newTestServer(t, "m.yaml", yamlFile, nil)
+	do(t, "POST", hs.URL+"/__mock/mocks", `{"GET /rt": {"data": {"rt": true}}}`)
+	do(t, "DELETE", hs.URL+"/__mock/mocks?route=GET%20/users/:id", "")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, "GET", hs.URL+"/rt", ""); a.status != 200 {
+		t.Fatalf("runtime mock after reload: %d", a.status)
+	}
+	if a := do(t, "GET", hs.URL+"/users/1", ""); a.status != 200 {
+		t.Fatalf("file mock removed at runtime, after reload: %d, want 200", a.status)
+	}
+}
