@@ -117,7 +117,7 @@ func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = uuid.NewString()
 		}
-		w.Header().Set("X-Request-Id", id)
+		w.Header()["X-Request-Id"] = []string{id}
 		ri := &requestInfo{id: id, base: log, maxBody: maxBody}
 		ctx := context.WithValue(r.Context(), keyRequest, ri)
 		rec := &recorder{ResponseWriter: w}
