@@ -410,13 +410,12 @@ func (ic *Interceptor) Close() error {
 
 // lookup is the outcome of routing one request.
 type lookup struct {
-	e       *entry
-	pass    bool // not intercepted: disabled, filtered or outside BaseURL
-	path    string
-	segs    []string
-	elapsed time.Duration
-	buf     [16]string
-	fbuf    [16]string
+	e    *entry
+	pass bool // not intercepted: disabled, filtered or outside BaseURL
+	path string
+	segs []string
+	buf  [16]string
+	fbuf [16]string
 }
 
 // route finds the route for a request. fullURL renders the URL for the
@@ -942,4 +941,28 @@ func (ic *Interceptor) log(st *state, level slog.Level, msg string, args ...any)
 		return
 	}
 	ic.logger.Log(context.Background(), level, "mock: "+msg, args...)
+}
+
+// Explain reports which route would answer method and rawURL (absolute or
+// a path), without running anything or counting it in the stats.
+func (ic *Interceptor) Explain(method, rawURL string) RouteMatchInfo {
+	start := time.Now()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return RouteMatchInfo{ProcessingTime: time.Since(start)}
+	}
+	st := ic.state.Load()
+	var lk lookup
+	ic.route(st, method, u, u.Host == "", &lk)
+	info := RouteMatchInfo{Matched: lk.e != nil}
+	if lk.e != nil {
+		info.MatchedRoute = lk.e.key
+		info.ExtractedParams = params(lk.e.segs, lk.segs)
+		if info.ExtractedParams == nil {
+			info.ExtractedParams = map[string]string{}
+		}
+		info.Score = score(lk.e.segs, len(lk.segs))
+	}
+	info.ProcessingTime = time.Since(start)
+	return info
 }

@@ -269,3 +269,22 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("Calls=%d, want 200", got)
 	}
 }
+
+// Ensure Explain reports the route, params and score without counting.
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	ic := newTest(t, Definitions{"GET /users/:id": JSON(200, nil), "GET /users/me": JSON(200, nil)})
+	info := ic.Explain("GET", "http://x.test/users/42")
+	if !info.Matched || info.MatchedRoute != "GET /users/:id" || info.ExtractedParams["id"] != "42" || info.Score <= 0 {
+		t.Fatalf("info=%+v", info)
+	}
+	if me := ic.Explain("GET", "/users/me"); me.MatchedRoute != "GET /users/me" || me.Score <= info.Score {
+		t.Fatalf("static route must win with a higher score: %+v vs %+v", me, info)
+	}
+	if ic.Explain("POST", "/users/1").Matched {
+		t.Fatal("POST matched a GET route")
+	}
+	if ic.Stats().TotalRequests != 0 {
+		t.Fatal("Explain was counted")
+	}
+}

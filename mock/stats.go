@@ -47,8 +47,11 @@ type UsageStats struct {
 
 // RouteUsage is one entry of UsageStats.TopRoutes.
 type RouteUsage struct {
-	Route       string        `json:"route"`
-	Count       int64         `json:"count"`
+	// Route is the route key.
+	Route string `json:"route"`
+	// Count is the number of requests it answered.
+	Count int64 `json:"count"`
+	// AverageTime is its mean answer time (milliseconds in JSON).
 	AverageTime time.Duration `json:"-"`
 }
 

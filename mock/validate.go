@@ -41,17 +41,24 @@ const (
 
 // ValidationError is one finding of a validation.
 type ValidationError struct {
-	Message  string   `json:"message"`
-	Code     string   `json:"code"`
-	Route    string   `json:"route,omitempty"`
+	// Message explains the finding in one sentence.
+	Message string `json:"message"`
+	// Code is one of the V… codes, such as VInvalidMethod.
+	Code string `json:"code"`
+	// Route is the route key concerned, if any.
+	Route string `json:"route,omitempty"`
+	// Severity is SeverityError or SeverityWarning.
 	Severity Severity `json:"severity"`
 }
 
 // ValidationResult is the outcome of a validation. Valid is false when
 // Errors is not empty; warnings never make a result invalid.
 type ValidationResult struct {
-	Valid    bool              `json:"isValid"`
-	Errors   []ValidationError `json:"errors"`
+	// Valid reports whether there are no errors.
+	Valid bool `json:"isValid"`
+	// Errors lists the findings that make the definitions unusable.
+	Errors []ValidationError `json:"errors"`
+	// Warnings lists findings that do not.
 	Warnings []ValidationError `json:"warnings"`
 }
 
@@ -197,7 +204,6 @@ func validateDefs(m *Matcher, defs Definitions) ValidationResult {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	type shape struct{ exact, loose string }
 	firstExact := map[string]string{}
 	firstLoose := map[string]string{}
 	for _, k := range keys {

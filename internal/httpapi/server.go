@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/ratelimit"
 )
@@ -57,4 +59,10 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	addRoutes(mux, opts, deps, rl)
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	return observe(opts.Logger, opts.MaxBodyBytes, global(notFound(mux)))
+}
+
+func init() {
+	// Request ids are UUIDs; drawing them from a buffered pool of crypto/rand bytes saves a
+	// read of the random source per request.
+	uuid.EnableRandPool()
 }
