@@ -1,0 +1,140 @@
+package cmd
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Ensure mock serve's flags parse into the options, and bad combinations are usage errors.
+func TestNewMockServeCmd_Flags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		want     mockServeOptions
+		wantExit int // of serverOptions: 0 ok, 2 usage
+	}{
+		{"Defaults", nil, mockServeOptions{Host: "127.0.0.1", Port: 3001}, 0},
+		{"All", []string{"--file", "m.yaml", "--host", "0.0.0.0", "--port", "9", "--target", "http://x:1", "--delay", "100-400", "--watch", "--record", "r.yaml", "--no-cors", "--log-requests"},
+			mockServeOptions{File: "m.yaml", Host: "0.0.0.0", Port: 9, Target: "http://x:1", Delay: "100-400", Watch: true, Record: "r.yaml", NoCORS: true, LogRequests: true}, 0},
+		{"BadDelay", []string{"--delay", "soon"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Delay: "soon"}, exitUsage},
+		{"BadTarget", []string{"--target", "localhost:3000"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Target: "localhost:3000"}, exitUsage},
+		{"RecordWithoutTarget", []string{"--record", "r.yaml"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Record: "r.yaml"}, exitUsage},
+		{"WatchWithoutFile", []string{"--watch"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Watch: true}, exitUsage},
+		{"BadPort", []string{"--port", "70000"}, mockServeOptions{Host: "127.0.0.1", Port: 70000}, exitUsage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var got *mockServeOptions
+			c := newMockServeCmd(&factory{}, func(_ context.Context, o *mockServeOptions) error { got = o; return nil })
+			c.SetArgs(tc.args)
+			c.SetOut(io.Discard)
+			if err := c.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if *got != tc.want {
+				t.Fatalf("opts=%+v, want %+v", *got, tc.want)
+			}
+			_, err := got.serverOptions()
+			if exit := map[bool]int{true: exitUsage, false: 0}[err != nil]; exit != tc.wantExit {
+				t.Fatalf("serverOptions err=%v, want exit %d", err, tc.wantExit)
+			}
+		})
+	}
+}
+
+// Ensure mock validate exits 0 on a valid file, 2 with every problem and its line otherwise,
+// and never needs configuration or a database.
+func TestMockValidate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("mocks:\n  \"GET /a\": {data: {x: 1}}\n"), 0o644)
+	os.WriteFile(bad, []byte("mocks:\n  \"GET /a\": {status: 900}\n  \"GET /b\":\n    dta: 1\n"), 0o644)
+	env := func(k string) string {
+		if k == "APP_ADDR" {
+			return "not an address at all::::" // would fail config loading if the mock group loaded it
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string
+		wantErr  []string
+	}{
+		{"Valid", []string{"mock", "validate", good}, 0, []string{"valid, 1 route(s)"}, nil},
+		{"Invalid", []string{"mock", "validate", bad}, exitUsage, nil, []string{"bad.yaml:2: GET /a: status 900", "bad.yaml:4: GET /b: unknown field \"dta\"", "2 problem(s)"}},
+		{"InvalidJSON", []string{"mock", "validate", "--json", bad}, exitUsage, []string{`"isValid": false`, `"line": 4`}, nil},
+		{"Missing", []string{"mock", "validate", filepath.Join(dir, "none.yaml")}, exitFailure, nil, []string{"no such file"}},
+		{"NoArg", []string{"mock", "validate"}, exitUsage, nil, nil},
+		{"ServeInvalidFile", []string{"mock", "serve", "--file", bad, "--port", "0"}, exitUsage, nil, []string{"bad.yaml:2:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runApp(t, env, tc.args...)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit=%d, want %d\nout=%s\nerr=%s", r.code, tc.wantCode, r.out, r.errOut)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(r.out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, r.out)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(r.errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.errOut)
+				}
+			}
+		})
+	}
+}
+
+// Ensure mock serve starts with no configuration or database, prints the banner, serves the
+// built-in mock and stops cleanly when its context ends.
+func TestMockServe_Builtin(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &lockedBuffer{}
+	addrc := make(chan string, 1)
+	done := make(chan int, 1)
+	f := &factory{in: strings.NewReader(""), out: logs, errOut: logs, getenv: func(string) string { return "" },
+		onListen: func(a string) { addrc <- a }}
+	go func() { done <- run(ctx, f, []string{"mock", "serve", "--port", "0"}) }()
+	var addr string
+	select {
+	case addr = <-addrc:
+	case code := <-done:
+		t.Fatalf("mock serve exited with %d: %s", code, logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("mock serve did not listen")
+	}
+	resp, err := http.Get("http://" + addr + "/api/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for _, w := range []string{"http://" + addr, "routes from built-in mock", "/__mock/mocks"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("banner lacks %q:\n%s", w, logs.String())
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit=%d: %s", code, logs.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("mock serve did not stop")
+	}
+}
