@@ -35,6 +35,7 @@ type backend struct {
 	mu    sync.Mutex
 	users map[string]mockUser // by e-mail
 	tpl   *templateStore
+	usage usageLog
 }
 
 type mockUser struct {
