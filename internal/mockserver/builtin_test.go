@@ -193,7 +193,7 @@ func TestBuiltin_Storage(t *testing.T) {
 	for body, msg := range map[string]string{
 		`{"database":"d"}`: "connectionString should not be empty",
 		`{"connectionString":"mongodb://h","database":"d","collection":"c","filter":{"$where":"1"}}`: "filter must not use $where, $function or $accumulator",
-		`{"connectionString":"mongodb://h","database":"d","collection":"c","limit":0}`:              "limit must not be less than 1",
+		`{"connectionString":"mongodb://h","database":"d","collection":"c","limit":0}`:               "limit must not be less than 1",
 	} {
 		path := "/api/storage/mongodb/query"
 		if !strings.Contains(body, "collection") {

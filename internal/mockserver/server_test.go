@@ -227,7 +227,11 @@ func TestRecordThenReplay(t *testing.T) {
 	target, _ := url.Parse(up.URL)
 	dir := t.TempDir()
 	rec := dir + "/recorded.yaml"
-	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec; o.File = writeTemp(t, dir, "m.yaml", "mocks: {}\n") })
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) {
+		o.Target = target
+		o.Record = rec
+		o.File = writeTemp(t, dir, "m.yaml", "mocks: {}\n")
+	})
 	do(t, "GET", hs.URL+"/api/items/1", "")
 	do(t, "GET", hs.URL+"/tea", "")
 	up.Close() // offline from here
