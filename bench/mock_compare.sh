@@ -90,7 +90,8 @@ EOF
 ROWS=()
 start() { # start NAME PORT CMD...: runs CMD pinned to SERVER_CPU, waits for /api/users/42
   local name="$1" port="$2"; shift 2
-  (cd "$WORK" && exec taskset -c "$SERVER_CPU" "$@") >"$WORK/$name.log" 2>&1 &
+  local log="$WORK/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '_').log"
+  (cd "$WORK" && exec taskset -c "$SERVER_CPU" "$@") >"$log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
   for _ in $(seq 1 120); do
@@ -98,7 +99,7 @@ start() { # start NAME PORT CMD...: runs CMD pinned to SERVER_CPU, waits for /ap
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
     sleep 0.5
   done
-  echo "  $name did not start; log tail:" >&2; tail -5 "$WORK/$name.log" >&2
+  echo "  $name did not start; log tail:" >&2; tail -5 "$log" >&2
   stop; return 1
 }
 stop() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; }

@@ -3,7 +3,6 @@ package mockserver
 import (
 	"context"
 	"sync/atomic"
-	"text/template"
 
 	"github.com/acme/app/mock"
 )
@@ -12,7 +11,7 @@ import (
 type header struct {
 	name   string
 	static string
-	t      *template.Template
+	t      *tmpl
 }
 
 // response is one compiled response spec.
@@ -22,9 +21,9 @@ type response struct {
 	headers    []header
 	delay      mock.Delay
 
-	data    *tree              // JSON data (constant or templated)
-	body    *template.Template // body: a raw templated body
-	rawBody []byte             // body: a raw constant body
+	data    *tree  // JSON data (constant or templated)
+	body    *tmpl  // body: a raw templated body
+	rawBody []byte // body: a raw constant body
 
 	staticHeaders map[string]string // when no header is templated (shared, never written)
 	static        *mock.Response    // when nothing at all is templated
@@ -78,7 +77,7 @@ func (r *response) respond(req *mock.Request) (*mock.Response, error) {
 			for _, h := range r.headers {
 				val := h.static
 				if h.t != nil {
-					s, err := execString(h.t, v)
+					s, err := h.t.exec(v)
 					if err != nil {
 						return nil, err
 					}
@@ -95,7 +94,7 @@ func (r *response) respond(req *mock.Request) (*mock.Response, error) {
 			}
 			resp.Body = b
 		case r.body != nil:
-			s, err := execString(r.body, v)
+			s, err := r.body.exec(v)
 			if err != nil {
 				return nil, err
 			}

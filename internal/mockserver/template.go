@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"text/template"
@@ -131,23 +132,71 @@ var funcMap = sync.OnceValue(func() template.FuncMap {
 	return fm
 })
 
-// parseTemplate compiles one template string.
-func parseTemplate(name, text string) (*template.Template, error) {
-	return template.New(name).Funcs(funcMap()).Option("missingkey=zero").Parse(text)
+// tmpl is one compiled template string. Strings made only of text and plain lookups
+// ({{.Params.id}}, {{.Query.page}}, {{.Headers.Authorization}}) take a fast path that renders
+// without text/template; anything else runs the template.
+type tmpl struct {
+	t    *template.Template
+	segs []seg // the fast path, when not nil
 }
 
-// hasTemplate reports whether s holds a template action.
-func hasTemplate(s string) bool { return strings.Contains(s, "{{") }
+// seg is one piece of a fast-path template: literal text, or a lookup in params (p), query
+// (q) or headers (h).
+type seg struct {
+	src byte
+	key string
+}
 
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var simpleAction = regexp.MustCompile(`^\{\{-?\s*\.(Params|Query|Headers)\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}`)
 
-// execString runs t over v. A missing value renders as "" (text/template prints "<no value>"
-// for a missing key of a map[string]any even with missingkey=zero).
-func execString(t *template.Template, v *reqView) (string, error) {
+// parseTemplate compiles one template string.
+func parseTemplate(name, text string) (*tmpl, error) {
+	t, err := template.New(name).Funcs(funcMap()).Option("missingkey=zero").Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	return &tmpl{t: t, segs: fastSegs(text)}, nil
+}
+
+// fastSegs splits text into literals and plain lookups, or returns nil when it holds any
+// other action.
+func fastSegs(text string) []seg {
+	var out []seg
+	for len(text) > 0 {
+		i := strings.Index(text, "{{")
+		if i < 0 {
+			return append(out, seg{key: text})
+		}
+		if i > 0 {
+			out = append(out, seg{key: text[:i]})
+		}
+		m := simpleAction.FindStringSubmatch(text[i:])
+		if m == nil || strings.Contains(m[0], "{{-") || strings.Contains(m[0], "-}}") {
+			return nil
+		}
+		out = append(out, seg{src: m[1][0] | 0x20, key: m[2]}) // 'p', 'q', 'h'
+		text = text[i+len(m[0]):]
+	}
+	return out
+}
+
+// exec renders the template over v. A missing value renders as "" (text/template prints
+// "<no value>" for a missing key of a map[string]any even with missingkey=zero).
+func (t *tmpl) exec(v *reqView) (string, error) {
+	if t.segs != nil {
+		if len(t.segs) == 1 {
+			return t.segs[0].value(v), nil
+		}
+		var b strings.Builder
+		for _, s := range t.segs {
+			b.WriteString(s.value(v))
+		}
+		return b.String(), nil
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
-	if err := t.Execute(buf, v); err != nil {
+	if err := t.t.Execute(buf, v); err != nil {
 		return "", err
 	}
 	s := buf.String()
@@ -157,15 +206,33 @@ func execString(t *template.Template, v *reqView) (string, error) {
 	return s, nil
 }
 
+func (s seg) value(v *reqView) string {
+	switch s.src {
+	case 'p':
+		return v.Params[s.key]
+	case 'q':
+		return v.req.Query.Get(s.key)
+	case 'h':
+		return v.Headers()[s.key]
+	default:
+		return s.key
+	}
+}
+
+// hasTemplate reports whether s holds a template action.
+func hasTemplate(s string) bool { return strings.Contains(s, "{{") }
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // tree is a compiled JSON value: a constant (pre-encoded), a template string, an object or an
 // array. Subtrees without templates are collapsed into constants at compile time, so a
 // static body costs one copy per request.
 type tree struct {
-	static []byte             // constant JSON, when t, keys and items are nil
-	t      *template.Template // a string rendered per request
-	keys   [][]byte           // object keys, JSON-encoded with the colon: "id":
-	vals   []*tree            // object values, in file order
-	items  []*tree            // array items
+	static []byte   // constant JSON, when t, keys and items are nil
+	t      *tmpl    // a string rendered per request
+	keys   [][]byte // object keys, JSON-encoded with the colon: "id":
+	vals   []*tree  // object values, in file order
+	items  []*tree  // array items
 	isObj  bool
 	isArr  bool
 }
@@ -198,7 +265,7 @@ func (n *tree) collapse() *tree {
 func (n *tree) appendJSON(dst []byte, v *reqView) ([]byte, error) {
 	switch {
 	case n.t != nil:
-		s, err := execString(n.t, v)
+		s, err := n.t.exec(v)
 		if err != nil {
 			return dst, err
 		}
