@@ -19,6 +19,10 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	// AI proxy and usage (ai, usage).
 
 	// MongoDB utilities (dbcheck).
+	if deps.DBCheck != nil {
+		mux.Handle("POST /api/storage/mongodb/test", protect(handleMongoTest(deps.DBCheck)))
+		mux.Handle("POST /api/storage/mongodb/query", protect(handleMongoQuery(deps.DBCheck)))
+	}
 
 	// Property templates (templates).
 }

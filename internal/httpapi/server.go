@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -37,6 +38,7 @@ type Deps struct {
 	DB     Pinger        // health
 	Tokens TokenVerifier // access tokens for protected routes
 	// Service dependencies are added here by their issues.
+	DBCheck *dbcheck.Service // MongoDB utilities
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
