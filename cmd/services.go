@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/store"
 )
 
@@ -13,6 +14,8 @@ import (
 type services struct {
 	store  *store.Store
 	tokens *auth.Tokens
+	// dbcheck serves /api/storage/mongodb/*: reach control and refused options on.
+	dbcheck *dbcheck.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -42,6 +45,12 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		}
 	}
 	s.tokens = auth.NewTokens(secret, cfg.JWT.TTL)
+
+	if s.dbcheck, err = dbcheck.New(dbcheckOptions(cfg, f.log, false)); err != nil {
+		_ = s.close()
+		return nil, usageError{err}
+	}
+	s.closers = append(s.closers, s.dbcheck.Close)
 	return s, nil
 }
 
