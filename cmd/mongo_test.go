@@ -14,7 +14,7 @@ import (
 )
 
 // runApp runs the program with a hermetic environment and returns exit code, stdout, stderr.
-func runApp(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+func runMongoApp(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -160,7 +160,7 @@ func TestMongoCommands(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := runApp(t, env, tc.args...)
+			code, out, errOut := runMongoApp(t, env, tc.args...)
 			if code != tc.wantCode {
 				t.Fatalf("exit = %d, want %d\nstdout: %s\nstderr: %s", code, tc.wantCode, out, errOut)
 			}
@@ -184,14 +184,14 @@ func TestMongoCommands(t *testing.T) {
 func TestMongoTest_OwnDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	code, out, errOut := runApp(t, map[string]string{"APP_LOG_LEVEL": "warn"}, "mongo", "test", "--data-dir", dir, "--json")
+	code, out, errOut := runMongoApp(t, map[string]string{"APP_LOG_LEVEL": "warn"}, "mongo", "test", "--data-dir", dir, "--json")
 	if code != 0 {
 		t.Fatalf("exit = %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	if !strings.Contains(out, `"success": true`) {
 		t.Fatalf("stdout = %s", out)
 	}
-	code, out, _ = runApp(t, nil, "--help")
+	code, out, _ = runMongoApp(t, nil, "--help")
 	if code != 0 || !strings.Contains(out, "  mongo ") {
 		t.Fatalf("--help (exit %d) does not list mongo:\n%s", code, out)
 	}

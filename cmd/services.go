@@ -14,6 +14,7 @@ import (
 type services struct {
 	store  *store.Store
 	tokens *auth.Tokens
+	auth   *auth.Service
 	// dbcheck serves /api/storage/mongodb/*: reach control and refused options on.
 	dbcheck *dbcheck.Service
 	// closers run in reverse order on close (services that flush before the store closes).
@@ -45,6 +46,11 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		}
 	}
 	s.tokens = auth.NewTokens(secret, cfg.JWT.TTL)
+	appDB := st.DB(cfg.MongoDB.Database)
+	if s.auth, err = auth.New(ctx, appDB, s.tokens, cfg.Auth.BcryptCost); err != nil {
+		_ = s.close()
+		return nil, err
+	}
 
 	if s.dbcheck, err = dbcheck.New(dbcheckOptions(cfg, f.log, false)); err != nil {
 		_ = s.close()
