@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/mongo"
@@ -19,12 +20,18 @@ type entry struct {
 	dialer    *dialer
 	firstHost string
 	selection time.Duration // server selection timeout, for messages
+	info      atomic.Pointer[serverInfo]
 
 	// guarded by cache.mu
 	refs     int
 	lastUsed time.Time
 	evicted  bool
 	elem     *list.Element
+}
+
+// serverInfo is what a test learns once per client: the server's version and cluster name.
+type serverInfo struct {
+	version, clusterName string
 }
 
 // cache keeps driver clients across requests, keyed by (a hash of) the connection string, so

@@ -165,35 +165,63 @@ func (s *Service) Test(ctx context.Context, in TestInput) (*TestResult, error) {
 			return s.testFailure(e, in.ConnectionString, err, time.Since(started))
 		}
 	}
+	// listDatabases runs beside the measured ping: two independent round trips, one wait.
+	type listing struct {
+		names []string
+		err   error
+	}
+	listed := make(chan listing, 1)
+	go func() {
+		names, err := e.client.ListDatabaseNames(ctx, bson.D{}, options.ListDatabases().SetAuthorizedDatabases(true))
+		listed <- listing{names, err}
+	}()
 	t0 := time.Now()
-	if err := ping(); err != nil {
+	err = ping()
+	latency := time.Since(t0)
+	l := <-listed
+	if err != nil {
 		return s.testFailure(e, in.ConnectionString, err, time.Since(started))
 	}
-	latency := time.Since(t0)
 
-	res := &TestResult{Success: true, Latency: ms(latency), ClusterName: e.firstHost}
+	res := &TestResult{Success: true, Latency: ms(latency)}
+	if info := e.info.Load(); info != nil {
+		res.Version, res.ClusterName = info.version, info.clusterName
+	} else {
+		info, err := s.serverInfo(ctx, e)
+		if err != nil {
+			return s.testFailure(e, in.ConnectionString, err, time.Since(started))
+		}
+		e.info.Store(info)
+		res.Version, res.ClusterName = info.version, info.clusterName
+	}
+	res.Databases = l.names
+	if l.err != nil {
+		// Credentials limited to one database may not list the others: the test still succeeded.
+		s.log.Debug("listDatabases failed", "uri", redact(in.ConnectionString, in.ConnectionString), "err", redact(l.err.Error(), in.ConnectionString))
+		res.Databases = []string{}
+	}
+	return res, nil
+}
+
+// serverInfo asks the server for its version (buildInfo) and replica set name (hello). Both
+// are kept with the cached client: they change only when the server restarts.
+func (s *Service) serverInfo(ctx context.Context, e *entry) (*serverInfo, error) {
+	rp := options.RunCmd().SetReadPreference(readpref.PrimaryPreferred())
 	admin := e.client.Database("admin")
 	var build struct {
 		Version string `bson:"version"`
 	}
 	if err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}, rp).Decode(&build); err != nil {
-		return s.testFailure(e, in.ConnectionString, err, time.Since(started))
+		return nil, err
 	}
-	res.Version = build.Version
+	info := &serverInfo{version: build.Version, clusterName: e.firstHost}
 	var hello struct {
 		SetName string `bson:"setName"`
 	}
 	if err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}, rp).Decode(&hello); err == nil && hello.SetName != "" {
-		res.ClusterName = hello.SetName
+		info.clusterName = hello.SetName
 	}
-	names, err := e.client.ListDatabaseNames(ctx, bson.D{}, options.ListDatabases().SetAuthorizedDatabases(true))
-	if err != nil {
-		// Credentials limited to one database may not list the others: the test still succeeded.
-		s.log.Debug("listDatabases failed", "uri", redact(in.ConnectionString, in.ConnectionString), "err", redact(err.Error(), in.ConnectionString))
-		names = []string{}
-	}
-	res.Databases = names
-	return res, nil
+	return info, nil
 }
 
 func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Duration) (*TestResult, error) {
