@@ -180,9 +180,9 @@ func TestMongoCommands(t *testing.T) {
 }
 
 // Ensure without --uri the commands use the app's own database (here: the embedded store they
-// open under --data-dir) and that --help lists the mongo group.
+// open under --data-dir) and that --help lists the mongo group. Not parallel: FerretDB's
+// New writes a package variable, so two embedded stores must not start at the same time.
 func TestMongoTest_OwnDatabase(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	code, out, errOut := runMongoApp(t, map[string]string{"APP_LOG_LEVEL": "warn"}, "mongo", "test", "--data-dir", dir, "--json")
 	if code != 0 {
