@@ -59,7 +59,7 @@ type candidate struct {
 	updated    int64 // ms since epoch
 	order      [2]int
 	chosenFrom string
-	spaces     []int // indexes of the spaces holding the identifier
+	spaces     []int  // indexes of the spaces holding the identifier
 	hash       uint64 // content hash of the first version seen
 	conflict   bool
 }
