@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/ratelimit"
+	"github.com/acme/app/internal/templates"
 )
 
 // Options configures the cross-cutting behaviour of the API.
@@ -37,6 +38,7 @@ type Deps struct {
 	DB     Pinger        // health
 	Tokens TokenVerifier // access tokens for protected routes
 	// Service dependencies are added here by their issues.
+	Templates *templates.Service // property templates
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
