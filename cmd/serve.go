@@ -55,8 +55,9 @@ func runServe(ctx context.Context, f *factory) error {
 		TrustedProxies: cfg.RateLimit.TrustedProxies,
 		Version:        version.Version,
 	}, httpapi.Deps{
-		DB:     svc.store,
-		Tokens: svc.tokens,
+		DB:        svc.store,
+		Tokens:    svc.tokens,
+		Templates: svc.templates,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
