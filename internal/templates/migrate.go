@@ -104,16 +104,6 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 		<-coreCh
 		return nil, err
 	}
-	existing, err := s.opts.Spaces.ListDatabaseNames(ctx, bson.D{})
-	exists := map[string]bool{}
-	for _, n := range existing {
-		exists[n] = true
-	}
-	checkExists := err == nil
-	if err != nil {
-		s.log.Warn("migrate: cannot list databases; missing space databases will read as empty", "err", err)
-	}
-
 	var (
 		mu       sync.Mutex
 		found    = map[string]*candidate{}
@@ -148,11 +138,7 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 			defer wg.Done()
 			for i := range work {
 				sp := spaces[i]
-				if checkExists && !exists[sp.Database] {
-					scanErrs[i] = fmt.Errorf("database %q does not exist", sp.Database)
-				} else {
-					scanErrs[i] = s.scanSpace(ctx, i, sp, merge)
-				}
+				scanErrs[i] = s.scanSpace(ctx, i, sp, merge)
 				mu.Lock()
 				done++
 				if opts.Progress != nil {
@@ -268,7 +254,8 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 		return fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
 	}
 	defer cur.Close(ctx)
-	for n := 0; cur.Next(ctx); n++ {
+	n := 0
+	for ; cur.Next(ctx); n++ {
 		id := identifier(cur.Current, true)
 		if id == "" {
 			continue
@@ -282,6 +269,15 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 	}
 	if err := cur.Err(); err != nil {
 		return fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
+	}
+	if n == 0 { // an empty result: tell a missing database (or collection) apart, cheaply
+		names, err := s.opts.Spaces.Database(sp.Database).ListCollectionNames(ctx, bson.D{{Key: "name", Value: SpaceCollection}})
+		if err != nil {
+			return fmt.Errorf("list collections of %s: %w", sp.Database, err)
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("database %q does not exist or has no %s collection", sp.Database, SpaceCollection)
+		}
 	}
 	return nil
 }

@@ -373,7 +373,7 @@ func TestService_MigrateDryRun(t *testing.T) {
 	}
 	want := &templates.MigrationReport{DryRun: true, SpacesScanned: 2, TemplatesFound: 6, UniqueTemplates: 4, Migrated: 4,
 		Conflicts: []templates.Conflict{{ID: "shared", Spaces: []string{f.a, f.b}, ChosenFrom: f.b}},
-		Errors:    []templates.SpaceError{{SpaceID: f.c, Message: `database "` + e.docsName(f.c, t) + `" does not exist`}}}
+		Errors:    []templates.SpaceError{{SpaceID: f.c, Message: `database "` + e.docsName(f.c, t) + `" does not exist or has no property_templates collection`}}}
 	rep.DurationMs = 0
 	if d := cmp.Diff(want, rep); d != "" {
 		t.Fatalf("report (-want +got):\n%s", d)
