@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/ratelimit"
+	"github.com/acme/app/internal/templates"
 )
 
 // Options configures the cross-cutting behaviour of the API.
@@ -41,6 +42,7 @@ type Deps struct {
 	Tokens TokenVerifier // access tokens for protected routes
 	Auth   *auth.Service // register, login, profile
 	// Service dependencies are added here by their issues.
+	Templates *templates.Service // property templates
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
