@@ -92,9 +92,6 @@ func New(o Options) (*Service, error) {
 // Close disconnects every cached client.
 func (s *Service) Close(ctx context.Context) error { return s.cache.close(ctx) }
 
-// MaxLimit is the largest query limit accepted.
-func (s *Service) MaxLimit() int { return s.opts.MaxLimit }
-
 // TestResult is the answer of a connection test. A failed test is a result, not an error:
 // Success false, Error and Latency set, the other fields empty.
 type TestResult struct {

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/bson"
-
-	"github.com/acme/app/internal/apperr"
 )
 
 // TestInput is the body of POST /api/storage/mongodb/test.
@@ -39,23 +37,24 @@ const maxFilterDepth = 32
 // refusedOperators run JavaScript on the server; they are refused at any depth of a filter.
 var refusedOperators = map[string]bool{"$where": true, "$function": true, "$accumulator": true}
 
-// TestInputFromJSON reads a test request's fields, checking their JSON types with
-// class-validator's wording. Returns Invalid with every failed rule.
-func TestInputFromJSON(fields map[string]json.RawMessage) (TestInput, error) {
+// ParseTest reads a test request's fields, checking their JSON types and values; it returns
+// every failed rule in class-validator's wording.
+func ParseTest(fields map[string]json.RawMessage) (TestInput, []string) {
 	var in TestInput
 	var msgs []string
 	in.ConnectionString = str(fields, "connectionString", &msgs)
 	in.Database = str(fields, "database", &msgs)
 	msgs = append(msgs, in.validate()...)
-	if len(msgs) > 0 {
-		return in, apperr.Validation(dedupe(msgs)...)
-	}
-	return in, nil
+	return in, dedupe(msgs)
 }
 
-// QueryInputFromJSON reads a query request's fields, checking their JSON types with
-// class-validator's wording. maxLimit is dbcheck.max_limit. Returns Invalid with every failed rule.
-func QueryInputFromJSON(fields map[string]json.RawMessage, maxLimit int) (QueryInput, error) {
+// ParseQuery reads a query request's fields, checking their JSON types and values against
+// dbcheck.max_limit; it returns every failed rule in class-validator's wording.
+func (s *Service) ParseQuery(fields map[string]json.RawMessage) (QueryInput, []string) {
+	return parseQuery(fields, s.opts.MaxLimit)
+}
+
+func parseQuery(fields map[string]json.RawMessage, maxLimit int) (QueryInput, []string) {
 	var in QueryInput
 	var msgs []string
 	in.ConnectionString = str(fields, "connectionString", &msgs)
@@ -81,10 +80,7 @@ func QueryInputFromJSON(fields map[string]json.RawMessage, maxLimit int) (QueryI
 		}
 	}
 	msgs = append(msgs, in.validate(maxLimit)...)
-	if len(msgs) > 0 {
-		return in, apperr.Validation(dedupe(msgs)...)
-	}
-	return in, nil
+	return in, dedupe(msgs)
 }
 
 func str(fields map[string]json.RawMessage, name string, msgs *[]string) string {

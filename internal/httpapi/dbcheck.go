@@ -8,44 +8,10 @@ import (
 
 // handleMongoTest answers POST /api/storage/mongodb/test.
 func handleMongoTest(svc *dbcheck.Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fields, err := decodeFields(w, r)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		in, err := dbcheck.TestInputFromJSON(fields)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		res, err := svc.Test(r.Context(), in)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		encode(w, http.StatusOK, res)
-	})
+	return handleParsed(dbcheck.ParseTest, svc.Test, http.StatusOK)
 }
 
 // handleMongoQuery answers POST /api/storage/mongodb/query.
 func handleMongoQuery(svc *dbcheck.Service) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fields, err := decodeFields(w, r)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		in, err := dbcheck.QueryInputFromJSON(fields, svc.MaxLimit())
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		res, err := svc.Query(r.Context(), in)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		encode(w, http.StatusOK, res)
-	})
+	return handleParsed(svc.ParseQuery, svc.Query, http.StatusOK)
 }

@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/ratelimit"
+	"github.com/acme/app/internal/templates"
 )
 
 // Options configures the cross-cutting behaviour of the API.
@@ -40,7 +43,8 @@ type Deps struct {
 	Tokens TokenVerifier // access tokens for protected routes
 	Auth   *auth.Service // register, login, profile
 	// Service dependencies are added here by their issues.
-	DBCheck *dbcheck.Service // MongoDB utilities
+	Templates *templates.Service // property templates
+	DBCheck   *dbcheck.Service   // MongoDB utilities
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
@@ -59,4 +63,10 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	addRoutes(mux, opts, deps, rl)
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	return observe(opts.Logger, opts.MaxBodyBytes, global(notFound(mux)))
+}
+
+func init() {
+	// Request ids are UUIDs; drawing them from a buffered pool of crypto/rand bytes saves a
+	// read of the random source per request.
+	uuid.EnableRandPool()
 }
