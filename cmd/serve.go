@@ -55,9 +55,11 @@ func runServe(ctx context.Context, f *factory) error {
 		TrustedProxies: cfg.RateLimit.TrustedProxies,
 		Version:        version.Version,
 	}, httpapi.Deps{
-		DB:     svc.store,
-		Tokens: svc.tokens,
-		Auth:   svc.auth,
+		DB:        svc.store,
+		Tokens:    svc.tokens,
+		Auth:      svc.auth,
+		Templates: svc.templates,
+		DBCheck:   svc.dbcheck,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -6,14 +6,19 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/templates"
 )
 
 // services is the graph of services every command group shares, opened once per command.
 type services struct {
-	store  *store.Store
-	tokens *auth.Tokens
-	auth   *auth.Service
+	store     *store.Store
+	tokens    *auth.Tokens
+	auth      *auth.Service
+	templates *templates.Service
+	// dbcheck serves /api/storage/mongodb/*: reach control and refused options on.
+	dbcheck *dbcheck.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -48,6 +53,24 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		_ = s.close()
 		return nil, err
 	}
+
+	var closeCore func(context.Context) error
+	if s.templates, closeCore, err = newTemplatesService(ctx, cfg, st, f.log); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	s.closers = append(s.closers, closeCore)
+	if exclusive {
+		if err := s.templates.EnsureIndexes(ctx); err != nil {
+			f.log.Warn("templates: core indexes not created", "err", err)
+		}
+	}
+
+	if s.dbcheck, err = dbcheck.New(dbcheckOptions(cfg, f.log, false)); err != nil {
+		_ = s.close()
+		return nil, usageError{err}
+	}
+	s.closers = append(s.closers, s.dbcheck.Close)
 	return s, nil
 }
 

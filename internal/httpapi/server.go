@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/ratelimit"
+	"github.com/acme/app/internal/templates"
 )
 
 // Options configures the cross-cutting behaviour of the API.
@@ -41,6 +43,8 @@ type Deps struct {
 	Tokens TokenVerifier // access tokens for protected routes
 	Auth   *auth.Service // register, login, profile
 	// Service dependencies are added here by their issues.
+	Templates *templates.Service // property templates
+	DBCheck   *dbcheck.Service   // MongoDB utilities
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
