@@ -2,11 +2,12 @@ package mockserver
 
 // The built-in mock's AI, usage, storage and template endpoints.
 //
-// The shapes below are local copies, field for field and tag for tag, of the contract types of
-// internal/ai (Completion, Usage), internal/usage (Summary, ProviderUsage), internal/dbcheck
-// (TestResult, QueryResult) and internal/templates (Template, MigrationReport, CleanupReport).
-// Those packages were still on their branches when this file was written; when they are on
-// main, each local type is replaced by the package's own (the tests decode the answers
+// Storage and template answers are the contract types of internal/dbcheck and
+// internal/templates, validated by their own parsers (dbcheck.ParseTest, ParseQuery,
+// templates.DecodeInput), so messages are identical. The AI and usage shapes are local copies,
+// field for field and tag for tag, of ai.Completion, ai.Usage, usage.Summary and
+// usage.ProviderUsage: those packages were not on main yet when this file was written; when
+// they are, each local type is replaced by the package's own (the tests decode the answers
 // strictly, so a drift shows).
 
 import (
@@ -21,6 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/mock"
 )
 
@@ -290,51 +294,19 @@ func (b *backend) usageProviders(ctx context.Context, req *mock.Request) (*mock.
 
 // ---- storage -------------------------------------------------------------------------------
 
-// dbTestResult mirrors dbcheck.TestResult (success case).
-type dbTestResult struct {
-	Success     bool     `json:"success"`
-	ClusterName string   `json:"clusterName,omitempty"`
-	Version     string   `json:"version,omitempty"`
-	Latency     float64  `json:"latency"`
-	Databases   []string `json:"databases,omitempty"`
-	Error       string   `json:"error,omitempty"`
-}
-
-// dbQueryResult mirrors dbcheck.QueryResult.
-type dbQueryResult struct {
-	Success   bool              `json:"success"`
-	Documents []json.RawMessage `json:"documents"`
-	Count     int               `json:"count"`
-	Truncated bool              `json:"truncated,omitempty"`
-}
+// dbParser validates query bodies with the real service's rules (its default limits); it is
+// never asked to connect anywhere.
+var dbParser = sync.OnceValue(func() *dbcheck.Service {
+	s, err := dbcheck.New(dbcheck.Options{})
+	if err != nil {
+		panic(err) // only a bad allow-list fails, and there is none
+	}
+	return s
+})
 
 func (b *backend) addStorage(add addFunc) {
 	add("POST /api/storage/mongodb/test", "dbcheck.TestResult (no connection is made)", b.requireAuth(b.storageTest))
 	add("POST /api/storage/mongodb/query", "dbcheck.QueryResult with generated documents", b.requireAuth(b.storageQuery))
-}
-
-// storageFields checks the fields both storage endpoints share.
-func storageFields(f map[string]json.RawMessage, names ...string) (map[string]string, []string) {
-	var msgs []string
-	out := map[string]string{}
-	for _, n := range names {
-		raw, has := f[n]
-		var s string
-		switch {
-		case !has || strings.TrimSpace(string(raw)) == "null":
-			msgs = append(msgs, n+" should not be empty", n+" must be a string")
-		case json.Unmarshal(raw, &s) != nil:
-			msgs = append(msgs, n+" must be a string")
-		case s == "":
-			msgs = append(msgs, n+" should not be empty")
-		default:
-			out[n] = s
-		}
-	}
-	if cs, ok := out["connectionString"]; ok && !strings.HasPrefix(cs, "mongodb://") && !strings.HasPrefix(cs, "mongodb+srv://") {
-		msgs = append(msgs, "connectionString must be a mongodb:// or mongodb+srv:// URI")
-	}
-	return out, msgs
 }
 
 func (b *backend) storageTest(_ context.Context, req *mock.Request) (*mock.Response, error) {
@@ -342,44 +314,35 @@ func (b *backend) storageTest(_ context.Context, req *mock.Request) (*mock.Respo
 	if bad != nil {
 		return bad, nil
 	}
-	v, msgs := storageFields(f, "connectionString", "database")
+	in, msgs := dbcheck.ParseTest(f)
 	if len(msgs) > 0 {
 		return fail(http.StatusBadRequest, msgs), nil
 	}
-	return ok(http.StatusOK, dbTestResult{Success: true, ClusterName: "mock-cluster", Version: "7.0.14",
-		Latency: float64(b.gen.Int(2, 40)), Databases: []string{"admin", v["database"], "local"}})
+	return ok(http.StatusOK, dbcheck.TestResult{Success: true, ClusterName: "mock-cluster", Version: "7.0.14",
+		Latency: float64(b.gen.Int(2, 40)), Databases: []string{"admin", in.Database, "local"}})
 }
+
+// refusedOps are the filter operators dbcheck refuses (server-side JavaScript).
+var refusedOps = []string{"$where", "$function", "$accumulator"}
 
 func (b *backend) storageQuery(_ context.Context, req *mock.Request) (*mock.Response, error) {
 	f, bad := fields(req)
 	if bad != nil {
 		return bad, nil
 	}
-	_, msgs := storageFields(f, "connectionString", "database", "collection")
-	if raw, has := f["filter"]; has && strings.TrimSpace(string(raw)) != "null" {
-		var m map[string]any
-		if json.Unmarshal(raw, &m) != nil {
-			msgs = append(msgs, "filter must be an object")
-		} else if strings.Contains(string(raw), `"$where"`) || strings.Contains(string(raw), `"$function"`) || strings.Contains(string(raw), `"$accumulator"`) {
-			msgs = append(msgs, "filter must not use $where, $function or $accumulator")
-		}
-	}
-	limit := 100
-	if raw, has := f["limit"]; has && strings.TrimSpace(string(raw)) != "null" {
-		var n float64
-		switch {
-		case json.Unmarshal(raw, &n) != nil || n != math.Trunc(n):
-			msgs = append(msgs, "limit must be an integer number")
-		case n < 1:
-			msgs = append(msgs, "limit must not be less than 1")
-		case n > 1000:
-			msgs = append(msgs, "limit must not be greater than 1000")
-		default:
-			limit = int(n)
+	in, msgs := dbParser().ParseQuery(f)
+	for _, op := range refusedOps {
+		msg := fmt.Sprintf("filter must not use the %s operator: server-side JavaScript is not allowed", op)
+		if strings.Contains(string(in.Filter), `"`+op+`"`) && !contains(msgs, msg) {
+			msgs = append(msgs, msg)
 		}
 	}
 	if len(msgs) > 0 {
 		return fail(http.StatusBadRequest, msgs), nil
+	}
+	limit := dbcheck.DefaultLimit
+	if in.Limit != nil {
+		limit = *in.Limit
 	}
 	n := min(limit, 5)
 	docs := make([]json.RawMessage, 0, n)
@@ -388,42 +351,10 @@ func (b *backend) storageQuery(_ context.Context, req *mock.Request) (*mock.Resp
 		d, _ := json.Marshal(map[string]any{"_id": objectID(), "name": u.Name, "email": u.Email, "role": u.Role, "createdAt": stamp(u.CreatedAt)})
 		docs = append(docs, d)
 	}
-	return ok(http.StatusOK, dbQueryResult{Success: true, Documents: docs, Count: len(docs)})
+	return ok(http.StatusOK, dbcheck.QueryResult{Success: true, Documents: docs, Count: len(docs)})
 }
 
 // ---- templates -----------------------------------------------------------------------------
-
-// propTemplate mirrors templates.Template.
-type propTemplate struct {
-	ID          string            `json:"id"`
-	Name        string            `json:"name"`
-	WidgetType  string            `json:"widgetType"`
-	Properties  []json.RawMessage `json:"properties"`
-	Description string            `json:"description,omitempty"`
-	CreatedAt   *time.Time        `json:"createdAt,omitempty"`
-	UpdatedAt   *time.Time        `json:"updatedAt,omitempty"`
-}
-
-// migrationReport mirrors templates.MigrationReport.
-type migrationReport struct {
-	DryRun          bool             `json:"dryRun"`
-	SpacesScanned   int              `json:"spacesScanned"`
-	TemplatesFound  int              `json:"templatesFound"`
-	UniqueTemplates int              `json:"uniqueTemplates"`
-	Migrated        int              `json:"migrated"`
-	AlreadyInCore   int              `json:"alreadyInCore"`
-	Conflicts       []map[string]any `json:"conflicts"`
-	Errors          []map[string]any `json:"errors"`
-	DurationMs      int64            `json:"durationMs"`
-}
-
-// cleanupReport mirrors templates.CleanupReport.
-type cleanupReport struct {
-	SpaceID       string   `json:"spaceId"`
-	DryRun        bool     `json:"dryRun"`
-	Deleted       int      `json:"deleted"`
-	KeptNotInCore []string `json:"keptNotInCore"`
-}
 
 // sourceHeader tells whether a template read came from core (always, in this mock).
 const sourceHeader = "X-Templates-Source"
@@ -432,17 +363,25 @@ const sourceHeader = "X-Templates-Source"
 // space (as the real core collection is).
 type templateStore struct {
 	mu    sync.Mutex
-	byID  map[string]*propTemplate
+	byID  map[string]*templates.Template
 	order []string
 }
 
+func props(js ...string) []templates.Value {
+	out := make([]templates.Value, len(js))
+	for i, j := range js {
+		_ = out[i].UnmarshalJSON([]byte(j))
+	}
+	return out
+}
+
 func newTemplateStore() *templateStore {
-	s := &templateStore{byID: map[string]*propTemplate{}}
+	s := &templateStore{byID: map[string]*templates.Template{}}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	for _, t := range []propTemplate{
-		{ID: "tpl-text", Name: "Text", WidgetType: "text", Properties: []json.RawMessage{json.RawMessage(`{"key":"maxLength","type":"number","default":255}`)}},
-		{ID: "tpl-select", Name: "Select", WidgetType: "select", Properties: []json.RawMessage{json.RawMessage(`{"key":"options","type":"array","default":["a","b"]}`)}},
-		{ID: "tpl-date", Name: "Date", WidgetType: "date", Properties: []json.RawMessage{json.RawMessage(`{"key":"format","type":"string","default":"YYYY-MM-DD"}`)}},
+	for _, t := range []templates.Template{
+		{ID: "tpl-text", Name: "Text", WidgetType: "text", Properties: props(`{"key":"maxLength","type":"number","default":255}`)},
+		{ID: "tpl-select", Name: "Select", WidgetType: "select", Properties: props(`{"key":"options","type":"array","default":["a","b"]}`)},
+		{ID: "tpl-date", Name: "Date", WidgetType: "date", Properties: props(`{"key":"format","type":"string","default":"YYYY-MM-DD"}`)},
 	} {
 		t.CreatedAt, t.UpdatedAt = &now, &now
 		s.put(&t)
@@ -452,7 +391,7 @@ func newTemplateStore() *templateStore {
 
 const maxTemplates = 10000
 
-func (s *templateStore) put(t *propTemplate) bool {
+func (s *templateStore) put(t *templates.Template) bool {
 	if _, exists := s.byID[t.ID]; !exists {
 		if len(s.order) >= maxTemplates {
 			return false
@@ -463,10 +402,10 @@ func (s *templateStore) put(t *propTemplate) bool {
 	return true
 }
 
-func (s *templateStore) list() []propTemplate {
+func (s *templateStore) list() []templates.Template {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]propTemplate, 0, len(s.order))
+	out := make([]templates.Template, 0, len(s.order))
 	for _, id := range s.order {
 		out = append(out, *s.byID[id])
 	}
@@ -486,8 +425,12 @@ func (b *backend) addTemplates(add addFunc) {
 }
 
 func withSource(r *mock.Response) *mock.Response {
-	r.Headers = map[string]string{sourceHeader: "core"}
+	r.Headers = map[string]string{sourceHeader: string(templates.SourceCore)}
 	return r
+}
+
+func tplNotFound(id string) *mock.Response {
+	return fail(http.StatusNotFound, fmt.Sprintf("template %q not found", id))
 }
 
 func (b *backend) tplList(context.Context, *mock.Request) (*mock.Response, error) {
@@ -495,73 +438,58 @@ func (b *backend) tplList(context.Context, *mock.Request) (*mock.Response, error
 }
 
 func (b *backend) tplGet(_ context.Context, req *mock.Request) (*mock.Response, error) {
+	id := req.Params["templateId"]
 	b.tpl.mu.Lock()
-	t, found := b.tpl.byID[req.Params["templateId"]]
-	var c propTemplate
+	t, found := b.tpl.byID[id]
+	var c templates.Template
 	if found {
 		c = *t
 	}
 	b.tpl.mu.Unlock()
 	if !found {
-		return fail(http.StatusNotFound, "template not found"), nil
+		return tplNotFound(id), nil
 	}
 	return withSource(&mock.Response{Status: http.StatusOK, Data: c}), nil
 }
 
 func (b *backend) tplForWidget(_ context.Context, req *mock.Request) (*mock.Response, error) {
+	w := req.Params["widgetType"]
 	for _, t := range b.tpl.list() {
-		if t.WidgetType == req.Params["widgetType"] {
+		if t.WidgetType == w {
 			return withSource(&mock.Response{Status: http.StatusOK, Data: t}), nil
 		}
 	}
-	return fail(http.StatusNotFound, "template not found"), nil
+	return fail(http.StatusNotFound, fmt.Sprintf("no template for widget type %q", w)), nil
 }
 
-// templateInput validates a create or update body with the templates service's wording.
-func templateInput(f map[string]json.RawMessage) (propTemplate, []string) {
-	var t propTemplate
-	var msgs []string
-	str := func(name string, required bool) string {
-		raw, has := f[name]
-		if !has || strings.TrimSpace(string(raw)) == "null" {
-			if required {
-				msgs = append(msgs, name+" should not be empty", name+" must be a string")
-			}
-			return ""
-		}
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			msgs = append(msgs, name+" must be a string")
-			return ""
-		}
-		if required && s == "" {
-			msgs = append(msgs, name+" should not be empty")
-		}
-		return s
+// templateInput validates a create or update body with templates.DecodeInput.
+func templateInput(req *mock.Request) (templates.Template, *mock.Response) {
+	f, bad := fields(req)
+	if bad != nil {
+		return templates.Template{}, bad
 	}
-	t.ID = str("id", false)
-	t.Name = str("name", true)
-	t.WidgetType = str("widgetType", true)
-	t.Description = str("description", false)
-	if raw, has := f["properties"]; has && strings.TrimSpace(string(raw)) != "null" {
-		if json.Unmarshal(raw, &t.Properties) != nil {
-			msgs = append(msgs, "properties must be an array")
+	in, err := templates.DecodeInput(f)
+	if err != nil {
+		msgs := []string{err.Error()}
+		if e := apperr.As(err); e != nil {
+			msgs = e.Messages
 		}
+		return templates.Template{}, fail(http.StatusBadRequest, msgs)
+	}
+	t := templates.Template{ID: in.ID, Name: in.Name, WidgetType: in.WidgetType, Properties: in.Properties}
+	if in.Description != nil {
+		t.Description = *in.Description
 	}
 	if t.Properties == nil {
-		t.Properties = []json.RawMessage{}
+		t.Properties = []templates.Value{}
 	}
-	return t, msgs
+	return t, nil
 }
 
 func (b *backend) tplCreate(_ context.Context, req *mock.Request) (*mock.Response, error) {
-	f, bad := fields(req)
+	t, bad := templateInput(req)
 	if bad != nil {
 		return bad, nil
-	}
-	t, msgs := templateInput(f)
-	if len(msgs) > 0 {
-		return fail(http.StatusBadRequest, msgs), nil
 	}
 	if t.ID == "" {
 		t.ID = objectID()
@@ -571,7 +499,7 @@ func (b *backend) tplCreate(_ context.Context, req *mock.Request) (*mock.Respons
 	b.tpl.mu.Lock()
 	defer b.tpl.mu.Unlock()
 	if _, exists := b.tpl.byID[t.ID]; exists {
-		return fail(http.StatusConflict, "template "+t.ID+" already exists"), nil
+		return fail(http.StatusConflict, fmt.Sprintf("template with id %q already exists", t.ID)), nil
 	}
 	if !b.tpl.put(&t) {
 		return fail(http.StatusInsufficientStorage, "the mock holds too many templates"), nil
@@ -580,20 +508,16 @@ func (b *backend) tplCreate(_ context.Context, req *mock.Request) (*mock.Respons
 }
 
 func (b *backend) tplUpdate(_ context.Context, req *mock.Request) (*mock.Response, error) {
-	f, bad := fields(req)
+	t, bad := templateInput(req)
 	if bad != nil {
 		return bad, nil
-	}
-	t, msgs := templateInput(f)
-	if len(msgs) > 0 {
-		return fail(http.StatusBadRequest, msgs), nil
 	}
 	id := req.Params["templateId"]
 	b.tpl.mu.Lock()
 	defer b.tpl.mu.Unlock()
 	old, found := b.tpl.byID[id]
 	if !found {
-		return fail(http.StatusNotFound, "template not found"), nil
+		return tplNotFound(id), nil
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	t.ID, t.CreatedAt, t.UpdatedAt = id, old.CreatedAt, &now
@@ -607,7 +531,7 @@ func (b *backend) tplDelete(_ context.Context, req *mock.Request) (*mock.Respons
 	defer b.tpl.mu.Unlock()
 	t, found := b.tpl.byID[id]
 	if !found {
-		return fail(http.StatusNotFound, "template not found"), nil
+		return tplNotFound(id), nil
 	}
 	delete(b.tpl.byID, id)
 	for i, x := range b.tpl.order {
@@ -619,8 +543,8 @@ func (b *backend) tplDelete(_ context.Context, req *mock.Request) (*mock.Respons
 	return withSource(&mock.Response{Status: http.StatusOK, Data: *t}), nil
 }
 
-// tplMigrate reports a plausible migration: nothing to copy from space databases, which this
-// mock does not have. dryRun defaults to true, as the safe reading of an absent flag.
+// tplMigrate reports a plausible migration: every template is already in core (this mock
+// has no space databases). dryRun defaults to true, the safe reading of an absent flag.
 func (b *backend) tplMigrate(_ context.Context, req *mock.Request) (*mock.Response, error) {
 	dry := true
 	if v := req.Query.Get("dryRun"); v != "" {
@@ -631,10 +555,10 @@ func (b *backend) tplMigrate(_ context.Context, req *mock.Request) (*mock.Respon
 		dry = p
 	}
 	n := len(b.tpl.list())
-	return ok(http.StatusOK, migrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: n, UniqueTemplates: n,
-		AlreadyInCore: n, Conflicts: []map[string]any{}, Errors: []map[string]any{}, DurationMs: int64(b.gen.Int(3, 30))})
+	return ok(http.StatusOK, templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: n, UniqueTemplates: n,
+		AlreadyInCore: n, Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{}, DurationMs: int64(b.gen.Int(3, 30))})
 }
 
 func (b *backend) tplCleanup(_ context.Context, req *mock.Request) (*mock.Response, error) {
-	return ok(http.StatusOK, cleanupReport{SpaceID: req.Params["spaceId"], KeptNotInCore: []string{}})
+	return ok(http.StatusOK, templates.CleanupReport{SpaceID: req.Params["spaceId"], KeptNotInCore: []string{}})
 }

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/httpapi"
+	"github.com/acme/app/internal/templates"
 )
 
 // strict decodes the body into T refusing unknown fields: the built-in mock must answer
@@ -182,17 +184,17 @@ func TestBuiltin_Storage(t *testing.T) {
 	hs := builtinServer(t)
 	bearer := "Bearer " + login(t, hs, "db@example.com")
 	a := do(t, "POST", hs.URL+"/api/storage/mongodb/test", `{"connectionString":"mongodb://localhost:27017","database":"shop"}`, "Authorization", bearer)
-	if r := strict[dbTestResult](t, a); a.status != 200 || !r.Success || !slices.Contains(r.Databases, "shop") {
+	if r := strict[dbcheck.TestResult](t, a); a.status != 200 || !r.Success || !slices.Contains(r.Databases, "shop") {
 		t.Fatalf("test: %d %+v", a.status, r)
 	}
 	a = do(t, "POST", hs.URL+"/api/storage/mongodb/query", `{"connectionString":"mongodb://h","database":"d","collection":"c","limit":2}`, "Authorization", bearer)
-	r := strict[dbQueryResult](t, a)
+	r := strict[dbcheck.QueryResult](t, a)
 	if a.status != 200 || !r.Success || r.Count != 2 || len(r.Documents) != 2 || !strings.Contains(string(r.Documents[0]), `"_id"`) {
 		t.Fatalf("query: %d %+v", a.status, r)
 	}
 	for body, msg := range map[string]string{
 		`{"database":"d"}`: "connectionString should not be empty",
-		`{"connectionString":"mongodb://h","database":"d","collection":"c","filter":{"$where":"1"}}`: "filter must not use $where, $function or $accumulator",
+		`{"connectionString":"mongodb://h","database":"d","collection":"c","filter":{"$where":"1"}}`: "filter must not use the $where operator",
 		`{"connectionString":"mongodb://h","database":"d","collection":"c","limit":0}`:               "limit must not be less than 1",
 	} {
 		path := "/api/storage/mongodb/query"
@@ -215,29 +217,29 @@ func TestBuiltin_Templates(t *testing.T) {
 	base := hs.URL + "/api/spaces/s1/properties"
 
 	a := do(t, "GET", base+"/templates", "", "Authorization", user)
-	list := strict[[]propTemplate](t, a)
+	list := strict[[]templates.Template](t, a)
 	if a.status != 200 || len(list) == 0 || a.header.Get(sourceHeader) != "core" {
 		t.Fatalf("list: %d %v", a.status, a.body)
 	}
 	a = do(t, "POST", base+"/templates", `{"id":"t1","name":"Rating","widgetType":"rating","properties":[{"key":"max","default":5}]}`, "Authorization", user)
-	if c := strict[propTemplate](t, a); a.status != 201 || c.ID != "t1" || c.CreatedAt == nil {
+	if c := strict[templates.Template](t, a); a.status != 201 || c.ID != "t1" || c.CreatedAt == nil {
 		t.Fatalf("create: %d %s", a.status, a.body)
 	}
-	if a := do(t, "POST", base+"/templates", `{"id":"t1","name":"x","widgetType":"y"}`, "Authorization", user); a.status != 409 {
+	if a := do(t, "POST", base+"/templates", `{"id":"t1","name":"x","widgetType":"y","properties":[]}`, "Authorization", user); a.status != 409 {
 		t.Fatalf("duplicate create: %d", a.status)
 	}
 	if a := do(t, "POST", base+"/templates", `{"name":""}`, "Authorization", user); a.status != 400 ||
 		!strings.Contains(a.body, "name should not be empty") || !strings.Contains(a.body, "widgetType should not be empty") {
 		t.Fatalf("invalid create: %d %s", a.status, a.body)
 	}
-	if g := strict[propTemplate](t, do(t, "GET", base+"/templates/t1", "", "Authorization", user)); g.Name != "Rating" {
+	if g := strict[templates.Template](t, do(t, "GET", base+"/templates/t1", "", "Authorization", user)); g.Name != "Rating" {
 		t.Fatalf("get: %+v", g)
 	}
-	if g := strict[propTemplate](t, do(t, "GET", base+"/templates/widget/rating", "", "Authorization", user)); g.ID != "t1" {
+	if g := strict[templates.Template](t, do(t, "GET", base+"/templates/widget/rating", "", "Authorization", user)); g.ID != "t1" {
 		t.Fatalf("for widget: %+v", g)
 	}
-	a = do(t, "PUT", base+"/templates/t1", `{"name":"Stars","widgetType":"rating"}`, "Authorization", user)
-	if u := strict[propTemplate](t, a); a.status != 200 || u.Name != "Stars" {
+	a = do(t, "PUT", base+"/templates/t1", `{"name":"Stars","widgetType":"rating","properties":[]}`, "Authorization", user)
+	if u := strict[templates.Template](t, a); a.status != 200 || u.Name != "Stars" {
 		t.Fatalf("update: %d %s", a.status, a.body)
 	}
 	if a := do(t, "DELETE", base+"/templates/t1", "", "Authorization", user); a.status != 200 {
@@ -251,11 +253,11 @@ func TestBuiltin_Templates(t *testing.T) {
 		t.Fatalf("migrate as user: %d", a.status)
 	}
 	a = do(t, "POST", base+"/migrate-templates-to-core?dryRun=false", "", "Authorization", admin)
-	if r := strict[migrationReport](t, a); a.status != 200 || r.DryRun {
+	if r := strict[templates.MigrationReport](t, a); a.status != 200 || r.DryRun {
 		t.Fatalf("migrate: %d %s", a.status, a.body)
 	}
 	a = do(t, "DELETE", base+"/cleanup-space-templates", "", "Authorization", admin)
-	if r := strict[cleanupReport](t, a); a.status != 200 || r.SpaceID != "s1" {
+	if r := strict[templates.CleanupReport](t, a); a.status != 200 || r.SpaceID != "s1" {
 		t.Fatalf("cleanup: %d %s", a.status, a.body)
 	}
 }
