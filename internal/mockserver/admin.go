@@ -134,7 +134,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 		delete(s.removed, rt.Key)
 		added = append(added, rt.Key)
 	}
-	s.set.seqs = append(s.set.seqs, set.seqs...)
+	s.runtimeSeqs = append(s.runtimeSeqs, set.seqs...)
 	err = s.apply(s.set)
 	if err != nil {
 		s.runtime, s.removed = prevRuntime, prevRemoved
@@ -380,6 +380,9 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 	s.ic.ResetStats()
 	s.mu.Lock()
 	s.set.ResetSequences()
+	for _, c := range s.runtimeSeqs {
+		c.Store(0)
+	}
 	s.mu.Unlock()
 	writeAdmin(w, http.StatusOK, map[string]any{"reset": true, "stats": s.ic.Stats()})
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -66,6 +67,8 @@ type Server struct {
 	set     *Set       // the file's (or the built-in) mocks
 	runtime map[string]Route
 	removed map[string]bool
+	// runtimeSeqs are the sequence counters of mocks added through the admin API.
+	runtimeSeqs []*atomic.Int64
 	ovr     overrides
 	loaded  time.Time
 }
