@@ -69,8 +69,8 @@ type Server struct {
 	removed map[string]bool
 	// runtimeSeqs are the sequence counters of mocks added through the admin API.
 	runtimeSeqs []*atomic.Int64
-	ovr     overrides
-	loaded  time.Time
+	ovr         overrides
+	loaded      time.Time
 }
 
 // New loads the mock file (a *LoadError when it is invalid) and builds the server.
