@@ -339,3 +339,54 @@ func TestCORS(t *testing.T) {
 		t.Fatal("--no-cors still sent CORS headers")
 	}
 }
+
+// Ensure a file's fallbackToNetwork: false wins over --target: unmatched requests get 404.
+func TestFallbackOffInFile(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	_, hs, _ := newTestServer(t, "m.yaml", "config: {fallbackToNetwork: false}\nmocks: {}\n", func(o *Options) { o.Target = target })
+	if a := do(t, "GET", hs.URL+"/x", ""); a.status != 404 || !strings.Contains(a.body, "ROUTE_MATCH_FAILED") {
+		t.Fatalf("unmatched with fallback off: %d %s", a.status, a.body)
+	}
+}
+
+// Ensure --record into a .json file writes JSON that replays.
+func TestRecordJSON(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	rec := t.TempDir() + "/rec.json"
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec })
+	do(t, "POST", hs.URL+"/things", `{"a":1}`)
+	b, err := os.ReadFile(rec)
+	if err != nil || !json.Valid(b) || !strings.Contains(string(b), `"POST /things"`) {
+		t.Fatalf("recorded %s, %v", b, err)
+	}
+	if _, err := LoadFile(rec); err != nil {
+		t.Fatalf("recorded file does not load: %v", err)
+	}
+}
+
+// Ensure --record without --target and --watch without a file are refused.
+func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
+	if _, err := New(Options{Record: "x.yaml", Logger: quiet}); err == nil {
+		t.Fatal("--record without --target was accepted")
+	}
+	s, err := New(Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Watch(t.Context()); err == nil {
+		t.Fatal("--watch without a file was accepted")
+	}
+	if err := s.Reload(); err == nil {
+		t.Fatal("reload of the built-in mock was accepted")
+	}
+}
