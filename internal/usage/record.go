@@ -1,0 +1,90 @@
+// Package usage records AI requests and answers questions about them. It owns two
+// collections: ai_requests (one document per AI request, success or failure) and
+// ai_usage_daily (the rollup every read uses: one document per user and UTC day, holding
+// per-provider/model counters).
+package usage
+
+import (
+	"strings"
+	"time"
+)
+
+// Collection names owned by this package.
+const (
+	RequestsCollection = "ai_requests"
+	DailyCollection    = "ai_usage_daily"
+)
+
+// Status values of a Record.
+const (
+	StatusSuccess  = "success"
+	StatusError    = "error"
+	StatusCanceled = "canceled" // the caller went away before the provider answered
+)
+
+// UnitPrices are the per-token prices a cost was computed with, kept with each request so the
+// cost can be explained and recomputed.
+type UnitPrices struct {
+	Entry      string  `bson:"entry" json:"entry"` // the price table entry used ("" = unknown model)
+	Input      float64 `bson:"input" json:"input"`
+	Output     float64 `bson:"output" json:"output"`
+	CacheRead  float64 `bson:"cacheRead" json:"cacheRead"`
+	CacheWrite float64 `bson:"cacheWrite" json:"cacheWrite"`
+}
+
+// Record is one AI request as stored in ai_requests. Its _id is the request id, so writing
+// the same record twice (a retried batch) stores it once.
+type Record struct {
+	RequestID         string         `bson:"_id"`
+	UserID            string         `bson:"userId"`
+	Provider          string         `bson:"provider"`
+	Model             string         `bson:"model"`
+	Status            string         `bson:"status"`               // StatusSuccess, StatusError, StatusCanceled
+	HTTPStatus        int            `bson:"httpStatus"`           // the status our client was answered
+	Error             string         `bson:"error,omitempty"`      // what went wrong (never a secret)
+	PromptTokens      int64          `bson:"promptTokens"`         //
+	CompletionTokens  int64          `bson:"completionTokens"`     //
+	TotalTokens       int64          `bson:"totalTokens"`          //
+	CachedTokens      int64          `bson:"cachedTokens"`         // prompt tokens read from the provider's cache
+	CacheWriteTokens  int64          `bson:"cacheWriteTokens"`     // prompt tokens written to it (Anthropic)
+	Cost              float64        `bson:"cost"`                 // USD
+	Prices            *UnitPrices    `bson:"prices,omitempty"`     //
+	ProviderUsage     map[string]any `bson:"providerUsage,omitempty"`
+	ProviderRequestID string         `bson:"providerRequestId,omitempty"`
+	Attempts          int            `bson:"attempts"`  // upstream calls made (retries included)
+	LatencyMs         int64          `bson:"latencyMs"` //
+	CreatedAt         time.Time      `bson:"createdAt"` //
+}
+
+// Day returns the UTC calendar day of t as YYYY-MM-DD, the rollup's day key.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// dailyID is the _id of a rollup document: one per user and UTC day.
+func dailyID(userID, day string) string { return userID + "|" + day }
+
+// modelKey is the field name under `models` for a provider and model: dots and dollars
+// cannot appear in a field path, so they (and the escape character) are percent-escaped.
+func modelKey(provider, model string) string {
+	return keyEscaper.Replace(provider + "|" + model)
+}
+
+var keyEscaper = strings.NewReplacer("%", "%25", ".", "%2E", "$", "%24")
+
+// modelTotals are the counters of one provider and model on one day.
+type modelTotals struct {
+	Provider         string  `bson:"provider"`
+	Model            string  `bson:"model"`
+	Requests         int64   `bson:"requests"`
+	PromptTokens     int64   `bson:"promptTokens"`
+	CompletionTokens int64   `bson:"completionTokens"`
+	TotalTokens      int64   `bson:"totalTokens"`
+	Cost             float64 `bson:"cost"`
+}
+
+// daily is a rollup document of ai_usage_daily.
+type daily struct {
+	ID     string                 `bson:"_id"`
+	UserID string                 `bson:"userId"`
+	Day    string                 `bson:"day"`
+	Models map[string]modelTotals `bson:"models"`
+}
