@@ -39,16 +39,16 @@ type Record struct {
 	UserID            string         `bson:"userId"`
 	Provider          string         `bson:"provider"`
 	Model             string         `bson:"model"`
-	Status            string         `bson:"status"`               // StatusSuccess, StatusError, StatusCanceled
-	HTTPStatus        int            `bson:"httpStatus"`           // the status our client was answered
-	Error             string         `bson:"error,omitempty"`      // what went wrong (never a secret)
-	PromptTokens      int64          `bson:"promptTokens"`         //
-	CompletionTokens  int64          `bson:"completionTokens"`     //
-	TotalTokens       int64          `bson:"totalTokens"`          //
-	CachedTokens      int64          `bson:"cachedTokens"`         // prompt tokens read from the provider's cache
-	CacheWriteTokens  int64          `bson:"cacheWriteTokens"`     // prompt tokens written to it (Anthropic)
-	Cost              float64        `bson:"cost"`                 // USD
-	Prices            *UnitPrices    `bson:"prices,omitempty"`     //
+	Status            string         `bson:"status"`           // StatusSuccess, StatusError, StatusCanceled
+	HTTPStatus        int            `bson:"httpStatus"`       // the status our client was answered
+	Error             string         `bson:"error,omitempty"`  // what went wrong (never a secret)
+	PromptTokens      int64          `bson:"promptTokens"`     //
+	CompletionTokens  int64          `bson:"completionTokens"` //
+	TotalTokens       int64          `bson:"totalTokens"`      //
+	CachedTokens      int64          `bson:"cachedTokens"`     // prompt tokens read from the provider's cache
+	CacheWriteTokens  int64          `bson:"cacheWriteTokens"` // prompt tokens written to it (Anthropic)
+	Cost              float64        `bson:"cost"`             // USD
+	Prices            *UnitPrices    `bson:"prices,omitempty"` //
 	ProviderUsage     map[string]any `bson:"providerUsage,omitempty"`
 	ProviderRequestID string         `bson:"providerRequestId,omitempty"`
 	Attempts          int            `bson:"attempts"`  // upstream calls made (retries included)

@@ -25,7 +25,7 @@ type fixedClock struct {
 	t  time.Time
 }
 
-func (c *fixedClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fixedClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *fixedClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // flakySink fails the first failLog log inserts and failDaily rollup updates, as a database
