@@ -40,7 +40,7 @@ type Record struct {
 	Provider          string         `bson:"provider"`
 	Model             string         `bson:"model"`
 	Status            string         `bson:"status"`           // StatusSuccess, StatusError, StatusCanceled
-	HTTPStatus        int            `bson:"httpStatus"`       // the status our client was answered
+	UpstreamStatus    int            `bson:"upstreamStatus"`   // the provider's last HTTP status (0: none)
 	Error             string         `bson:"error,omitempty"`  // what went wrong (never a secret)
 	PromptTokens      int64          `bson:"promptTokens"`     //
 	CompletionTokens  int64          `bson:"completionTokens"` //

@@ -80,7 +80,7 @@ func newFixture(t *testing.T, ro RecorderOptions) *fixture {
 func rec(i int, user, provider, model string, at time.Time) Record {
 	return Record{
 		RequestID: fmt.Sprintf("req-%s-%06d", user, i), UserID: user, Provider: provider, Model: model,
-		Status: StatusSuccess, HTTPStatus: 200, PromptTokens: int64(10 + i%7), CompletionTokens: int64(5 + i%3),
+		Status: StatusSuccess, UpstreamStatus: 200, PromptTokens: int64(10 + i%7), CompletionTokens: int64(5 + i%3),
 		TotalTokens: int64(15 + i%7 + i%3), Cost: float64(i%5+1) * 1e-6, CreatedAt: at,
 	}
 }
@@ -191,7 +191,7 @@ func TestRecorder_DatabaseDownThenBack(t *testing.T) {
 	for i := range n {
 		r := rec(i, "u1", []string{"openai", "anthropic", "gemini"}[i%3], "m", day0.Add(time.Duration(i)*time.Second))
 		if i%10 == 0 {
-			r.Status, r.HTTPStatus, r.Error = StatusError, 502, "upstream failed" // logged, not rolled up
+			r.Status, r.UpstreamStatus, r.Error = StatusError, 500, "upstream failed" // logged, not rolled up
 		}
 		if err := f.svc.Record(context.Background(), r); err != nil {
 			t.Fatal(err)
