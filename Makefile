@@ -14,8 +14,9 @@ run: build
 test:
 	$(GO) test -race -count=1 ./...
 
-bench:
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./...
+	bash bench/serve_startup.sh
 
 lint:
 	$(GO) vet ./...

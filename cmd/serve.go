@@ -57,6 +57,7 @@ func runServe(ctx context.Context, f *factory) error {
 	}, httpapi.Deps{
 		DB:     svc.store,
 		Tokens: svc.tokens,
+		Auth:   svc.auth,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -13,6 +13,7 @@ import (
 type services struct {
 	store  *store.Store
 	tokens *auth.Tokens
+	auth   *auth.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -42,6 +43,11 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		}
 	}
 	s.tokens = auth.NewTokens(secret, cfg.JWT.TTL)
+	appDB := st.DB(cfg.MongoDB.Database)
+	if s.auth, err = auth.New(ctx, appDB, s.tokens, cfg.Auth.BcryptCost); err != nil {
+		_ = s.close()
+		return nil, err
+	}
 	return s, nil
 }
 

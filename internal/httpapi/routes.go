@@ -7,7 +7,7 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	protect := func(h http.Handler) http.Handler { return requireAuth(deps.Tokens, h) }
 	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
 	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
-	_, _, _ = protect, admin, authLimit
+	_ = admin
 
 	// Service.
 	mux.Handle("GET /api", handleRoot())
@@ -15,6 +15,11 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	mux.Handle("GET /api/health", handleHealth(deps.DB, opts.Version))
 
 	// Accounts (auth).
+	if deps.Auth != nil {
+		mux.Handle("POST /api/auth/register", authLimit(handleRegister(deps.Auth)))
+		mux.Handle("POST /api/auth/login", authLimit(handleLogin(deps.Auth)))
+		mux.Handle("GET /api/auth/profile", protect(handleProfile(deps.Auth)))
+	}
 
 	// AI proxy and usage (ai, usage).
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -36,6 +37,7 @@ type Pinger interface {
 type Deps struct {
 	DB     Pinger        // health
 	Tokens TokenVerifier // access tokens for protected routes
+	Auth   *auth.Service // register, login, profile
 	// Service dependencies are added here by their issues.
 }
 

@@ -1,0 +1,225 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
+)
+
+// UsersCollection is the collection this package owns.
+const UsersCollection = "users"
+
+// user is a document of the users collection, shaped as the seed's Mongoose model stores it.
+type user struct {
+	ID        primitive.ObjectID `bson:"_id"`
+	Email     string             `bson:"email"`
+	Password  string             `bson:"password"` // bcrypt hash
+	Name      string             `bson:"name"`
+	Roles     []string           `bson:"roles"`
+	CreatedAt time.Time          `bson:"createdAt"`
+	UpdatedAt time.Time          `bson:"updatedAt"`
+	Version   int                `bson:"__v"`
+}
+
+// UserView is a user as answered to clients: never the password or its hash.
+type UserView struct {
+	ID        string   `json:"id"`
+	Email     string   `json:"email"`
+	Name      string   `json:"name"`
+	Roles     []string `json:"roles"`
+	CreatedAt string   `json:"createdAt"`
+}
+
+// AuthResult is the answer to register and login.
+type AuthResult struct {
+	AccessToken string   `json:"accessToken"`
+	User        UserView `json:"user"`
+}
+
+func (u *user) view() UserView {
+	roles := u.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	return UserView{ID: u.ID.Hex(), Email: u.Email, Name: u.Name, Roles: roles,
+		CreatedAt: u.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+}
+
+// Service registers and authenticates users.
+type Service struct {
+	users  *mongo.Collection
+	tokens *Tokens
+	cost   int
+	now    func() time.Time
+
+	// dummyHash is compared against when a login names no user, so that an unknown e-mail
+	// takes as long as a wrong password.
+	dummyHash []byte
+	// compare is bcrypt.CompareHashAndPassword; tests observe it.
+	compare func(hash, password []byte) error
+}
+
+// New returns the service on db's users collection and creates its indexes.
+func New(ctx context.Context, db *mongo.Database, tokens *Tokens, bcryptCost int) (*Service, error) {
+	if bcryptCost < bcrypt.MinCost || bcryptCost > bcrypt.MaxCost {
+		return nil, fmt.Errorf("auth: bcrypt cost %d outside %d..%d", bcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
+	}
+	dummy, err := bcrypt.GenerateFromPassword([]byte("dummy password for timing"), bcryptCost)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	s := &Service{users: db.Collection(UsersCollection), tokens: tokens, cost: bcryptCost, now: time.Now,
+		dummyHash: dummy, compare: bcrypt.CompareHashAndPassword}
+	err = store.EnsureIndexes(ctx, s.users, mongo.IndexModel{
+		Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("email_1"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Register creates a user with role "user" and returns a token for it.
+// Returns Invalid for a body that fails validation, Conflict when the e-mail is taken.
+func (s *Service) Register(ctx context.Context, in RegisterInput) (*AuthResult, error) {
+	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), s.cost)
+	if err != nil {
+		if errors.Is(err, bcrypt.ErrPasswordTooLong) {
+			return nil, apperr.Validation("password must be shorter than or equal to 72 characters")
+		}
+		return nil, fmt.Errorf("auth: hash password: %w", err)
+	}
+	now := s.now().UTC().Truncate(time.Millisecond)
+	u := &user{ID: primitive.NewObjectIDFromTimestamp(now), Email: normalizeEmail(in.Email), Password: string(hash),
+		Name: in.Name, Roles: []string{"user"}, CreatedAt: now, UpdatedAt: now}
+	// The unique index decides races: two concurrent registrations give one user and one 409.
+	if _, err := s.users.InsertOne(ctx, u); err != nil {
+		if mongo.IsDuplicateKeyError(err) {
+			return nil, apperr.E(apperr.Conflict, "User with this email already exists")
+		}
+		return nil, fmt.Errorf("auth: insert user: %w", err)
+	}
+	return s.result(u)
+}
+
+// Login checks an e-mail and password and returns a fresh token.
+// Returns Unauthorized "Invalid credentials" for an unknown e-mail and a wrong password alike.
+func (s *Service) Login(ctx context.Context, in LoginInput) (*AuthResult, error) {
+	u, err := s.byEmail(ctx, in.Email)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, err
+	}
+	if u == nil {
+		_ = s.compare(s.dummyHash, []byte(in.Password))
+		return nil, apperr.E(apperr.Unauthorized, "Invalid credentials")
+	}
+	if s.compare([]byte(u.Password), []byte(in.Password)) != nil {
+		return nil, apperr.E(apperr.Unauthorized, "Invalid credentials")
+	}
+	return s.result(u)
+}
+
+// Profile returns the user as stored now. Returns Unauthorized when the user no longer exists.
+func (s *Service) Profile(ctx context.Context, userID string) (*UserView, error) {
+	id, err := primitive.ObjectIDFromHex(userID)
+	if err != nil {
+		return nil, apperr.E(apperr.Unauthorized, "Unauthorized")
+	}
+	var u user
+	if err := s.users.FindOne(ctx, bson.M{"_id": id}).Decode(&u); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, apperr.E(apperr.Unauthorized, "Unauthorized")
+		}
+		return nil, fmt.Errorf("auth: find user: %w", err)
+	}
+	v := u.view()
+	return &v, nil
+}
+
+// List returns every user, oldest first.
+func (s *Service) List(ctx context.Context) ([]UserView, error) {
+	cur, err := s.users.Find(ctx, bson.M{}, options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}}).
+		SetProjection(bson.M{"password": 0}))
+	if err != nil {
+		return nil, fmt.Errorf("auth: list users: %w", err)
+	}
+	var users []user
+	if err := cur.All(ctx, &users); err != nil {
+		return nil, fmt.Errorf("auth: list users: %w", err)
+	}
+	out := make([]UserView, len(users))
+	for i := range users {
+		out[i] = users[i].view()
+	}
+	return out, nil
+}
+
+// Grant gives the user with email the role. Returns NotFound for an unknown e-mail.
+func (s *Service) Grant(ctx context.Context, email, role string) (*UserView, error) {
+	return s.updateRoles(ctx, email, role, "$addToSet")
+}
+
+// Revoke takes the role from the user with email. Returns NotFound for an unknown e-mail.
+func (s *Service) Revoke(ctx context.Context, email, role string) (*UserView, error) {
+	return s.updateRoles(ctx, email, role, "$pull")
+}
+
+func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*UserView, error) {
+	if role == "" {
+		return nil, apperr.E(apperr.Invalid, "role should not be empty")
+	}
+	u, err := s.byEmail(ctx, email)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, apperr.E(apperr.NotFound, fmt.Sprintf("no user with e-mail %s", email))
+	}
+	if err != nil {
+		return nil, err
+	}
+	update := bson.M{op: bson.M{"roles": role}, "$set": bson.M{"updatedAt": s.now().UTC()}}
+	var out user
+	err = s.users.FindOneAndUpdate(ctx, bson.M{"_id": u.ID}, update,
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&out)
+	if err != nil {
+		return nil, fmt.Errorf("auth: update roles: %w", err)
+	}
+	v := out.view()
+	return &v, nil
+}
+
+// byEmail finds a user by e-mail, case-insensitively: new users are stored lower-cased, and
+// users written by the seed's service with other casing are still found.
+func (s *Service) byEmail(ctx context.Context, email string) (*user, error) {
+	norm := normalizeEmail(email)
+	var u user
+	err := s.users.FindOne(ctx, bson.M{"email": norm}).Decode(&u)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		pattern := "^" + regexp.QuoteMeta(norm) + "$"
+		err = s.users.FindOne(ctx, bson.M{"email": primitive.Regex{Pattern: pattern, Options: "i"}}).Decode(&u)
+	}
+	if err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("auth: find user: %w", err)
+	}
+	return &u, nil
+}
+
+func (s *Service) result(u *user) (*AuthResult, error) {
+	token, err := s.tokens.Issue(Caller{ID: u.ID.Hex(), Email: u.Email, Roles: u.Roles})
+	if err != nil {
+		return nil, err
+	}
+	return &AuthResult{AccessToken: token, User: u.view()}, nil
+}

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func flags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse flags: %v", err)
+	}
+	return fs
+}
+
+// Ensure the defaults are DESIGN.md's.
+func TestLoad_Defaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(flags(t), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"addr", c.Addr, ":3000"},
+		{"data_dir", c.DataDir, "./data"},
+		{"mongodb.uri", c.MongoDB.URI, ""},
+		{"mongodb.database", c.MongoDB.Database, "backend"},
+		{"core.database", c.Core.Database, "core"},
+		{"jwt.ttl", c.JWT.TTL, 168 * time.Hour},
+		{"ratelimit.limit", c.RateLimit.Limit, 100},
+		{"ratelimit.window", c.RateLimit.Window, 60 * time.Second},
+		{"ratelimit.auth_limit", c.RateLimit.AuthLimit, 10},
+		{"auth.bcrypt_cost", c.Auth.BcryptCost, 10},
+		{"ai.openai.base_url", c.AI.OpenAI.BaseURL, "https://api.openai.com/v1"},
+		{"ai.anthropic.base_url", c.AI.Anthropic.BaseURL, "https://api.anthropic.com/v1"},
+		{"ai.gemini.base_url", c.AI.Gemini.BaseURL, "https://generativelanguage.googleapis.com/v1beta"},
+		{"ai.timeout", c.AI.Timeout, 60 * time.Second},
+		{"log.level", c.Log.Level, "info"},
+		{"log.format", c.Log.Format, ""},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+// Ensure precedence is flag > APP_* env > conventional env > config file > default.
+func TestLoad_Precedence(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, []byte("addr: \":4000\"\nmongodb:\n  database: fromfile\n  uri: mongodb://file:27017\nratelimit:\n  limit: 7\njwt:\n  secret: file-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(*Config) string
+		wantVal string
+	}{
+		{"file beats default", []string{"--config", file}, nil, func(c *Config) string { return c.MongoDB.Database }, "fromfile"},
+		{"env beats file", []string{"--config", file}, map[string]string{"APP_MONGODB_DATABASE": "fromenv"}, func(c *Config) string { return c.MongoDB.Database }, "fromenv"},
+		{"flag beats env", []string{"--config", file, "--addr", ":5000"}, map[string]string{"APP_ADDR": ":6000"}, func(c *Config) string { return c.Addr }, ":5000"},
+		{"APP env beats conventional", nil, map[string]string{"APP_MONGODB_URI": "mongodb://a", "MONGODB_URI": "mongodb://b"}, func(c *Config) string { return c.MongoDB.URI }, "mongodb://a"},
+		{"conventional env beats file", []string{"--config", file}, map[string]string{"MONGODB_URI": "mongodb://b"}, func(c *Config) string { return c.MongoDB.URI }, "mongodb://b"},
+		{"JWT_SECRET read", nil, map[string]string{"JWT_SECRET": "s"}, func(c *Config) string { return c.JWT.Secret }, "s"},
+		{"OPENAI_API_KEY read", nil, map[string]string{"OPENAI_API_KEY": "k"}, func(c *Config) string { return c.AI.OpenAI.APIKey }, "k"},
+		{"PORT gives :PORT", nil, map[string]string{"PORT": "8080"}, func(c *Config) string { return c.Addr }, ":8080"},
+		{"APP_ADDR beats PORT", nil, map[string]string{"PORT": "8080", "APP_ADDR": ":9"}, func(c *Config) string { return c.Addr }, ":9"},
+		{"file addr beats PORT", []string{"--config", file}, map[string]string{"PORT": "8080"}, func(c *Config) string { return c.Addr }, ":4000"},
+		{"core.uri defaults to mongodb.uri", nil, map[string]string{"MONGODB_URI": "mongodb://x"}, func(c *Config) string { return c.Core.URI }, "mongodb://x"},
+		{"int from file", []string{"--config", file}, nil, func(c *Config) string { return strconv.Itoa(c.RateLimit.Limit) }, "7"},
+		{"list from env", nil, map[string]string{"APP_DBCHECK_ALLOWED_HOSTS": "a.example.com, 10.0.0.0/8 b"}, func(c *Config) string { return strings.Join(c.DBCheck.AllowedHosts, "|") }, "a.example.com|10.0.0.0/8|b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := Load(flags(t, tt.args...), env(tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.check(c); got != tt.wantVal {
+				t.Fatalf("got %q, want %q", got, tt.wantVal)
+			}
+		})
+	}
+}
+
+// Ensure every bad value stops loading with an error naming the key and the value.
+func TestLoad_BadValues(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ env, val string }{
+		{"APP_JWT_TTL", "forever"},
+		{"APP_JWT_TTL", "-1h"},
+		{"APP_RATELIMIT_LIMIT", "many"},
+		{"APP_RATELIMIT_LIMIT", "-5"},
+		{"APP_RATELIMIT_WINDOW", "0s"},
+		{"APP_AI_TIMEOUT", "10"},
+		{"APP_AI_OPENAI_BASE_URL", "not a url"},
+		{"APP_AI_GEMINI_BASE_URL", "ftp://example.com"},
+		{"APP_MONGODB_URI", "postgres://x"},
+		{"APP_CORE_URI", "http://x"},
+		{"APP_AUTH_BCRYPT_COST", "2"},
+		{"APP_LOG_LEVEL", "loud"},
+		{"APP_LOG_FORMAT", "xml"},
+		{"APP_RATELIMIT_TRUSTED_PROXIES", "10.0.0.0/33"},
+		{"APP_DBCHECK_MAX_LIMIT", "0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(flags(t), env(map[string]string{tt.env: tt.val}))
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *config.Error", err)
+			}
+			key := strings.ToLower(strings.TrimPrefix(tt.env, "APP_"))
+			if strings.ReplaceAll(ce.Key, ".", "_") != key || ce.Value != tt.val {
+				t.Fatalf("error names %s=%q, want %s=%q", ce.Key, ce.Value, key, tt.val)
+			}
+			if !strings.Contains(err.Error(), ce.Key) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q must be one line naming the key", err)
+			}
+		})
+	}
+}
+
+// Ensure a missing config file is an error, not silently ignored.
+func TestLoad_MissingConfigFile(t *testing.T) {
+	t.Parallel()
+	if _, err := Load(flags(t, "--config", filepath.Join(t.TempDir(), "nope.yaml")), env(nil)); err == nil {
+		t.Fatal("want an error for a missing --config file")
+	}
+}
+
+// Ensure trusted proxies accept bare addresses and CIDRs.
+func TestLoad_TrustedProxies(t *testing.T) {
+	t.Parallel()
+	c, err := Load(flags(t), env(map[string]string{"APP_RATELIMIT_TRUSTED_PROXIES": "10.0.0.1, 192.168.0.0/16 ::1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.RateLimit.TrustedProxies) != 3 || c.RateLimit.TrustedProxies[0].String() != "10.0.0.1/32" {
+		t.Fatalf("trusted proxies = %v", c.RateLimit.TrustedProxies)
+	}
+}

@@ -1,0 +1,310 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acme/app/internal/ratelimit"
+)
+
+// syncBuffer is a log sink safe for concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+type envelopeBody struct {
+	StatusCode int    `json:"statusCode"`
+	Message    any    `json:"message"`
+	Error      string `json:"error"`
+}
+
+func decodeEnvelope(t *testing.T, rec *httptest.ResponseRecorder) envelopeBody {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type = %q, want JSON", ct)
+	}
+	var e envelopeBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Fatalf("body %q is not JSON: %v", rec.Body.String(), err)
+	}
+	if e.StatusCode != rec.Code || e.Error == "" {
+		t.Fatalf("envelope %+v does not match status %d", e, rec.Code)
+	}
+	return e
+}
+
+type pingFunc func(context.Context) error
+
+func (p pingFunc) Ping(ctx context.Context) error { return p(ctx) }
+
+func newTestServer(opts Options) http.Handler {
+	return NewServer(opts, Deps{DB: pingFunc(func(context.Context) error { return nil })})
+}
+
+// Ensure a handler panic answers a 500 envelope, logs the stack, and the server keeps serving.
+func TestObserve_Panic(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
+	h := observe(log, 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/boom" {
+			panic("kaboom")
+		}
+		encode(w, 200, map[string]string{"ok": "yes"})
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
+	if rec.Code != 500 {
+		t.Fatalf("status = %d, want 500", rec.Code)
+	}
+	e := decodeEnvelope(t, rec)
+	if e.Message != "Internal server error" || e.Error != "Internal Server Error" || strings.Contains(rec.Body.String(), "kaboom") {
+		t.Fatalf("body = %s", rec.Body.String())
+	}
+	if !strings.Contains(logs.String(), "kaboom") || !strings.Contains(logs.String(), "goroutine") {
+		t.Fatalf("log lacks the panic and its stack: %s", logs.String())
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/fine", nil))
+	if rec.Code != 200 {
+		t.Fatalf("after a panic status = %d, want 200", rec.Code)
+	}
+}
+
+// Ensure the request id is taken from the request when sane, else generated, and logged.
+func TestObserve_RequestID(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	tests := []struct{ in, want string }{
+		{"abc-123", "abc-123"},
+		{"bad id\nforged", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		req := httptest.NewRequest("GET", "/api/health", nil)
+		if tt.in != "" {
+			req.Header.Set("X-Request-Id", tt.in)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		if tt.want != "" && got != tt.want || tt.want == "" && len(got) != 36 {
+			t.Errorf("X-Request-Id for %q = %q", tt.in, got)
+		}
+		if !strings.Contains(logs.String(), `"request_id":"`+got+`"`) {
+			t.Errorf("access log lacks request id %q", got)
+		}
+	}
+}
+
+// Ensure unknown routes, wrong methods and the API root answer as specified.
+func TestRouting(t *testing.T) {
+	t.Parallel()
+	h := newTestServer(Options{})
+	tests := []struct {
+		method, path string
+		want         int
+		wantAllow    string
+	}{
+		{"GET", "/api", 200, ""},
+		{"GET", "/api/", 200, ""},
+		{"GET", "/api/health", 200, ""},
+		{"GET", "/api/nope", 404, ""},
+		{"GET", "/", 404, ""},
+		{"POST", "/api/health", 405, "GET, HEAD"},
+		{"GET", "/api/../api/health", 307, ""}, // the mux redirects to the canonical path
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		if rec.Code != tt.want {
+			t.Errorf("%s %s = %d, want %d", tt.method, tt.path, rec.Code, tt.want)
+			continue
+		}
+		if tt.want >= 400 {
+			decodeEnvelope(t, rec)
+		}
+		if tt.wantAllow != "" && rec.Header().Get("Allow") != tt.wantAllow {
+			t.Errorf("%s %s Allow = %q, want %q", tt.method, tt.path, rec.Header().Get("Allow"), tt.wantAllow)
+		}
+	}
+}
+
+// Ensure the shared body reader: 413 past the limit, 400 for malformed or trailing JSON and
+// a non-JSON content type, and fields for a good body.
+func TestDecodeFields(t *testing.T) {
+	t.Parallel()
+	h := observe(slog.New(slog.DiscardHandler), 64, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fields, err := decodeFields(w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, 200, fields)
+	}))
+	tests := []struct {
+		name, ctype, body string
+		want              int
+	}{
+		{"OK", "application/json", `{"a":1}`, 200},
+		{"OK charset", "application/json; charset=utf-8", `{"a":1}`, 200},
+		{"empty body is an empty object", "application/json", ``, 200},
+		{"too large", "application/json", `{"a":"` + strings.Repeat("x", 100) + `"}`, 413},
+		{"malformed", "application/json", `{"email":`, 400},
+		{"trailing data", "application/json", `{"a":1} {"b":2}`, 400},
+		{"not an object", "application/json", `[1,2]`, 400},
+		{"text content type", "text/plain", `{"a":1}`, 400},
+	}
+	for _, tt := range tests {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+		req.Header.Set("Content-Type", tt.ctype)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.want {
+			t.Errorf("%s: status = %d, want %d (%s)", tt.name, rec.Code, tt.want, rec.Body.String())
+			continue
+		}
+		if tt.want != 200 {
+			decodeEnvelope(t, rec)
+		}
+	}
+}
+
+// Ensure the rate limit: headers on every answer, then exactly the throttler body with
+// Retry-After; X-Forwarded-For only counts from trusted proxies.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	_, trusted, _ := net.ParseCIDR("10.0.0.0/8")
+	h := newTestServer(Options{RateLimit: 3, RateWindow: time.Minute, TrustedProxies: []*net.IPNet{trusted}})
+	get := func(remote, xff string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/api/health", nil)
+		req.RemoteAddr = remote + ":1234"
+		if xff != "" {
+			req.Header.Set("X-Forwarded-For", xff)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for i := 0; i < 3; i++ {
+		rec := get("192.0.2.1", "")
+		if rec.Code != 200 || rec.Header().Get("X-RateLimit-Limit") != "3" ||
+			rec.Header().Get("X-RateLimit-Remaining") != string(rune('2'-i)) || rec.Header().Get("X-RateLimit-Reset") != "60" {
+			t.Fatalf("request %d: %d %v", i+1, rec.Code, rec.Header())
+		}
+	}
+	rec := get("192.0.2.1", "")
+	if rec.Code != 429 || rec.Body.String() != `{"statusCode":429,"message":"Too Many Requests","error":"ThrottlerException"}`+"\n" {
+		t.Fatalf("4th: %d %q", rec.Code, rec.Body.String())
+	}
+	if rec.Header().Get("Retry-After") != "60" {
+		t.Fatalf("Retry-After = %q, want 60", rec.Header().Get("Retry-After"))
+	}
+	// An untrusted client cannot escape its limit with a forged X-Forwarded-For.
+	if rec := get("192.0.2.1", "198.51.100.7"); rec.Code != 429 {
+		t.Fatalf("forged XFF from an untrusted client: %d, want 429", rec.Code)
+	}
+	// Behind a trusted proxy, each forwarded client has its own count.
+	for i := 0; i < 3; i++ {
+		if rec := get("10.1.2.3", "198.51.100.7, 10.9.9.9"); rec.Code != 200 {
+			t.Fatalf("forwarded client request %d: %d", i+1, rec.Code)
+		}
+	}
+	if rec := get("10.1.2.3", "198.51.100.7"); rec.Code != 429 {
+		t.Fatalf("forwarded client 4th: %d, want 429", rec.Code)
+	}
+	if rec := get("10.1.2.3", "198.51.100.8"); rec.Code != 200 {
+		t.Fatalf("another forwarded client: %d, want 200", rec.Code)
+	}
+}
+
+type failingLimiter struct{}
+
+func (failingLimiter) Take(context.Context, string, int, time.Duration) (ratelimit.Decision, error) {
+	return ratelimit.Decision{}, errors.New("store down")
+}
+
+// Ensure a failing shared limiter store does not take the API down.
+func TestRateLimit_StoreDown(t *testing.T) {
+	t.Parallel()
+	h := newTestServer(Options{RateLimit: 1, RateWindow: time.Minute, Limiter: failingLimiter{}})
+	for i := 0; i < 3; i++ {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/health", nil))
+		if rec.Code != 200 {
+			t.Fatalf("status = %d, want 200", rec.Code)
+		}
+	}
+}
+
+// Ensure health answers 503 with status error when the database does not answer, without a
+// database round trip per request.
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	pings, fail := 0, false
+	db := pingFunc(func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		pings++
+		if fail {
+			return errors.New("down")
+		}
+		return nil
+	})
+	h := NewServer(Options{Version: "1.2.3"}, Deps{DB: db})
+	get := func() (int, Health) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/health", nil))
+		var body Health
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body
+	}
+	for i := 0; i < 50; i++ {
+		code, body := get()
+		if code != 200 || body.Status != "ok" || body.Service != "backend-api" || body.Version != "1.2.3" {
+			t.Fatalf("health = %d %+v", code, body)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, body.Timestamp); err != nil {
+			t.Fatalf("timestamp %q: %v", body.Timestamp, err)
+		}
+	}
+	mu.Lock()
+	if pings > 2 {
+		t.Fatalf("50 health calls made %d pings, want the cached state", pings)
+	}
+	fail = true
+	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := get()
+		if code == 503 && body.Status == "error" && body.Service == "backend-api" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("health never turned 503 after the database failed: %d %+v", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func logDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
