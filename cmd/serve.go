@@ -58,6 +58,8 @@ func runServe(ctx context.Context, f *factory) error {
 		DB:     svc.store,
 		Tokens: svc.tokens,
 		Auth:   svc.auth,
+		AI:     svc.ai,
+		Usage:  svc.usage,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
