@@ -62,29 +62,42 @@ func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // dailyID is the _id of a rollup document: one per user and UTC day.
 func dailyID(userID, day string) string { return userID + "|" + day }
 
-// modelKey is the field name under `models` for a provider and model: dots and dollars
-// cannot appear in a field path, so they (and the escape character) are percent-escaped.
+// modelKey is the cell name under `m` for a provider and model: dots and dollars cannot appear
+// in a field path and '|' separates the parts, so they (and the escape character) are
+// percent-escaped.
 func modelKey(provider, model string) string {
-	return keyEscaper.Replace(provider + "|" + model)
+	return keyEscaper.Replace(provider) + "|" + keyEscaper.Replace(model)
 }
 
-var keyEscaper = strings.NewReplacer("%", "%25", ".", "%2E", "$", "%24")
+// splitModelKey undoes modelKey.
+func splitModelKey(key string) (provider, model string) {
+	p, m, _ := strings.Cut(key, "|")
+	return keyUnescaper.Replace(p), keyUnescaper.Replace(m)
+}
 
-// modelTotals are the counters of one provider and model on one day.
+var (
+	keyEscaper   = strings.NewReplacer("%", "%25", ".", "%2E", "$", "%24", "|", "%7C")
+	keyUnescaper = strings.NewReplacer("%25", "%", "%2E", ".", "%24", "$", "%7C", "|")
+)
+
+// The counters of a cell, suffixed to its name: "<provider>|<model>|n".
+const (
+	fieldRequests = "n" // requests
+	fieldTokens   = "t" // total tokens
+	fieldCost     = "c" // cost, USD
+)
+
+// modelTotals are the counters of one provider and model.
 type modelTotals struct {
-	Provider         string  `bson:"provider"`
-	Model            string  `bson:"model"`
-	Requests         int64   `bson:"requests"`
-	PromptTokens     int64   `bson:"promptTokens"`
-	CompletionTokens int64   `bson:"completionTokens"`
-	TotalTokens      int64   `bson:"totalTokens"`
-	Cost             float64 `bson:"cost"`
+	Provider, Model string
+	Requests        int64
+	TotalTokens     int64
+	Cost            float64
 }
 
-// daily is a rollup document of ai_usage_daily.
-type daily struct {
-	ID     string                 `bson:"_id"`
-	UserID string                 `bson:"userId"`
-	Day    string                 `bson:"day"`
-	Models map[string]modelTotals `bson:"models"`
-}
+// A rollup document of ai_usage_daily is one per user and UTC day:
+//
+//	{_id: "<userId>|<day>", userId, day: "YYYY-MM-DD", m: {"openai|gpt-4o-mini|n": 3, "…|t": 120, "…|c": 0.00004}}
+//
+// Its counters are flat scalars in `m`: that is what the embedded store decodes fastest, and
+// $inc creates them on first use.

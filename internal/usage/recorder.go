@@ -252,8 +252,6 @@ func rollup(batch []Record) []*dailyDelta {
 			d.models[key] = m
 		}
 		m.Requests++
-		m.PromptTokens += rec.PromptTokens
-		m.CompletionTokens += rec.CompletionTokens
 		m.TotalTokens += rec.TotalTokens
 		m.Cost += rec.Cost
 	}
@@ -307,14 +305,11 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		m := d.models[k]
-		p := "models." + k + "."
-		set = append(set, bson.E{Key: p + "provider", Value: m.Provider}, bson.E{Key: p + "model", Value: m.Model})
+		p := "m." + k + "|"
 		inc = append(inc,
-			bson.E{Key: p + "requests", Value: m.Requests},
-			bson.E{Key: p + "promptTokens", Value: m.PromptTokens},
-			bson.E{Key: p + "completionTokens", Value: m.CompletionTokens},
-			bson.E{Key: p + "totalTokens", Value: m.TotalTokens},
-			bson.E{Key: p + "cost", Value: m.Cost},
+			bson.E{Key: p + fieldRequests, Value: m.Requests},
+			bson.E{Key: p + fieldTokens, Value: m.TotalTokens},
+			bson.E{Key: p + fieldCost, Value: m.Cost},
 		)
 	}
 	_, err := s.daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.id}},

@@ -2,11 +2,14 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -68,6 +71,13 @@ type Service struct {
 	rec             *recorder
 	now             func() time.Time
 	log             *slog.Logger
+	ferret          bool // the server is FerretDB (the embedded store): filters scan and decode everything
+
+	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
+	// (a count is itself a full scan there).
+	bigRollup atomic.Bool
+	countedAt atomic.Int64 // unix nanos
+	counting  atomic.Bool
 }
 
 // New returns the service on db, after creating the indexes a real MongoDB needs, and starts
@@ -93,6 +103,13 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 		daily:    db.Collection(DailyCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
+	}
+	var info bson.M
+	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
+		_, s.ferret = info["ferretdbVersion"]
+	}
+	if s.ferret {
+		s.countRollup(ctx)
 	}
 	if err := store.EnsureIndexes(ctx, s.requests,
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "createdAt", Value: -1}}},
@@ -175,6 +192,48 @@ func (s *Service) ByProvider(ctx context.Context, userID string, days int) ([]Pr
 		return nil, err
 	}
 	from, to := s.window(days)
+	return s.readUser(ctx, userID, from, to)
+}
+
+// smallRollup is the size under which the embedded store reads a filter faster than it does
+// one point lookup per day.
+const smallRollup = 256
+
+// rollupCountTTL is how long a count of the embedded rollup stays fresh.
+const rollupCountTTL = 30 * time.Second
+
+// refreshRollupSize recounts the rollup in the background when the last count is stale.
+func (s *Service) refreshRollupSize() {
+	if time.Since(time.Unix(0, s.countedAt.Load())) < rollupCountTTL || !s.counting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.counting.Store(false)
+		s.countRollup(context.Background())
+	}()
+}
+
+func (s *Service) countRollup(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := s.daily.EstimatedDocumentCount(ctx)
+	if err != nil {
+		return
+	}
+	s.bigRollup.Store(n > smallRollup)
+	s.countedAt.Store(time.Now().UnixNano())
+}
+
+// readUser sums one user's rollup from..to. MongoDB answers the filter from the {userId, day}
+// index. FerretDB decodes every document of the collection for a filter, so once the rollup
+// is not small it reads the user's days by _id instead (see readDays).
+func (s *Service) readUser(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
+	if s.ferret {
+		s.refreshRollupSize()
+		if s.bigRollup.Load() {
+			return s.readDays(ctx, userID, from, to)
+		}
+	}
 	return s.read(ctx, bson.D{
 		{Key: "userId", Value: userID},
 		{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}},
@@ -193,7 +252,13 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 		filter = append(filter, bson.E{Key: "userId", Value: opts.UserID})
 	}
 	filter = append(filter, bson.E{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}})
-	rows, err := s.read(ctx, filter)
+	var rows []ProviderUsage
+	var err error
+	if opts.UserID != "" {
+		rows, err = s.readUser(ctx, opts.UserID, from, to)
+	} else {
+		rows, err = s.read(ctx, filter)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -201,35 +266,146 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 }
 
 // read sums the rollup documents matching filter per provider and model. It is a plain find
-// and sums in Go: FerretDB's $group computes only its first accumulator.
+// summed in Go: FerretDB's $group computes only its first accumulator.
 func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, error) {
 	cur, err := s.daily.Find(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}
 	defer cur.Close(ctx)
-	byKey := map[string]*ProviderUsage{}
+	acc := accumulator{}
 	for cur.Next(ctx) {
-		var d daily
-		if err := cur.Decode(&d); err != nil {
-			return nil, fmt.Errorf("usage: decode rollup: %w", err)
-		}
-		for k, m := range d.Models {
-			row := byKey[k]
-			if row == nil {
-				row = &ProviderUsage{Provider: m.Provider, Model: m.Model}
-				byKey[k] = row
-			}
-			row.RequestCount += m.Requests
-			row.TotalTokens += m.TotalTokens
-			row.Cost += m.Cost
+		if err := acc.add(cur.Current); err != nil {
+			return nil, err
 		}
 	}
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}
-	rows := make([]ProviderUsage, 0, len(byKey))
-	for _, r := range byKey {
+	return acc.rows(), nil
+}
+
+// lookupWorkers is how many point lookups of readDays run at once.
+const lookupWorkers = 4
+
+// readDays sums one user's rollup documents from..to by their _id, one point lookup per day,
+// a few at a time. The embedded store answers an _id equality without decoding the other
+// documents of the collection (any other filter decodes them all), so this read costs the
+// same however many users the rollup holds; on MongoDB each lookup is an _id index hit.
+func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
+	var ids []string
+	first, _ := time.Parse(time.DateOnly, from)
+	for d := first; Day(d) <= to; d = d.AddDate(0, 0, 1) {
+		ids = append(ids, dailyID(userID, Day(d)))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan string)
+	accs := make([]accumulator, lookupWorkers)
+	errs := make([]error, lookupWorkers)
+	var wg sync.WaitGroup
+	for w := range lookupWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			accs[w] = accumulator{}
+			for id := range next {
+				raw, err := s.daily.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
+				if errors.Is(err, mongo.ErrNoDocuments) {
+					continue
+				}
+				if err == nil {
+					err = accs[w].add(raw)
+				}
+				if err != nil {
+					errs[w] = fmt.Errorf("usage: read rollup %s: %w", id, err)
+					cancel()
+					for range next { // let the feeder finish
+					}
+					return
+				}
+			}
+		}()
+	}
+	for _, id := range ids {
+		select {
+		case next <- id:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	all := accumulator{}
+	for _, a := range accs {
+		all.merge(a)
+	}
+	return all.rows(), nil
+}
+
+// accumulator sums rollup cells by provider/model cell name.
+type accumulator map[string]*ProviderUsage
+
+// add sums the counters of one rollup document.
+func (acc accumulator) add(doc bson.Raw) error {
+	m, err := doc.LookupErr("m")
+	if err != nil {
+		return nil // a day with no successful request yet
+	}
+	cells, ok := m.DocumentOK()
+	if !ok {
+		return fmt.Errorf("usage: rollup %v: m is not a document", doc.Lookup("_id"))
+	}
+	elems, err := cells.Elements()
+	if err != nil {
+		return fmt.Errorf("usage: decode rollup: %w", err)
+	}
+	for _, e := range elems {
+		key := e.Key()
+		i := strings.LastIndexByte(key, '|')
+		if i < 0 {
+			continue
+		}
+		cell, field := key[:i], key[i+1:]
+		row := acc[cell]
+		if row == nil {
+			row = &ProviderUsage{}
+			row.Provider, row.Model = splitModelKey(cell)
+			acc[cell] = row
+		}
+		v := e.Value()
+		switch field {
+		case fieldRequests:
+			row.RequestCount += asInt(v)
+		case fieldTokens:
+			row.TotalTokens += asInt(v)
+		case fieldCost:
+			row.Cost += asFloat(v)
+		}
+	}
+	return nil
+}
+
+func (acc accumulator) merge(other accumulator) {
+	for k, r := range other {
+		row := acc[k]
+		if row == nil {
+			c := *r
+			acc[k] = &c
+			continue
+		}
+		row.RequestCount += r.RequestCount
+		row.TotalTokens += r.TotalTokens
+		row.Cost += r.Cost
+	}
+}
+
+// rows returns the sums, the largest cost first.
+func (acc accumulator) rows() []ProviderUsage {
+	rows := make([]ProviderUsage, 0, len(acc))
+	for _, r := range acc {
 		rows = append(rows, *r)
 	}
 	sort.Slice(rows, func(i, j int) bool {
@@ -245,7 +421,7 @@ func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, err
 		}
 		return a.Model < b.Model
 	})
-	return rows, nil
+	return rows
 }
 
 func totals(rows []ProviderUsage) Summary {
@@ -256,4 +432,28 @@ func totals(rows []ProviderUsage) Summary {
 		t.TotalCost += r.Cost
 	}
 	return t
+}
+
+func asInt(v bson.RawValue) int64 {
+	switch v.Type {
+	case bson.TypeInt64:
+		return v.Int64()
+	case bson.TypeInt32:
+		return int64(v.Int32())
+	case bson.TypeDouble:
+		return int64(v.Double())
+	}
+	return 0
+}
+
+func asFloat(v bson.RawValue) float64 {
+	switch v.Type {
+	case bson.TypeDouble:
+		return v.Double()
+	case bson.TypeInt64:
+		return float64(v.Int64())
+	case bson.TypeInt32:
+		return float64(v.Int32())
+	}
+	return 0
 }

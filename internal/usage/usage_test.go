@@ -383,7 +383,10 @@ func TestParseDays(t *testing.T) {
 // Ensure model names with dots and dollars survive as field names.
 func TestModelKeyEscapes(t *testing.T) {
 	t.Parallel()
-	if got, want := modelKey("openai", "gpt-4.1$x%"), "openai|gpt-4%2E1%24x%25"; got != want {
+	if got, want := modelKey("openai", "gpt-4.1$x%|y"), "openai|gpt-4%2E1%24x%25%7Cy"; got != want {
 		t.Fatalf("modelKey=%q, want %q", got, want)
+	}
+	if p, m := splitModelKey(modelKey("openai", "gpt-4.1$x%|y")); p != "openai" || m != "gpt-4.1$x%|y" {
+		t.Fatalf("splitModelKey = %q %q", p, m)
 	}
 }
