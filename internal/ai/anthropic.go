@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/acme/app/internal/usage"
 )
 
 // anthropicVersion is the API version the official Go SDK pins.
@@ -94,7 +96,7 @@ func (anthropic) parse(_ int, header http.Header, body []byte, _ *call) (*result
 		completionTokens:  u.OutputTokens, // thinking included
 		cacheReadTokens:   u.CacheReadInputTokens,
 		cacheWriteTokens:  u.CacheCreationInputTokens,
-		rawUsage:          toMap(r.Usage),
+		rawUsage:          usage.RawJSON(r.Usage),
 		providerRequestID: r.ID,
 	}
 	res.totalTokens = res.promptTokens + res.completionTokens

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/acme/app/internal/usage"
 )
 
 // gemini speaks POST {base}/models/{model}:generateContent with x-goog-api-key (never the
@@ -112,7 +114,7 @@ func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error)
 		promptTokens:      u.PromptTokenCount + u.ToolUsePromptTokenCount, // cached content included
 		completionTokens:  u.CandidatesTokenCount + u.ThoughtsTokenCount,
 		cacheReadTokens:   u.CachedContentTokenCount,
-		rawUsage:          toMap(r.UsageMetadata),
+		rawUsage:          usage.RawJSON(r.UsageMetadata),
 		providerRequestID: r.ResponseID,
 	}
 	res.totalTokens = res.promptTokens + res.completionTokens

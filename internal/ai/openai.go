@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/acme/app/internal/usage"
 )
 
 // openAI speaks POST {base}/chat/completions with a Bearer key.
@@ -85,7 +87,7 @@ func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, e
 		promptTokens:      u.PromptTokens, // cached_tokens are a subset already
 		completionTokens:  u.CompletionTokens,
 		cacheReadTokens:   u.PromptTokensDetails.CachedTokens,
-		rawUsage:          toMap(r.Usage),
+		rawUsage:          usage.RawJSON(r.Usage),
 		providerRequestID: r.ID,
 	}
 	res.totalTokens = res.promptTokens + res.completionTokens

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acme/app/internal/usage"
 )
 
 // provider speaks one vendor's wire format. Adding a provider is one file that implements it
@@ -54,9 +56,9 @@ type result struct {
 	promptTokens      int64  // every prompt token, cached ones included
 	completionTokens  int64  // every completion token, reasoning/thinking included
 	totalTokens       int64
-	cacheReadTokens   int64          // prompt tokens read from cache (billed at the cache rate)
-	cacheWriteTokens  int64          // prompt tokens written to cache (Anthropic)
-	rawUsage          map[string]any // the provider's usage object, as received
+	cacheReadTokens   int64         // prompt tokens read from cache (billed at the cache rate)
+	cacheWriteTokens  int64         // prompt tokens written to cache (Anthropic)
+	rawUsage          usage.RawJSON // the provider's usage object, as received
 	providerRequestID string
 }
 
@@ -127,18 +129,6 @@ func retryAfter(header http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
-}
-
-// toMap decodes a raw usage object for storage (nil when absent).
-func toMap(raw json.RawMessage) map[string]any {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return m
 }
 
 func malformed(what string) *upstreamError {

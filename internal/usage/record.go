@@ -7,6 +7,9 @@ package usage
 import (
 	"strings"
 	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/bsontype"
 )
 
 // Collection names owned by this package.
@@ -35,25 +38,25 @@ type UnitPrices struct {
 // Record is one AI request as stored in ai_requests. Its _id is the request id, so writing
 // the same record twice (a retried batch) stores it once.
 type Record struct {
-	RequestID         string         `bson:"_id"`
-	UserID            string         `bson:"userId"`
-	Provider          string         `bson:"provider"`
-	Model             string         `bson:"model"`
-	Status            string         `bson:"status"`           // StatusSuccess, StatusError, StatusCanceled
-	UpstreamStatus    int            `bson:"upstreamStatus"`   // the provider's last HTTP status (0: none)
-	Error             string         `bson:"error,omitempty"`  // what went wrong (never a secret)
-	PromptTokens      int64          `bson:"promptTokens"`     //
-	CompletionTokens  int64          `bson:"completionTokens"` //
-	TotalTokens       int64          `bson:"totalTokens"`      //
-	CachedTokens      int64          `bson:"cachedTokens"`     // prompt tokens read from the provider's cache
-	CacheWriteTokens  int64          `bson:"cacheWriteTokens"` // prompt tokens written to it (Anthropic)
-	Cost              float64        `bson:"cost"`             // USD
-	Prices            *UnitPrices    `bson:"prices,omitempty"` //
-	ProviderUsage     map[string]any `bson:"providerUsage,omitempty"`
-	ProviderRequestID string         `bson:"providerRequestId,omitempty"`
-	Attempts          int            `bson:"attempts"`  // upstream calls made (retries included)
-	LatencyMs         int64          `bson:"latencyMs"` //
-	CreatedAt         time.Time      `bson:"createdAt"` //
+	RequestID         string      `bson:"_id"`
+	UserID            string      `bson:"userId"`
+	Provider          string      `bson:"provider"`
+	Model             string      `bson:"model"`
+	Status            string      `bson:"status"`                  // StatusSuccess, StatusError, StatusCanceled
+	UpstreamStatus    int         `bson:"upstreamStatus"`          // the provider's last HTTP status (0: none)
+	Error             string      `bson:"error,omitempty"`         // what went wrong (never a secret)
+	PromptTokens      int64       `bson:"promptTokens"`            //
+	CompletionTokens  int64       `bson:"completionTokens"`        //
+	TotalTokens       int64       `bson:"totalTokens"`             //
+	CachedTokens      int64       `bson:"cachedTokens"`            // prompt tokens read from the provider's cache
+	CacheWriteTokens  int64       `bson:"cacheWriteTokens"`        // prompt tokens written to it (Anthropic)
+	Cost              float64     `bson:"cost"`                    // USD
+	Prices            *UnitPrices `bson:"prices,omitempty"`        //
+	ProviderUsage     RawJSON     `bson:"providerUsage,omitempty"` // the provider's usage object, as received
+	ProviderRequestID string      `bson:"providerRequestId,omitempty"`
+	Attempts          int         `bson:"attempts"`  // upstream calls made (retries included)
+	LatencyMs         int64       `bson:"latencyMs"` //
+	CreatedAt         time.Time   `bson:"createdAt"` //
 }
 
 // Day returns the UTC calendar day of t as YYYY-MM-DD, the rollup's day key.
@@ -101,3 +104,30 @@ type modelTotals struct {
 //
 // Its counters are flat scalars in `m`: that is what the embedded store decodes fastest, and
 // $inc creates them on first use.
+
+// RawJSON is a JSON object kept as received and stored as a BSON document. The conversion
+// happens when the recorder writes (in the background), not on the request path.
+type RawJSON []byte
+
+// MarshalBSONValue stores the object as a document (null when it is not a JSON object).
+func (r RawJSON) MarshalBSONValue() (bsontype.Type, []byte, error) {
+	var doc bson.D
+	if len(r) == 0 || bson.UnmarshalExtJSON(r, false, &doc) != nil {
+		return bson.TypeNull, nil, nil
+	}
+	return bson.MarshalValue(doc)
+}
+
+// UnmarshalBSONValue reads a stored document back as relaxed extended JSON.
+func (r *RawJSON) UnmarshalBSONValue(t bsontype.Type, data []byte) error {
+	if t != bson.TypeEmbeddedDocument {
+		*r = nil
+		return nil
+	}
+	js, err := bson.MarshalExtJSON(bson.Raw(data), false, false)
+	if err != nil {
+		return err
+	}
+	*r = js
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -393,5 +394,33 @@ func TestModelKeyEscapes(t *testing.T) {
 	}
 	if p, m := splitModelKey(modelKey("openai", "gpt-4.1$x%|y")); p != "openai" || m != "gpt-4.1$x%|y" {
 		t.Fatalf("splitModelKey = %q %q", p, m)
+	}
+}
+
+// Ensure the provider's raw usage object is stored as a document and reads back.
+func TestRecord_ProviderUsageStoredAsDocument(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	r := rec(1, "u", "openai", "m", day0)
+	r.ProviderUsage = RawJSON(`{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}`)
+	r.Prices = &UnitPrices{Entry: "m", Input: 1e-7}
+	if err := f.svc.Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var raw bson.M
+	if err := f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	pu, ok := raw["providerUsage"].(bson.M)
+	if !ok || pu["prompt_tokens_details"].(bson.M)["cached_tokens"] != int32(2) {
+		t.Fatalf("providerUsage stored as %#v", raw["providerUsage"])
+	}
+	var back Record
+	_ = f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&back)
+	if !strings.Contains(string(back.ProviderUsage), `"cached_tokens":2`) || back.Prices.Input != 1e-7 {
+		t.Fatalf("read back %s %+v", back.ProviderUsage, back.Prices)
 	}
 }
