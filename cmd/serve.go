@@ -55,11 +55,13 @@ func runServe(ctx context.Context, f *factory) error {
 		TrustedProxies: cfg.RateLimit.TrustedProxies,
 		Version:        version.Version,
 	}, httpapi.Deps{
-		DB:     svc.store,
-		Tokens: svc.tokens,
-		Auth:   svc.auth,
-		AI:     svc.ai,
-		Usage:  svc.usage,
+		DB:        svc.store,
+		Tokens:    svc.tokens,
+		Auth:      svc.auth,
+		Templates: svc.templates,
+		DBCheck:   svc.dbcheck,
+		AI:        svc.ai,
+		Usage:     svc.usage,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

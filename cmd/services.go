@@ -9,17 +9,22 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/internal/usage"
 )
 
 // services is the graph of services every command group shares, opened once per command.
 type services struct {
-	store  *store.Store
-	tokens *auth.Tokens
-	auth   *auth.Service
-	usage  *usage.Service
-	ai     *ai.Service
+	store     *store.Store
+	tokens    *auth.Tokens
+	auth      *auth.Service
+	templates *templates.Service
+	// dbcheck serves /api/storage/mongodb/*: reach control and refused options on.
+	dbcheck *dbcheck.Service
+	usage   *usage.Service
+	ai      *ai.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -54,6 +59,24 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		_ = s.close()
 		return nil, err
 	}
+
+	var closeCore func(context.Context) error
+	if s.templates, closeCore, err = newTemplatesService(ctx, cfg, st, f.log); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	s.closers = append(s.closers, closeCore)
+	if exclusive {
+		if err := s.templates.EnsureIndexes(ctx); err != nil {
+			f.log.Warn("templates: core indexes not created", "err", err)
+		}
+	}
+
+	if s.dbcheck, err = dbcheck.New(dbcheckOptions(cfg, f.log, false)); err != nil {
+		_ = s.close()
+		return nil, usageError{err}
+	}
+	s.closers = append(s.closers, s.dbcheck.Close)
 	if err := openAI(ctx, f, s, appDB); err != nil {
 		_ = s.close()
 		return nil, err

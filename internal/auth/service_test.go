@@ -324,3 +324,21 @@ func TestLoadOrCreateSecret(t *testing.T) {
 		t.Fatalf("second: created=%v same=%v err=%v", created, string(a) == string(b), err)
 	}
 }
+
+// Ensure a cached verified token still expires.
+func TestTokens_CacheHonoursExpiry(t *testing.T) {
+	t.Parallel()
+	tok := NewTokens(testSecret, time.Minute)
+	now := time.Now()
+	tok.now = func() time.Time { return now }
+	s, _ := tok.Issue(Caller{ID: "u1"})
+	for i := 0; i < 2; i++ { // second call is served by the cache
+		if _, err := tok.Verify(s); err != nil {
+			t.Fatalf("verify #%d: %v", i, err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := tok.Verify(s); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("expired cached token: err = %v, want ErrInvalidToken", err)
+	}
+}

@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -41,11 +42,24 @@ type Tokens struct {
 	ttl    time.Duration
 	now    func() time.Time
 	parser *jwt.Parser
+
+	// verified remembers tokens that passed a full check, by their exact text, so that a
+	// client's repeated requests skip the parse and MAC; expiry is still checked every time.
+	mu       sync.RWMutex
+	verified map[string]verifiedToken
 }
+
+type verifiedToken struct {
+	caller Caller
+	exp    time.Time
+}
+
+// maxVerified bounds the verified-token cache.
+const maxVerified = 10_000
 
 // NewTokens returns a token issuer/verifier with the given secret and lifetime.
 func NewTokens(secret []byte, ttl time.Duration) *Tokens {
-	t := &Tokens{secret: secret, ttl: ttl, now: time.Now}
+	t := &Tokens{secret: secret, ttl: ttl, now: time.Now, verified: make(map[string]verifiedToken)}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
@@ -81,10 +95,33 @@ func (t *Tokens) Issue(c Caller) (string, error) {
 // Verify checks a token's signature (HS256 only), expiry (required) and subject, and returns
 // its caller. Every failure is ErrInvalidToken.
 func (t *Tokens) Verify(token string) (Caller, error) {
-	var c claims
-	parsed, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil })
-	if err != nil || !parsed.Valid || c.Subject == "" {
+	now := t.now()
+	t.mu.RLock()
+	v, ok := t.verified[token]
+	t.mu.RUnlock()
+	if ok {
+		if now.Before(v.exp) {
+			return v.caller, nil
+		}
+		t.mu.Lock()
+		delete(t.verified, token)
+		t.mu.Unlock()
 		return Caller{}, ErrInvalidToken
 	}
-	return Caller{ID: c.Subject, Email: c.Email, Roles: c.Roles}, nil
+	var c claims
+	parsed, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil })
+	if err != nil || !parsed.Valid || c.Subject == "" || c.ExpiresAt == nil {
+		return Caller{}, ErrInvalidToken
+	}
+	caller := Caller{ID: c.Subject, Email: c.Email, Roles: c.Roles}
+	t.mu.Lock()
+	if len(t.verified) >= maxVerified {
+		for k := range t.verified { // full: forget an arbitrary entry
+			delete(t.verified, k)
+			break
+		}
+	}
+	t.verified[token] = verifiedToken{caller: caller, exp: c.ExpiresAt.Time}
+	t.mu.Unlock()
+	return caller, nil
 }

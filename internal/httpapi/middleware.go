@@ -18,29 +18,46 @@ import (
 type ctxKey int
 
 const (
-	keyLogger ctxKey = iota
-	keyRequestID
+	keyRequest ctxKey = iota
 	keyCaller
-	keyMaxBody
 )
+
+// requestInfo is what the outer middleware knows about a request, in one context value.
+type requestInfo struct {
+	id      string
+	base    *slog.Logger
+	log     *slog.Logger // base with the request id, built on first use
+	maxBody int64
+}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	ri, _ := ctx.Value(keyRequest).(*requestInfo)
+	return ri
+}
 
 // loggerFrom returns the request's logger (with its request id), or a discarding one.
 func loggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(keyLogger).(*slog.Logger); ok {
-		return l
+	ri := infoFrom(ctx)
+	if ri == nil {
+		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.DiscardHandler)
+	if ri.log == nil {
+		ri.log = ri.base.With("request_id", ri.id)
+	}
+	return ri.log
 }
 
 // RequestID returns the request's id (from X-Request-Id, else generated).
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(keyRequestID).(string)
-	return id
+	if ri := infoFrom(ctx); ri != nil {
+		return ri.id
+	}
+	return ""
 }
 
 func maxBodyFrom(ctx context.Context) int64 {
-	if n, ok := ctx.Value(keyMaxBody).(int64); ok {
-		return n
+	if ri := infoFrom(ctx); ri != nil && ri.maxBody > 0 {
+		return ri.maxBody
 	}
 	return 1 << 20
 }
@@ -100,24 +117,23 @@ func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = uuid.NewString()
 		}
-		w.Header().Set("X-Request-Id", id)
-		rl := log.With("request_id", id)
-		ctx := context.WithValue(r.Context(), keyRequestID, id)
-		ctx = context.WithValue(ctx, keyLogger, rl)
-		ctx = context.WithValue(ctx, keyMaxBody, maxBody)
+		w.Header()["X-Request-Id"] = []string{id}
+		ri := &requestInfo{id: id, base: log, maxBody: maxBody}
+		ctx := context.WithValue(r.Context(), keyRequest, ri)
 		rec := &recorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				rl.Error("panic serving request", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path,
+				loggerFrom(ctx).Error("panic serving request", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path,
 					"stack", string(debug.Stack()))
 				if rec.status == 0 {
 					writeEnvelope(rec, http.StatusInternalServerError, "Internal server error")
 				}
 			}
-			rl.LogAttrs(ctx, slog.LevelInfo, "request",
+			log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.Int("status", rec.status),

@@ -37,18 +37,23 @@ var statusOf = map[apperr.Kind]int{
 // StatusOf returns the HTTP status for err's kind.
 func StatusOf(err error) int { return statusOf[apperr.KindOf(err)] }
 
-// encode writes v as JSON with the given status.
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
+// encode writes v as JSON with the given status. (net/http adds Content-Length for answers
+// small enough to be buffered whole.)
 func encode(w http.ResponseWriter, status int, v any) {
 	buf, err := json.Marshal(v)
 	if err != nil {
 		writeEnvelope(w, http.StatusInternalServerError, "Internal server error")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(buf)+1))
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
-	_, _ = w.Write(append(buf, '\n'))
+	_, _ = w.Write(buf)
+	_, _ = w.Write(newline)
 }
+
+var newline = []byte{'\n'}
 
 // writeEnvelope writes the error envelope with status and message (a string or []string).
 func writeEnvelope(w http.ResponseWriter, status int, message any) {

@@ -33,6 +33,21 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	}
 
 	// MongoDB utilities (dbcheck).
+	if deps.DBCheck != nil {
+		mux.Handle("POST /api/storage/mongodb/test", protect(handleMongoTest(deps.DBCheck)))
+		mux.Handle("POST /api/storage/mongodb/query", protect(handleMongoQuery(deps.DBCheck)))
+	}
 
 	// Property templates (templates).
+	if t := deps.Templates; t != nil {
+		const base = "/api/spaces/{spaceId}/properties"
+		mux.Handle("GET "+base+"/templates", protect(handleTemplatesList(t)))
+		mux.Handle("POST "+base+"/templates", protect(handleTemplateCreate(t)))
+		mux.Handle("GET "+base+"/templates/widget/{widgetType}", protect(handleTemplateForWidget(t)))
+		mux.Handle("GET "+base+"/templates/{templateId}", protect(handleTemplateGet(t)))
+		mux.Handle("PUT "+base+"/templates/{templateId}", protect(handleTemplateUpdate(t)))
+		mux.Handle("DELETE "+base+"/templates/{templateId}", protect(handleTemplateDelete(t)))
+		mux.Handle("POST "+base+"/migrate-templates-to-core", admin(handleTemplatesMigrate(t)))
+		mux.Handle("DELETE "+base+"/cleanup-space-templates", admin(handleTemplatesCleanup(t)))
+	}
 }

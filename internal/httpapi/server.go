@@ -9,9 +9,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/ratelimit"
+	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/internal/usage"
 )
 
@@ -43,6 +47,8 @@ type Deps struct {
 	AI     *ai.Service    // AI proxy
 	Usage  *usage.Service // usage summaries
 	// Service dependencies are added here by their issues.
+	Templates *templates.Service // property templates
+	DBCheck   *dbcheck.Service   // MongoDB utilities
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
@@ -61,4 +67,10 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	addRoutes(mux, opts, deps, rl)
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	return observe(opts.Logger, opts.MaxBodyBytes, global(notFound(mux)))
+}
+
+func init() {
+	// Request ids are UUIDs; drawing them from a buffered pool of crypto/rand bytes saves a
+	// read of the random source per request.
+	uuid.EnableRandPool()
 }

@@ -1,0 +1,260 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/templates"
+)
+
+// newTemplatesService builds the template service. The core database is on the application
+// store's client unless core.uri names another deployment, in which case it gets its own client
+// (lazy: a core that is down does not stop the program; reads fall back to the spaces).
+func newTemplatesService(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*templates.Service, func(context.Context) error, error) {
+	core := st.Client()
+	closeCore := func(context.Context) error { return nil }
+	if cfg.Core.URI != "" && cfg.Core.URI != st.URI() && cfg.Core.URI != cfg.MongoDB.URI {
+		c, err := store.Connect(ctx, cfg.Core.URI)
+		if err != nil {
+			return nil, nil, fmt.Errorf("core.uri: %w", err)
+		}
+		core, closeCore = c, c.Disconnect
+	}
+	svc := templates.New(templates.Options{
+		Spaces: st.Client(), AppDatabase: cfg.MongoDB.Database,
+		Core: core, CoreDatabase: cfg.Core.Database,
+		Logger: log,
+	})
+	return svc, closeCore, nil
+}
+
+func newTemplatesCmd(f *factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "templates",
+		Short: "Property templates: migrate space templates to core, clean up spaces, list",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newTemplatesMigrateCmd(f, nil), newTemplatesCleanupCmd(f, nil), newTemplatesListCmd(f, nil))
+	return cmd
+}
+
+// ---- migrate ------------------------------------------------------------------------------
+
+type templatesMigrateOptions struct {
+	DryRun bool
+	JSON   bool
+}
+
+func newTemplatesMigrateCmd(f *factory, runF func(context.Context, *templatesMigrateOptions) error) *cobra.Command {
+	opts := &templatesMigrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Copy every space's templates into core, deduplicated (a dry run unless --dry-run=false)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return withServices(cmd.Context(), f, func(s *services) error {
+				return runTemplatesMigrate(cmd.Context(), f, s.templates, opts)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", true, "report what would be migrated and write nothing (--dry-run=false copies)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON (the HTTP answer's shape)")
+	return cmd
+}
+
+func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service, opts *templatesMigrateOptions) error {
+	mo := templates.MigrateOptions{DryRun: opts.DryRun}
+	var bar *progressBar
+	if isTerminal(f.errOut) {
+		bar = &progressBar{w: f.errOut, label: "spaces"}
+		mo.Progress = bar.set
+	}
+	rep, err := svc.Migrate(ctx, mo)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	p := f.printer()
+	if opts.JSON {
+		return p.json(rep)
+	}
+	title, verb := "Template migration", "Migrated"
+	if rep.DryRun {
+		title, verb = "Template migration (dry run: nothing written)", "Would migrate"
+	}
+	p.title(title)
+	p.table([]string{"", "count"}, [][]string{
+		{"Spaces scanned", strconv.Itoa(rep.SpacesScanned)},
+		{"Templates found", strconv.Itoa(rep.TemplatesFound)},
+		{"Unique templates", strconv.Itoa(rep.UniqueTemplates)},
+		{verb, strconv.Itoa(rep.Migrated)},
+		{"Already in core", strconv.Itoa(rep.AlreadyInCore)},
+		{"Conflicts", strconv.Itoa(len(rep.Conflicts))},
+		{"Spaces with errors", strconv.Itoa(len(rep.Errors))},
+		{"Duration", (time.Duration(rep.DurationMs) * time.Millisecond).String()},
+	})
+	if len(rep.Conflicts) > 0 {
+		p.title("Conflicts (different versions of one id; the newest by updatedAt is kept)")
+		rows := make([][]string, len(rep.Conflicts))
+		for i, c := range rep.Conflicts {
+			rows[i] = []string{c.ID, c.ChosenFrom, strings.Join(c.Spaces, ", ")}
+		}
+		p.table([]string{"id", "chosen from", "spaces"}, rows)
+	}
+	if len(rep.Errors) > 0 {
+		p.title("Spaces not scanned")
+		rows := make([][]string, len(rep.Errors))
+		for i, e := range rep.Errors {
+			rows[i] = []string{e.SpaceID, e.Message}
+		}
+		p.table([]string{"space", "error"}, rows)
+	}
+	if rep.DryRun {
+		fmt.Fprintln(f.out, "Run `app templates migrate --dry-run=false` to copy.")
+	}
+	return nil
+}
+
+// progressBar draws "[#####.....] 12/200 spaces" on a terminal. A nil bar draws nothing.
+type progressBar struct {
+	w     io.Writer
+	label string
+	drawn bool
+}
+
+func (b *progressBar) set(done, total int) {
+	const width = 30
+	filled := width
+	if total > 0 {
+		filled = done * width / total
+	}
+	fmt.Fprintf(b.w, "\r[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, b.label)
+	b.drawn = true
+}
+
+func (b *progressBar) finish() {
+	if b != nil && b.drawn {
+		fmt.Fprintln(b.w)
+	}
+}
+
+// ---- cleanup ------------------------------------------------------------------------------
+
+type templatesCleanupOptions struct {
+	SpaceID string
+	DryRun  bool
+	JSON    bool
+}
+
+func newTemplatesCleanupCmd(f *factory, runF func(context.Context, *templatesCleanupOptions) error) *cobra.Command {
+	opts := &templatesCleanupOptions{}
+	cmd := &cobra.Command{
+		Use:   "cleanup --space ID",
+		Short: "Delete a space's templates that core holds (the others are kept and listed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(opts.SpaceID) == "" {
+				return usageError{fmt.Errorf("--space is required")}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return withServices(cmd.Context(), f, func(s *services) error {
+				return runTemplatesCleanup(cmd.Context(), f, s.templates, opts)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&opts.SpaceID, "space", "", "the space's id (required)")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "report what would be deleted and delete nothing")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON (the HTTP answer's shape)")
+	return cmd
+}
+
+func runTemplatesCleanup(ctx context.Context, f *factory, svc *templates.Service, opts *templatesCleanupOptions) error {
+	rep, err := svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: opts.SpaceID, DryRun: opts.DryRun})
+	if err != nil {
+		return err
+	}
+	p := f.printer()
+	if opts.JSON {
+		return p.json(rep)
+	}
+	verb := "Deleted"
+	if rep.DryRun {
+		verb = "Would delete"
+	}
+	kept := "none"
+	if len(rep.KeptNotInCore) > 0 {
+		kept = strings.Join(rep.KeptNotInCore, ", ")
+	}
+	p.card("Space template cleanup", [][2]string{
+		{"Space", rep.SpaceID},
+		{"Dry run", strconv.FormatBool(rep.DryRun)},
+		{verb, strconv.Itoa(rep.Deleted)},
+		{"Kept (not in core)", kept},
+	})
+	return nil
+}
+
+// ---- list ---------------------------------------------------------------------------------
+
+type templatesListOptions struct {
+	WidgetType string
+	SpaceID    string
+	JSON       bool
+}
+
+func newTemplatesListCmd(f *factory, runF func(context.Context, *templatesListOptions) error) *cobra.Command {
+	opts := &templatesListOptions{}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the templates in core (or a space's own, with --space, when core is down)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return withServices(cmd.Context(), f, func(s *services) error {
+				return runTemplatesList(cmd.Context(), f, s.templates, opts)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&opts.WidgetType, "widget-type", "", "only templates of this widget type")
+	cmd.Flags().StringVar(&opts.SpaceID, "space", "", "space to read from when core is unavailable")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the templates as JSON (the HTTP answer's shape)")
+	return cmd
+}
+
+func runTemplatesList(ctx context.Context, f *factory, svc *templates.Service, opts *templatesListOptions) error {
+	ts, src, err := svc.List(ctx, opts.SpaceID, opts.WidgetType)
+	if err != nil {
+		return err
+	}
+	p := f.printer()
+	if opts.JSON {
+		return p.json(ts)
+	}
+	p.title(fmt.Sprintf("%d templates (from %s)", len(ts), src))
+	rows := make([][]string, len(ts))
+	for i, t := range ts {
+		updated := ""
+		if t.UpdatedAt != nil {
+			updated = t.UpdatedAt.Format(time.RFC3339)
+		}
+		rows[i] = []string{t.ID, t.Name, t.WidgetType, strconv.Itoa(len(t.Properties)), updated}
+	}
+	p.table([]string{"id", "name", "widget type", "properties", "updated"}, rows)
+	return nil
+}

@@ -1,0 +1,122 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+
+	"github.com/acme/app/internal/store/storetest"
+	"github.com/acme/app/internal/templates"
+)
+
+// Ensure the templates commands parse their flags into options (dry run by default for
+// migrate, not for cleanup) and refuse bad usage with a usage error.
+func TestNewTemplatesCmds_Flags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		args      []string
+		want      any
+		wantUsage bool
+	}{
+		{"MigrateDefaultDryRun", []string{"migrate"}, templatesMigrateOptions{DryRun: true}, false},
+		{"MigrateDryRunFlag", []string{"migrate", "--dry-run"}, templatesMigrateOptions{DryRun: true}, false},
+		{"MigrateReal", []string{"migrate", "--dry-run=false", "--json"}, templatesMigrateOptions{JSON: true}, false},
+		{"ErrMigrateBadBool", []string{"migrate", "--dry-run=maybe"}, nil, true},
+		{"ErrMigrateArgs", []string{"migrate", "extra"}, nil, true},
+		{"Cleanup", []string{"cleanup", "--space", "s1"}, templatesCleanupOptions{SpaceID: "s1"}, false},
+		{"CleanupDry", []string{"cleanup", "--space", "s1", "--dry-run", "--json"}, templatesCleanupOptions{SpaceID: "s1", DryRun: true, JSON: true}, false},
+		{"ErrCleanupNoSpace", []string{"cleanup"}, nil, true},
+		{"List", []string{"list", "--widget-type", "color"}, templatesListOptions{WidgetType: "color"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got any
+			f := &factory{out: &bytes.Buffer{}, errOut: &bytes.Buffer{}}
+			cmd := newTemplatesCmd(f)
+			cmd.RemoveCommand(cmd.Commands()...)
+			cmd.AddCommand(
+				newTemplatesMigrateCmd(f, func(_ context.Context, o *templatesMigrateOptions) error { got = *o; return nil }),
+				newTemplatesCleanupCmd(f, func(_ context.Context, o *templatesCleanupOptions) error { got = *o; return nil }),
+				newTemplatesListCmd(f, func(_ context.Context, o *templatesListOptions) error { got = *o; return nil }),
+			)
+			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+			cmd.SetArgs(tt.args)
+			cmd.SetOut(&bytes.Buffer{})
+			cmd.SetErr(&bytes.Buffer{})
+			err := cmd.Execute()
+			if tt.wantUsage {
+				var ue usageError
+				if err == nil || !(errors.As(err, &ue) || isFlagError(err)) {
+					t.Fatalf("err=%v, want a usage error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Fatalf("options (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// Ensure `templates migrate --json` prints exactly the service's report, and the table mode
+// prints the summary.
+func TestRunTemplatesMigrate(t *testing.T) {
+	t.Parallel()
+	st := storetest.Store(t)
+	app, core, spaceDB := storetest.DBName(t), storetest.DBName(t), storetest.DBName(t)
+	ctx := context.Background()
+	oid := primitive.NewObjectID()
+	if _, err := st.DB(app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: oid}, {Key: "database", Value: spaceDB}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB(spaceDB).Collection("property_templates").InsertOne(ctx, bson.D{{Key: "id", Value: "t1"}, {Key: "name", Value: "T"}}); err != nil {
+		t.Fatal(err)
+	}
+	svc := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: app, CoreDatabase: core})
+
+	var out bytes.Buffer
+	f := &factory{out: &out, errOut: &bytes.Buffer{}}
+	if err := runTemplatesMigrate(ctx, f, svc, &templatesMigrateOptions{DryRun: true, JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	var rep templates.MigrationReport
+	dec := json.NewDecoder(&out)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	rep.DurationMs = 0
+	want := templates.MigrationReport{DryRun: true, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1, Migrated: 1,
+		Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{}}
+	if d := cmp.Diff(want, rep); d != "" {
+		t.Fatalf("--json report (-want +got):\n%s", d)
+	}
+	if n, _ := st.DB(core).Collection("core_property_templates").CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Fatalf("a dry run wrote %d documents", n)
+	}
+
+	out.Reset()
+	if err := runTemplatesMigrate(ctx, f, svc, &templatesMigrateOptions{DryRun: false}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Template migration", "Migrated", "Already in core"} {
+		if !strings.Contains(out.String(), s) {
+			t.Fatalf("summary lacks %q:\n%s", s, out.String())
+		}
+	}
+	if n, _ := st.DB(core).Collection("core_property_templates").CountDocuments(ctx, bson.D{}); n != 1 {
+		t.Fatalf("core holds %d documents after a real run, want 1", n)
+	}
+}

@@ -1,0 +1,153 @@
+package dbcheck
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/x/mongo/driver/connstring"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
+)
+
+// allowedMechanisms are the authentication mechanisms a caller may ask for: the ones that use
+// only the credentials in the connection string. MONGODB-AWS and MONGODB-OIDC would fetch this
+// server's cloud credentials (instance metadata, environment, token files) and hand them to the
+// caller's server; GSSAPI would use its Kerberos tickets; MONGODB-X509 needs a local key file.
+var allowedMechanisms = map[string]bool{"": true, "SCRAM-SHA-1": true, "SCRAM-SHA-256": true, "PLAIN": true}
+
+// fileOptions make the driver read files of this server (keys, certificates, their passwords).
+var fileOptions = map[string]string{
+	"tlscafile":                       "tlsCAFile",
+	"sslcertificateauthorityfile":     "sslCertificateAuthorityFile",
+	"tlscertificatekeyfile":           "tlsCertificateKeyFile",
+	"sslclientcertificatekeyfile":     "sslClientCertificateKeyFile",
+	"tlscertificatekeyfilepassword":   "tlsCertificateKeyFilePassword",
+	"sslclientcertificatekeypassword": "sslClientCertificateKeyPassword",
+	"tlscertificatefile":              "tlsCertificateFile",
+	"tlsprivatekeyfile":               "tlsPrivateKeyFile",
+}
+
+// parsed is a connection string that passed the checks.
+type parsed struct {
+	cs        *connstring.ConnString
+	firstHost string // as written: for clusterName when there is no replica set
+}
+
+// parseConnString parses uri (SRV and TXT lookups included) and, when restricted, refuses the
+// options that make this server use its own credentials or files. Errors are Invalid and
+// never contain the password.
+func parseConnString(uri string, restricted bool) (*parsed, error) {
+	if restricted {
+		if err := refusedOptions(uri); err != nil {
+			return nil, err
+		}
+	}
+	cs, err := connstring.ParseAndValidate(uri)
+	if err != nil {
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
+	}
+	if restricted && !allowedMechanisms[strings.ToUpper(cs.AuthMechanism)] {
+		return nil, mechanismRefused(cs.AuthMechanism)
+	}
+	return &parsed{cs: cs, firstHost: firstHost(uri)}, nil
+}
+
+// refusedOptions looks at the query string as written (before any TXT record is merged).
+func refusedOptions(uri string) error {
+	_, query, ok := strings.Cut(uri, "?")
+	if !ok {
+		return nil
+	}
+	var refused []string
+	for _, pair := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, _, _ := strings.Cut(pair, "=")
+		if u, err := url.QueryUnescape(k); err == nil {
+			k = u
+		}
+		if name, bad := fileOptions[strings.ToLower(k)]; bad {
+			refused = append(refused, name)
+		}
+		if strings.EqualFold(k, "authMechanism") {
+			_, v, _ := strings.Cut(pair, "=")
+			if u, err := url.QueryUnescape(v); err == nil {
+				v = u
+			}
+			if !allowedMechanisms[strings.ToUpper(v)] {
+				return mechanismRefused(v)
+			}
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	sort.Strings(refused)
+	return apperr.Validation("connectionString option " + strings.Join(refused, ", ") +
+		" is not allowed: it would read files of this server")
+}
+
+// firstHost returns the first host of a connection string without its port; for an SRV
+// address, its first label ("cluster0" for "cluster0.ab1cd.mongodb.net").
+func firstHost(uri string) string {
+	scheme, rest, _ := strings.Cut(uri, "://")
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		rest = rest[i+1:]
+	}
+	host, _, _ := strings.Cut(rest, ",")
+	if strings.HasPrefix(host, "[") {
+		if i := strings.Index(host, "]"); i >= 0 {
+			host = host[1:i]
+		}
+	} else if i := strings.LastIndex(host, ":"); i >= 0 {
+		host = host[:i]
+	}
+	if u, err := url.PathUnescape(host); err == nil {
+		host = u
+	}
+	if scheme == "mongodb+srv" {
+		host, _, _ = strings.Cut(host, ".")
+	}
+	return host
+}
+
+// password returns the password written in a connection string, if any.
+func password(uri string) string {
+	_, rest, _ := strings.Cut(uri, "://")
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	i := strings.LastIndex(rest, "@")
+	if i < 0 {
+		return ""
+	}
+	_, pw, ok := strings.Cut(rest[:i], ":")
+	if !ok {
+		return ""
+	}
+	if u, err := url.PathUnescape(pw); err == nil {
+		return u
+	}
+	return pw
+}
+
+// redact hides connection-string passwords in text, and the password of uri wherever it appears
+// (a driver error may quote it decoded).
+func redact(text, uri string) string {
+	text = store.Redact(text)
+	if pw := password(uri); len(pw) >= 3 {
+		text = strings.ReplaceAll(text, pw, "****")
+		if esc := url.QueryEscape(pw); esc != pw {
+			text = strings.ReplaceAll(text, esc, "****")
+		}
+	}
+	return text
+}
+
+func mechanismRefused(m string) error {
+	return apperr.Validation("connectionString authMechanism " + m +
+		" is not allowed: it would use this server's own credentials; use SCRAM-SHA-256, SCRAM-SHA-1 or PLAIN with the credentials in the connection string")
+}

@@ -1,0 +1,441 @@
+// Package dbcheck tests connections to, and reads documents from, a MongoDB named by the
+// caller (the /api/storage/mongodb endpoints and the `app mongo` commands). It is not the
+// program's own database: every call connects where the caller's connection string says, so
+// the package guards what that may reach (reach control, refused options), what the server
+// may be asked to run (no server-side JavaScript) and how much it may answer (limit, time,
+// bytes), and it reuses driver clients across calls so that callers cannot cause connection
+// storms.
+package dbcheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/event"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"go.mongodb.org/mongo-driver/mongo/readpref"
+	"go.mongodb.org/mongo-driver/x/mongo/driver/topology"
+
+	"github.com/acme/app/internal/apperr"
+)
+
+// Options configures a Service. Zero values take the defaults in parentheses.
+type Options struct {
+	Timeout      time.Duration // server selection and connect timeout (5s): dbcheck.timeout
+	MaxTime      time.Duration // a query's maxTimeMS (10s): dbcheck.max_time
+	MaxLimit     int           // largest query limit (1000): dbcheck.max_limit
+	MaxBytes     int           // cap on the documents of one answer, as JSON (16 MiB): dbcheck.max_bytes
+	AllowedHosts []string      // names, globs and CIDRs reachable even when not public: dbcheck.allowed_hosts
+
+	// Unrestricted turns reach control and the refused connection-string options off: the
+	// operator's own CLI. The HTTP API never sets it.
+	Unrestricted bool
+
+	CacheSize   int           // cached clients at most (32)
+	IdleTimeout time.Duration // a cached client unused this long is closed (5m)
+	MaxPoolSize uint64        // connections per cached client (4)
+
+	Logger      *slog.Logger
+	PoolMonitor *event.PoolMonitor // tests: observe the connections the clients open
+}
+
+// Service runs connection tests and queries against caller-supplied MongoDB servers.
+type Service struct {
+	opts   Options
+	policy *policy
+	cache  *cache
+	log    *slog.Logger
+}
+
+// New returns a Service. It fails when AllowedHosts holds an entry that is neither a host
+// name, a glob, an address nor a CIDR. Close it to disconnect the cached clients.
+func New(o Options) (*Service, error) {
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.MaxTime <= 0 {
+		o.MaxTime = 10 * time.Second
+	}
+	if o.MaxLimit <= 0 {
+		o.MaxLimit = 1000
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 16 << 20
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = 32
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 5 * time.Minute
+	}
+	if o.MaxPoolSize == 0 {
+		o.MaxPoolSize = 4
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	p, err := newPolicy(o.AllowedHosts, o.Unrestricted)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{opts: o, policy: p, cache: newCache(o.CacheSize, o.IdleTimeout), log: o.Logger.With("component", "dbcheck")}, nil
+}
+
+// Close disconnects every cached client.
+func (s *Service) Close(ctx context.Context) error { return s.cache.close(ctx) }
+
+// TestResult is the answer of a connection test. A failed test is a result, not an error:
+// Success false, Error and Latency set, the other fields empty.
+type TestResult struct {
+	Success     bool     `json:"success"`
+	ClusterName string   `json:"clusterName,omitempty"`
+	Version     string   `json:"version,omitempty"`
+	Latency     float64  `json:"latency"` // milliseconds
+	Databases   []string `json:"databases,omitempty"`
+	Error       string   `json:"error,omitempty"`
+}
+
+// MarshalJSON always writes every field of a successful result (databases as [] when empty).
+func (r TestResult) MarshalJSON() ([]byte, error) {
+	if !r.Success {
+		return json.Marshal(struct {
+			Success bool    `json:"success"`
+			Error   string  `json:"error"`
+			Latency float64 `json:"latency"`
+		}{false, r.Error, r.Latency})
+	}
+	dbs := r.Databases
+	if dbs == nil {
+		dbs = []string{}
+	}
+	return json.Marshal(struct {
+		Success     bool     `json:"success"`
+		ClusterName string   `json:"clusterName"`
+		Version     string   `json:"version"`
+		Latency     float64  `json:"latency"`
+		Databases   []string `json:"databases"`
+	}{true, r.ClusterName, r.Version, r.Latency, dbs})
+}
+
+// QueryResult is the answer of a query. Documents are relaxed Extended JSON objects with
+// `_id` as a string. Truncated is set when the answer was cut at dbcheck.max_bytes.
+type QueryResult struct {
+	Success   bool              `json:"success"`
+	Documents []json.RawMessage `json:"documents"`
+	Count     int               `json:"count"`
+	Truncated bool              `json:"truncated,omitempty"`
+}
+
+// Test connects to in.ConnectionString, pings in.Database and reports the server's version,
+// cluster name, ping latency and database names.
+//
+// Returns Invalid for a body that fails validation, a connection string that does not parse
+// or asks for a refused option; Forbidden when reach control refuses the target. A server that
+// cannot be reached or refuses the credentials is a result with Success false, not an error.
+func (s *Service) Test(ctx context.Context, in TestInput) (*TestResult, error) {
+	if msgs := in.validate(); len(msgs) > 0 {
+		return nil, apperr.Validation(msgs...)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.Timeout+time.Second)
+	defer cancel()
+	started := time.Now()
+	e, fresh, err := s.cache.acquire(in.ConnectionString, func() (*entry, error) { return s.connect(ctx, in.ConnectionString) })
+	if err != nil {
+		return nil, err
+	}
+	defer s.cache.release(e)
+
+	rp := options.RunCmd().SetReadPreference(readpref.PrimaryPreferred())
+	db := e.client.Database(in.Database)
+	ping := func() error { return db.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}, rp).Err() }
+	if fresh {
+		// The first ping selects the server and opens the connection; the second measures the round trip.
+		if err := ping(); err != nil {
+			return s.testFailure(e, in.ConnectionString, err, time.Since(started))
+		}
+	}
+	// listDatabases runs beside the measured ping: two independent round trips, one wait.
+	type listing struct {
+		names []string
+		err   error
+	}
+	listed := make(chan listing, 1)
+	go func() {
+		names, err := e.client.ListDatabaseNames(ctx, bson.D{}, options.ListDatabases().SetAuthorizedDatabases(true))
+		listed <- listing{names, err}
+	}()
+	t0 := time.Now()
+	err = ping()
+	latency := time.Since(t0)
+	l := <-listed
+	if err != nil {
+		return s.testFailure(e, in.ConnectionString, err, time.Since(started))
+	}
+
+	res := &TestResult{Success: true, Latency: ms(latency)}
+	if info := e.info.Load(); info != nil {
+		res.Version, res.ClusterName = info.version, info.clusterName
+	} else {
+		info, err := s.serverInfo(ctx, e)
+		if err != nil {
+			return s.testFailure(e, in.ConnectionString, err, time.Since(started))
+		}
+		e.info.Store(info)
+		res.Version, res.ClusterName = info.version, info.clusterName
+	}
+	res.Databases = l.names
+	if l.err != nil {
+		// Credentials limited to one database may not list the others: the test still succeeded.
+		s.log.Debug("listDatabases failed", "uri", redact(in.ConnectionString, in.ConnectionString), "err", redact(l.err.Error(), in.ConnectionString))
+		res.Databases = []string{}
+	}
+	return res, nil
+}
+
+// serverInfo asks the server for its version (buildInfo) and replica set name (hello). Both
+// are kept with the cached client: they change only when the server restarts.
+func (s *Service) serverInfo(ctx context.Context, e *entry) (*serverInfo, error) {
+	rp := options.RunCmd().SetReadPreference(readpref.PrimaryPreferred())
+	admin := e.client.Database("admin")
+	var build struct {
+		Version string `bson:"version"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}, rp).Decode(&build); err != nil {
+		return nil, err
+	}
+	info := &serverInfo{version: build.Version, clusterName: e.firstHost}
+	var hello struct {
+		SetName string `bson:"setName"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}, rp).Decode(&hello); err == nil && hello.SetName != "" {
+		info.clusterName = hello.SetName
+	}
+	return info, nil
+}
+
+func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Duration) (*TestResult, error) {
+	s.cache.remove(e)
+	if b := e.dialer.blocked.Load(); b != nil {
+		return nil, forbidden(b)
+	}
+	reason := s.describe(err, uri, e.selection)
+	s.log.Info("mongodb test failed", "uri", redact(uri, uri), "reason", reason)
+	return &TestResult{Success: false, Error: reason, Latency: ms(elapsed)}, nil
+}
+
+// Query runs a read-only find on in.Database.in.Collection with in.Filter (Extended JSON), at
+// most in.Limit documents (DefaultLimit when nil), with maxTimeMS dbcheck.max_time. An
+// unknown database or collection gives an empty result.
+//
+// Returns Invalid for a body that fails validation (a refused operator included), a connection
+// string that does not parse or asks for a refused option, or a query the server rejects;
+// Forbidden when reach control refuses the target; Upstream when the server cannot be reached
+// or refuses the credentials; UpstreamTimeout when the query runs past dbcheck.max_time.
+func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error) {
+	if msgs := in.validate(s.opts.MaxLimit); len(msgs) > 0 {
+		return nil, apperr.Validation(msgs...)
+	}
+	filter, err := parseFilter(in.Filter)
+	if err != nil {
+		return nil, apperr.Validation(err.Error())
+	}
+	limit := DefaultLimit
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout+s.opts.MaxTime+time.Second)
+	defer cancel()
+	e, _, err := s.cache.acquire(in.ConnectionString, func() (*entry, error) { return s.connect(ctx, in.ConnectionString) })
+	if err != nil {
+		return nil, err
+	}
+	defer s.cache.release(e)
+
+	coll := e.client.Database(in.Database).Collection(in.Collection)
+	fo := options.Find().SetLimit(int64(limit)).SetMaxTime(s.opts.MaxTime).SetBatchSize(int32(min(limit, 1000)))
+	cur, err := coll.Find(ctx, filter, fo)
+	if err != nil {
+		return nil, s.queryError(e, in.ConnectionString, err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+
+	res := &QueryResult{Success: true, Documents: make([]json.RawMessage, 0, min(limit, 128))}
+	total := 0
+	for cur.Next(ctx) {
+		doc, err := documentJSON(cur.Current)
+		if err != nil {
+			return nil, apperr.Wrap(apperr.Upstream, err, "the server sent a document that cannot be converted to JSON")
+		}
+		total += len(doc) + 1
+		if total > s.opts.MaxBytes {
+			res.Truncated = true
+			break
+		}
+		res.Documents = append(res.Documents, doc)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, s.queryError(e, in.ConnectionString, err)
+	}
+	res.Count = len(res.Documents)
+	return res, nil
+}
+
+func (s *Service) queryError(e *entry, uri string, err error) error {
+	if b := e.dialer.blocked.Load(); b != nil {
+		s.cache.remove(e)
+		return forbidden(b)
+	}
+	var ce mongo.CommandError
+	switch {
+	case errors.As(err, &ce) && ce.Code == 50: // MaxTimeMSExpired
+		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
+	case errors.Is(err, context.DeadlineExceeded) && !isSelection(err):
+		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
+	case errors.As(err, &ce) && !isAuth(err):
+		return apperr.Wrap(apperr.Invalid, errors.New(redact(err.Error(), uri)), "the server refused the query: "+redact(commandText(ce), uri))
+	}
+	s.cache.remove(e)
+	reason := s.describe(err, uri, e.selection)
+	s.log.Info("mongodb query failed", "uri", redact(uri, uri), "reason", reason)
+	return apperr.Wrap(apperr.Upstream, errors.New(reason), "cannot query the MongoDB server: "+reason)
+}
+
+func commandText(ce mongo.CommandError) string {
+	if ce.Name != "" {
+		return fmt.Sprintf("(%s) %s", ce.Name, ce.Message)
+	}
+	return ce.Message
+}
+
+func isSelection(err error) bool {
+	var sse topology.ServerSelectionError
+	var psse *topology.ServerSelectionError
+	return errors.As(err, &sse) || errors.As(err, &psse) || errors.Is(err, topology.ErrServerSelectionTimeout)
+}
+
+func isAuth(err error) bool {
+	t := err.Error()
+	return strings.Contains(t, "auth error") || strings.Contains(t, "AuthenticationFailed") || strings.Contains(t, "Authentication failed")
+}
+
+// describe turns a driver error into one clear, redacted line.
+func (s *Service) describe(err error, uri string, selection time.Duration) string {
+	var reason string
+	var sse topology.ServerSelectionError
+	var psse *topology.ServerSelectionError
+	if errors.As(err, &psse) {
+		sse, psse = *psse, nil
+	}
+	switch {
+	case sse.Desc.Servers != nil || errors.As(err, &sse):
+		var parts []string
+		for _, srv := range sse.Desc.Servers {
+			if srv.LastError != nil {
+				parts = append(parts, fmt.Sprintf("%s: %v", srv.Addr, srv.LastError))
+			}
+		}
+		reason = fmt.Sprintf("no server could be reached within %s", selection)
+		if len(parts) > 0 {
+			reason += " (" + strings.Join(parts, "; ") + ")"
+		}
+	case isAuth(err):
+		reason = "authentication failed: the server refused the credentials"
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Message != "" {
+			reason += " (" + ce.Message + ")"
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		reason = "the server did not answer in time"
+	default:
+		reason = err.Error()
+	}
+	return redact(reason, uri)
+}
+
+// connect parses and checks uri and creates its driver client (which connects lazily).
+func (s *Service) connect(ctx context.Context, uri string) (*entry, error) {
+	p, err := parseConnString(uri, !s.opts.Unrestricted)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.policy.precheck(ctx, p.cs.Hosts); err != nil {
+		return nil, err
+	}
+	selection := s.opts.Timeout
+	if p.cs.ServerSelectionTimeoutSet && p.cs.ServerSelectionTimeout > 0 {
+		selection = min(selection, p.cs.ServerSelectionTimeout)
+	}
+	connectTimeout := s.opts.Timeout
+	if p.cs.ConnectTimeoutSet && p.cs.ConnectTimeout > 0 {
+		connectTimeout = min(connectTimeout, p.cs.ConnectTimeout)
+	}
+	d := &dialer{policy: s.policy, timeout: connectTimeout}
+	o := options.Client().ApplyURI(uri).
+		SetDialer(d).
+		SetServerSelectionTimeout(selection).
+		SetConnectTimeout(connectTimeout).
+		SetMaxPoolSize(s.opts.MaxPoolSize).
+		SetMinPoolSize(0).
+		SetMaxConnIdleTime(s.opts.IdleTimeout)
+	if p.cs.AppName == "" {
+		o.SetAppName("app-dbcheck")
+	}
+	if s.opts.PoolMonitor != nil {
+		o.SetPoolMonitor(s.opts.PoolMonitor)
+	}
+	client, err := mongo.Connect(ctx, o)
+	if err != nil {
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
+	}
+	return &entry{client: client, dialer: d, firstHost: p.firstHost, selection: selection}, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// documentJSON converts a document to relaxed Extended JSON with _id as a string (hex for an
+// ObjectId), keeping the field order.
+func documentJSON(raw bson.Raw) (json.RawMessage, error) {
+	elems, err := raw.Elements()
+	if err != nil {
+		return nil, err
+	}
+	d := make(bson.D, 0, len(elems))
+	for _, el := range elems {
+		k, v := el.Key(), el.Value()
+		if k == "_id" {
+			d = append(d, bson.E{Key: k, Value: idString(v)})
+			continue
+		}
+		d = append(d, bson.E{Key: k, Value: v})
+	}
+	return bson.MarshalExtJSON(d, false, false)
+}
+
+// idString renders an _id as a string, as the seed's service does (ObjectId → 24 hex digits).
+func idString(v bson.RawValue) string {
+	switch v.Type {
+	case bson.TypeObjectID:
+		return v.ObjectID().Hex()
+	case bson.TypeString:
+		return v.StringValue()
+	case bson.TypeInt32:
+		return strconv.FormatInt(int64(v.Int32()), 10)
+	case bson.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	}
+	out, err := bson.MarshalExtJSON(bson.D{{Key: "v", Value: v}}, false, false)
+	if err != nil || len(out) < 6 {
+		return v.String()
+	}
+	return string(out[5 : len(out)-1]) // strip {"v": and }
+}

@@ -1,0 +1,184 @@
+package dbcheck
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+)
+
+// Ensure every class of non-public address is recognised, and public ones are not.
+func TestNonPublic(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"127.0.0.1": "loopback", "127.9.9.9": "loopback", "::1": "loopback", "::ffff:127.0.0.1": "loopback",
+		"10.0.0.1": "private", "172.16.5.4": "private", "192.168.1.1": "private", "fd00::1": "private",
+		"169.254.169.254": "link-local", "fe80::1": "link-local",
+		"0.0.0.0": "unspecified", "::": "unspecified", "0.1.2.3": "unspecified",
+		"224.0.0.1": "multicast", "ff02::1": "multicast",
+		"100.64.0.1": "shared (carrier-grade NAT)", "240.0.0.1": "reserved", "255.255.255.255": "reserved",
+		"64:ff9b::a9fe:a9fe": "link-local", "2002:7f00:1::": "loopback",
+		"8.8.8.8": "", "1.1.1.1": "", "2606:4700:4700::1111": "",
+	}
+	for addr, want := range cases {
+		if got := nonPublic(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("nonPublic(%s) = %q, want %q", addr, got, want)
+		}
+	}
+}
+
+// Ensure the dialer checks the address it actually connects to: a host name that is not
+// listed but resolves to loopback is refused at dial time (the path SRV targets and DNS
+// rebinding take), and the refusal is remembered for the 403.
+func TestDialer_ChecksResolvedAddress(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	cases := []struct {
+		name    string
+		allowed []string
+		host    string
+		wantErr bool
+	}{
+		{"NameResolvingToLoopback", nil, "localhost", true},
+		{"LiteralLoopback", nil, "127.0.0.1", true},
+		{"ListedName", []string{"localhost"}, "localhost", false},
+		{"ListedAddressOfName", []string{"127.0.0.1", "::1"}, "localhost", false},
+		{"ListedCIDR", []string{"127.0.0.0/8"}, "127.0.0.1", false},
+	}
+	for _, tc := range cases {
+		p, err := newPolicy(tc.allowed, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &dialer{policy: p, timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(tc.host, port))
+		if conn != nil {
+			conn.Close()
+		}
+		var b *BlockedError
+		if tc.wantErr {
+			if !errors.As(err, &b) || b.Reason != "loopback" || d.blocked.Load() == nil {
+				t.Errorf("%s: err = %v, want a loopback BlockedError remembered by the dialer", tc.name, err)
+			}
+			continue
+		}
+		if err != nil || d.blocked.Load() != nil {
+			t.Errorf("%s: err = %v, want a connection", tc.name, err)
+		}
+	}
+}
+
+// Ensure clusterName's fallback is the first host, or an SRV address's first label.
+func TestFirstHost(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"mongodb://127.0.0.1:27017/":                           "127.0.0.1",
+		"mongodb://u:p@a.example.com:1,b.example.com:2/db?x=1": "a.example.com",
+		"mongodb://u:p%40x@h/":                                 "h",
+		"mongodb://[::1]:27017":                                "::1",
+		"mongodb://host":                                       "host",
+		"mongodb+srv://u:p@cluster0.ab1cd.mongodb.net/?w=1":    "cluster0",
+	}
+	for uri, want := range cases {
+		if got := firstHost(uri); got != want {
+			t.Errorf("firstHost(%s) = %q, want %q", uri, got, want)
+		}
+	}
+}
+
+// Ensure _id values of every common type become strings.
+func TestIDString(t *testing.T) {
+	t.Parallel()
+	oid := primitive.NewObjectID()
+	cases := []struct {
+		v    any
+		want string
+	}{
+		{oid, oid.Hex()},
+		{"abc", "abc"},
+		{int32(7), "7"},
+		{int64(1 << 40), "1099511627776"},
+		{1.5, "1.5"},
+		{bson.D{{Key: "a", Value: 1}}, `{"a":1}`},
+	}
+	for _, tc := range cases {
+		raw, err := bson.Marshal(bson.D{{Key: "_id", Value: tc.v}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := idString(bson.Raw(raw).Lookup("_id")); got != tc.want {
+			t.Errorf("idString(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+// Ensure the cache is bounded, closes idle clients, and never closes a client in use.
+func TestCache_BoundAndIdle(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{CacheSize: 2, IdleTimeout: time.Hour, AllowedHosts: []string{"0.0.0.0/0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	now := time.Now()
+	s.cache.mu.Lock()
+	s.cache.now = func() time.Time { return now }
+	s.cache.mu.Unlock()
+	ctx := context.Background()
+	acquire := func(uri string) *entry {
+		e, _, err := s.cache.acquire(uri, func() (*entry, error) { return s.connect(ctx, uri) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a := acquire("mongodb://192.0.2.1:1/") // held
+	b := acquire("mongodb://192.0.2.2:1/")
+	s.cache.release(b)
+	c := acquire("mongodb://192.0.2.3:1/")
+	s.cache.release(c)
+	if n := s.cache.len(); n != 2 {
+		t.Fatalf("cache holds %d clients, want the bound 2", n)
+	}
+	// a was the least recently used: evicted while in use, it is closed by its release.
+	if !a.evicted || b.evicted || c.evicted {
+		t.Fatalf("evicted a=%v b=%v c=%v, want only a (the least recently used)", a.evicted, b.evicted, c.evicted)
+	}
+	s.cache.release(a)
+	// Idle expiry: everything released and an hour later the sweep empties the cache.
+	s.cache.mu.Lock()
+	now = now.Add(2 * time.Hour)
+	s.cache.mu.Unlock()
+	s.cache.sweep()
+	if n := s.cache.len(); n != 0 {
+		t.Fatalf("cache holds %d clients after the idle timeout, want 0", n)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, _, err := s.cache.acquire("mongodb://192.0.2.9:1/", func() (*entry, error) { return s.connect(ctx, "mongodb://192.0.2.9:1/") }); err == nil {
+		t.Fatal("acquire after Close succeeded, want an error")
+	}
+}

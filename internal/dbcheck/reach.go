@@ -1,0 +1,236 @@
+package dbcheck
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"path"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/acme/app/internal/apperr"
+)
+
+// allowSetting names the setting that lets a refused target through, for error messages.
+const allowSetting = "dbcheck.allowed_hosts (APP_DBCHECK_ALLOWED_HOSTS)"
+
+// policy decides which targets a caller-supplied connection string may reach. The zero value
+// (unrestricted=false, no rules) refuses every non-public address.
+type policy struct {
+	unrestricted bool
+	names        []string       // exact host names and globs, lower case
+	prefixes     []netip.Prefix // CIDRs and single addresses
+}
+
+// newPolicy parses dbcheck.allowed_hosts: host names, globs ("*.db.internal") and CIDRs or
+// addresses ("10.0.0.0/8", "127.0.0.1", "::1").
+func newPolicy(allowed []string, unrestricted bool) (*policy, error) {
+	p := &policy{unrestricted: unrestricted}
+	for _, raw := range allowed {
+		s := strings.ToLower(strings.TrimSpace(raw))
+		s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		switch {
+		case s == "":
+		case strings.Contains(s, "/"):
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("dbcheck.allowed_hosts: %q is not a valid CIDR", raw)
+			}
+			p.prefixes = append(p.prefixes, pfx.Masked())
+		default:
+			if a, err := netip.ParseAddr(s); err == nil {
+				a = a.Unmap()
+				p.prefixes = append(p.prefixes, netip.PrefixFrom(a, a.BitLen()))
+				continue
+			}
+			if _, err := path.Match(s, ""); err != nil {
+				return nil, fmt.Errorf("dbcheck.allowed_hosts: %q is not a valid host name or glob", raw)
+			}
+			p.names = append(p.names, s)
+		}
+	}
+	return p, nil
+}
+
+// hostAllowed reports whether host (a name or an address literal) is listed in allowed_hosts.
+func (p *policy) hostAllowed(host string) bool {
+	if p.unrestricted {
+		return true
+	}
+	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if a, err := netip.ParseAddr(h); err == nil {
+		return p.addrListed(a.Unmap())
+	}
+	for _, pattern := range p.names {
+		if ok, _ := path.Match(pattern, h); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *policy) addrListed(a netip.Addr) bool {
+	for _, pfx := range p.prefixes {
+		if pfx.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// addrRefusal returns why a may not be reached ("" when it may): an address that is not
+// public is refused unless allowed_hosts lists it.
+func (p *policy) addrRefusal(a netip.Addr) string {
+	if p.unrestricted {
+		return ""
+	}
+	a = a.Unmap()
+	if p.addrListed(a) {
+		return ""
+	}
+	return nonPublic(a)
+}
+
+var (
+	cgnat       = netip.MustParsePrefix("100.64.0.0/10")
+	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+	ietf        = netip.MustParsePrefix("192.0.0.0/24")
+	benchmark   = netip.MustParsePrefix("198.18.0.0/15")
+	reserved4   = netip.MustParsePrefix("240.0.0.0/4")
+	nat64       = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// nonPublic names the class of a when it is not a public unicast address, else "".
+func nonPublic(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "invalid"
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsUnspecified() || thisNetwork.Contains(a):
+		return "unspecified"
+	case a.IsPrivate():
+		return "private"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsMulticast():
+		return "multicast"
+	case cgnat.Contains(a):
+		return "shared (carrier-grade NAT)"
+	case ietf.Contains(a) || benchmark.Contains(a) || reserved4.Contains(a):
+		return "reserved"
+	case nat64.Contains(a):
+		b := a.As16()
+		return nonPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+	case sixToFour.Contains(a):
+		b := a.As16()
+		return nonPublic(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+	}
+	return ""
+}
+
+// BlockedError is a target refused by reach control.
+type BlockedError struct {
+	Host   string // as written in the connection string (or an SRV target)
+	Addr   string // the address it resolved to, when known
+	Reason string // loopback, private, link-local, …
+}
+
+func (e *BlockedError) Error() string {
+	if e.Addr != "" && e.Addr != strings.Trim(e.Host, "[]") {
+		return fmt.Sprintf("connecting to %s is not allowed: it resolves to %s, a %s address; list the host in %s to allow it",
+			e.Host, e.Addr, e.Reason, allowSetting)
+	}
+	return fmt.Sprintf("connecting to %s is not allowed: it is a %s address; list the host in %s to allow it",
+		e.Host, e.Reason, allowSetting)
+}
+
+func forbidden(b *BlockedError) error {
+	return apperr.Wrap(apperr.Forbidden, b, b.Error())
+}
+
+// dialer is the driver's dialer for one client. It checks the address each connection is
+// actually made to (after DNS, SRV and any rebinding) against the policy, and remembers the
+// last refusal so that a failed operation can be answered 403 rather than "unreachable".
+type dialer struct {
+	policy  *policy
+	timeout time.Duration
+	blocked atomic.Pointer[BlockedError]
+}
+
+func (d *dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	nd := net.Dialer{Timeout: d.timeout, KeepAlive: 5 * time.Minute}
+	if network == "unix" {
+		if d.policy.unrestricted {
+			return nd.DialContext(ctx, network, address)
+		}
+		b := &BlockedError{Host: address, Reason: "local (unix socket)"}
+		d.blocked.Store(b)
+		return nil, b
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		host = address
+	}
+	if !d.policy.hostAllowed(host) {
+		nd.Control = func(_, addr string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(addr)
+			if err != nil {
+				b := &BlockedError{Host: host, Addr: addr, Reason: "unparsable"}
+				d.blocked.Store(b)
+				return b
+			}
+			if why := d.policy.addrRefusal(ap.Addr()); why != "" {
+				b := &BlockedError{Host: host, Addr: ap.Addr().Unmap().String(), Reason: why}
+				d.blocked.Store(b)
+				return b
+			}
+			return nil
+		}
+	}
+	return nd.DialContext(ctx, network, address)
+}
+
+// precheck resolves the hosts of a new connection string and refuses it at once when one of
+// them is not allowed, so that the common case answers 403 without waiting for server
+// selection. The dialer remains the enforcement point (rebinding, later DNS answers).
+func (p *policy) precheck(ctx context.Context, hosts []string) error {
+	if p.unrestricted {
+		return nil
+	}
+	for _, hp := range hosts {
+		if strings.HasSuffix(hp, ".sock") {
+			return forbidden(&BlockedError{Host: hp, Reason: "local (unix socket)"})
+		}
+		host, _, err := net.SplitHostPort(hp)
+		if err != nil {
+			host = hp
+		}
+		if p.hostAllowed(host) {
+			continue
+		}
+		if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+			if why := p.addrRefusal(a); why != "" {
+				return forbidden(&BlockedError{Host: host, Addr: a.Unmap().String(), Reason: why})
+			}
+			continue
+		}
+		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
+		cancel()
+		if err != nil {
+			continue // the driver reports the failure to resolve as the test result
+		}
+		for _, a := range addrs {
+			if why := p.addrRefusal(a); why != "" {
+				return forbidden(&BlockedError{Host: host, Addr: a.Unmap().String(), Reason: why})
+			}
+		}
+	}
+	return nil
+}

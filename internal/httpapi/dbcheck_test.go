@@ -1,0 +1,200 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/httpapi"
+	"github.com/acme/app/internal/store/storetest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// dbcheckServer returns the API with the dbcheck routes, a valid token and the log buffer.
+func dbcheckServer(t *testing.T, allowed []string) (*httptest.Server, string, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	svc, err := dbcheck.New(dbcheck.Options{AllowedHosts: allowed, Timeout: 2 * time.Second, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	tokens := auth.NewTokens([]byte("test-secret-test-secret-test-secret"), time.Hour)
+	tok, err := tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "a@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{Logger: log, RateLimit: 100000, RateWindow: time.Minute,
+		AuthRateLimit: 100000, AuthRateWindow: time.Minute}, httpapi.Deps{Tokens: tokens, DBCheck: svc}))
+	t.Cleanup(srv.Close)
+	return srv, tok, logs
+}
+
+func post(t *testing.T, srv *httptest.Server, path, token string, body any) (int, map[string]any) {
+	t.Helper()
+	var buf []byte
+	switch b := body.(type) {
+	case string:
+		buf = []byte(b)
+	default:
+		buf, _ = json.Marshal(b)
+	}
+	req, _ := http.NewRequest("POST", srv.URL+path, bytes.NewReader(buf))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%s: body is not a JSON object: %v", path, err)
+	}
+	return resp.StatusCode, out
+}
+
+// Ensure the storage endpoints answer every outcome with the right status and body.
+func TestStorageEndpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.DB(t)
+	id := primitive.NewObjectID()
+	if _, err := db.Collection("users").InsertMany(ctx, []any{
+		bson.M{"_id": id, "email": "a@example.com", "at": time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+		bson.M{"email": "b@example.com"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	uri := storetest.Store(t).URI()
+	srv, tok, logs := dbcheckServer(t, []string{"127.0.0.1"})
+	closed, _, _ := dbcheckServer(t, nil)
+
+	cases := []struct {
+		name       string
+		srv        *httptest.Server
+		path       string
+		token      string
+		body       any
+		wantStatus int
+		check      func(t *testing.T, body map[string]any)
+	}{
+		{"TestOK", srv, "test", tok, map[string]any{"connectionString": uri, "database": db.Name()}, 200, func(t *testing.T, b map[string]any) {
+			if b["success"] != true || b["version"] == "" || b["clusterName"] != "127.0.0.1" {
+				t.Fatalf("body = %v", b)
+			}
+			if _, ok := b["latency"].(float64); !ok {
+				t.Fatalf("latency %v is not a number", b["latency"])
+			}
+		}},
+		{"TestUnreachable", srv, "test", tok, map[string]any{"connectionString": "mongodb://u:hunter2pw@127.0.0.1:1/?serverSelectionTimeoutMS=300", "database": "admin"}, 200, func(t *testing.T, b map[string]any) {
+			if b["success"] != false || !strings.Contains(b["error"].(string), "127.0.0.1:1") {
+				t.Fatalf("body = %v", b)
+			}
+		}},
+		{"TestValidation", srv, "test", tok, map[string]any{"connectionString": 5}, 400, func(t *testing.T, b map[string]any) {
+			if msgs, _ := b["message"].([]any); len(msgs) == 0 || msgs[0] != "connectionString must be a string" || b["error"] != "Bad Request" {
+				t.Fatalf("body = %v", b)
+			}
+		}},
+		{"TestUnparsable", srv, "test", tok, map[string]any{"connectionString": "mongodb://u:hunter2pw@h:port/", "database": "d"}, 400, nil},
+		{"TestMalformedJSON", srv, "test", tok, `{"connectionString":`, 400, nil},
+		{"TestNoToken", srv, "test", "", map[string]any{"connectionString": uri, "database": "d"}, 401, nil},
+		{"TestLoopbackForbidden", closed, "test", tok, map[string]any{"connectionString": uri, "database": "d"}, 403, func(t *testing.T, b map[string]any) {
+			if msg, _ := b["message"].(string); !strings.Contains(msg, "dbcheck.allowed_hosts") || b["error"] != "Forbidden" {
+				t.Fatalf("body = %v", b)
+			}
+		}},
+		{"TestRefusedOption", srv, "test", tok, map[string]any{"connectionString": "mongodb://h/?authMechanism=MONGODB-AWS", "database": "d"}, 400, nil},
+		{"QueryByOID", srv, "query", tok, map[string]any{"connectionString": uri, "database": db.Name(), "collection": "users", "filter": map[string]any{"_id": map[string]any{"$oid": id.Hex()}}}, 200, func(t *testing.T, b map[string]any) {
+			docs, _ := b["documents"].([]any)
+			if b["success"] != true || b["count"] != 1.0 || len(docs) != 1 {
+				t.Fatalf("body = %v", b)
+			}
+			doc := docs[0].(map[string]any)
+			if doc["_id"] != id.Hex() || doc["email"] != "a@example.com" {
+				t.Fatalf("document = %v", doc)
+			}
+			if at, _ := doc["at"].(map[string]any); at["$date"] != "2025-01-01T00:00:00Z" {
+				t.Fatalf("at = %v, want relaxed Extended JSON date", doc["at"])
+			}
+		}},
+		{"QueryLimit", srv, "query", tok, map[string]any{"connectionString": uri, "database": db.Name(), "collection": "users", "limit": 1}, 200, func(t *testing.T, b map[string]any) {
+			if b["count"] != 1.0 {
+				t.Fatalf("body = %v", b)
+			}
+		}},
+		{"QueryLimitZero", srv, "query", tok, map[string]any{"connectionString": uri, "database": db.Name(), "collection": "users", "limit": 0}, 400, nil},
+		{"QueryLimitOverMax", srv, "query", tok, map[string]any{"connectionString": uri, "database": db.Name(), "collection": "users", "limit": 1001}, 400, nil},
+		{"QueryWhere", srv, "query", tok, map[string]any{"connectionString": uri, "database": db.Name(), "collection": "users", "filter": map[string]any{"$or": []any{map[string]any{"$where": "true"}}}}, 400, func(t *testing.T, b map[string]any) {
+			if msgs, _ := b["message"].([]any); len(msgs) != 1 || !strings.Contains(msgs[0].(string), "$where") {
+				t.Fatalf("body = %v", b)
+			}
+		}},
+		{"QueryMissingCollection", srv, "query", tok, map[string]any{"connectionString": uri, "database": db.Name()}, 400, nil},
+		{"QueryForbidden", closed, "query", tok, map[string]any{"connectionString": uri, "database": db.Name(), "collection": "users"}, 403, nil},
+		{"QueryUnreachable", srv, "query", tok, map[string]any{"connectionString": "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300", "database": "d", "collection": "c"}, 502, nil},
+		{"QueryNoToken", srv, "query", "", map[string]any{"connectionString": uri, "database": "d", "collection": "c"}, 401, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := post(t, tc.srv, "/api/storage/mongodb/"+tc.path, tc.token, tc.body)
+			if status != tc.wantStatus {
+				t.Fatalf("status = %d, want %d (body %v)", status, tc.wantStatus, body)
+			}
+			if status >= 400 {
+				if body["statusCode"] != float64(status) || body["message"] == nil || body["error"] == nil {
+					t.Fatalf("body %v is not the error envelope", body)
+				}
+			}
+			if strings.Contains(strings.Join(strings.Fields(strings.ReplaceAll(jsonText(body), `"`, " ")), " "), "hunter2pw") {
+				t.Fatalf("answer shows the password: %v", body)
+			}
+			if tc.check != nil {
+				tc.check(t, body)
+			}
+		})
+	}
+	if strings.Contains(logs.String(), "hunter2pw") {
+		t.Fatalf("logs show the password:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "mongodb test failed") {
+		t.Fatalf("the failed test was not logged, so the redaction check proves nothing:\n%s", logs.String())
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/templates"
+)
+
+// sourceHeader tells a client whether a template read came from core or, core being
+// unavailable, from the space's own templates.
+const sourceHeader = "X-Templates-Source"
+
+func handleTemplatesList(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts, src, err := svc.List(r.Context(), r.PathValue("spaceId"), r.URL.Query().Get("widgetType"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set(sourceHeader, string(src))
+		encode(w, http.StatusOK, ts)
+	})
+}
+
+func handleTemplateGet(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, src, err := svc.Get(r.Context(), r.PathValue("spaceId"), r.PathValue("templateId"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set(sourceHeader, string(src))
+		encode(w, http.StatusOK, t)
+	})
+}
+
+func handleTemplateForWidget(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, src, err := svc.ForWidget(r.Context(), r.PathValue("spaceId"), r.PathValue("widgetType"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set(sourceHeader, string(src))
+		encode(w, http.StatusOK, t)
+	})
+}
+
+func handleTemplateCreate(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, err := decodeTemplate(w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		t, err := svc.Create(r.Context(), in)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set(sourceHeader, string(templates.SourceCore))
+		encode(w, http.StatusCreated, t)
+	})
+}
+
+func handleTemplateUpdate(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in, err := decodeTemplate(w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		t, err := svc.Update(r.Context(), r.PathValue("templateId"), in)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set(sourceHeader, string(templates.SourceCore))
+		encode(w, http.StatusOK, t)
+	})
+}
+
+func handleTemplateDelete(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := svc.Delete(r.Context(), r.PathValue("templateId"))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set(sourceHeader, string(templates.SourceCore))
+		encode(w, http.StatusOK, t)
+	})
+}
+
+// handleTemplatesMigrate runs the migration; dryRun defaults to true (the safe choice).
+func handleTemplatesMigrate(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dry, err := queryBool(r, "dryRun", true)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		rep, err := svc.Migrate(r.Context(), templates.MigrateOptions{DryRun: dry})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, rep)
+	})
+}
+
+// handleTemplatesCleanup deletes the space's verified copies; dryRun defaults to false.
+func handleTemplatesCleanup(svc *templates.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dry, err := queryBool(r, "dryRun", false)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		rep, err := svc.Cleanup(r.Context(), templates.CleanupOptions{SpaceID: r.PathValue("spaceId"), DryRun: dry})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, rep)
+	})
+}
+
+func decodeTemplate(w http.ResponseWriter, r *http.Request) (templates.Input, error) {
+	fields, err := decodeFields(w, r)
+	if err != nil {
+		return templates.Input{}, err
+	}
+	return templates.DecodeInput(fields)
+}
+
+// queryBool reads a boolean query parameter ("true"/"false", also "1"/"0"); absent or empty
+// gives def.
+func queryBool(r *http.Request, name string, def bool) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, apperr.Validation(name + " must be a boolean value")
+	}
+	return b, nil
+}

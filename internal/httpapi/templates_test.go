@@ -1,0 +1,237 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/httpapi"
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/store/storetest"
+	"github.com/acme/app/internal/templates"
+)
+
+type tplEnv struct {
+	srv         *httptest.Server
+	client      *mongo.Client
+	app, core   string
+	user, admin string // tokens
+}
+
+func newTplEnv(t *testing.T, core *mongo.Client) *tplEnv {
+	t.Helper()
+	st := storetest.Store(t)
+	e := &tplEnv{client: st.Client(), app: storetest.DBName(t), core: storetest.DBName(t)}
+	svc := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: e.app, Core: core, CoreDatabase: e.core,
+		CoreTimeout: 300 * time.Millisecond})
+	tokens := auth.NewTokens([]byte("test-secret-test-secret-test-secret"), time.Hour)
+	var err error
+	if e.user, err = tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "u@example.com", Roles: []string{"user"}}); err != nil {
+		t.Fatal(err)
+	}
+	if e.admin, err = tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "a@example.com", Roles: []string{"user", "admin"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.srv = httptest.NewServer(httpapi.NewServer(httpapi.Options{}, httpapi.Deps{Tokens: tokens, Templates: svc}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// seedSpace inserts a space whose database is a fresh test database, with templates ids.
+func (e *tplEnv) seedSpace(t *testing.T, ids ...string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	oid, db := primitive.NewObjectID(), storetest.DBName(t)
+	if _, err := e.client.Database(e.app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: oid}, {Key: "database", Value: db}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if _, err := e.client.Database(db).Collection("property_templates").InsertOne(ctx, bson.D{{Key: "id", Value: id},
+			{Key: "name", Value: "T " + id}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return oid.Hex(), db
+}
+
+func (e *tplEnv) count(t *testing.T, db, coll string) int {
+	t.Helper()
+	n, err := e.client.Database(db).Collection(coll).CountDocuments(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n)
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(a.body, &m); err != nil {
+		t.Fatalf("body %s: %v", a.body, err)
+	}
+	return m
+}
+
+func (e *tplEnv) do(t *testing.T, method, path, token, body string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewBufferString(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, b}
+}
+
+// Ensure each template route answers the expected status, body and source header.
+func TestTemplates_Routes(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	space, _ := e.seedSpace(t)
+	base := "/api/spaces/" + space + "/properties/templates"
+	tpl := `{"id":"colour","name":"Colour picker","widgetType":"color","properties":[{"key":"default","value":"#f00"}]}`
+	steps := []struct {
+		name, method, path, token, body string
+		wantStatus                      int
+		wantBody                        string // substring
+		wantSource                      string
+	}{
+		{"ErrNoToken", "GET", base, "", "", 401, `"message":"Unauthorized"`, ""},
+		{"ErrValidation", "POST", base, e.user, `{"widgetType":3,"properties":"x"}`, 400,
+			`"message":["name should not be empty","name must be a string","widgetType must be a string","properties must be an array"]`, ""},
+		{"ErrMalformed", "POST", base, e.user, `{"name":`, 400, `"error":"Bad Request"`, ""},
+		{"Create", "POST", base, e.user, tpl, 201, `"id":"colour"`, "core"},
+		{"ErrDuplicate", "POST", base, e.user, tpl, 409, `"message":"template with id \"colour\" already exists"`, ""},
+		{"List", "GET", base, e.user, "", 200, `"properties":[{"key":"default","value":"#f00"}]`, "core"},
+		{"ListFilteredOut", "GET", base + "?widgetType=slider", e.user, "", 200, `[]`, "core"},
+		{"Get", "GET", base + "/colour", e.user, "", 200, `"name":"Colour picker"`, "core"},
+		{"ForWidget", "GET", base + "/widget/color", e.user, "", 200, `"id":"colour"`, "core"},
+		{"ErrForWidgetNone", "GET", base + "/widget/slider", e.user, "", 404, `"error":"Not Found"`, ""},
+		{"Update", "PUT", base + "/colour", e.user, `{"name":"v2","widgetType":"color","properties":[]}`, 200, `"name":"v2"`, "core"},
+		{"ErrUpdateMissing", "PUT", base + "/nope", e.user, `{"name":"v2","widgetType":"color","properties":[]}`, 404, `"statusCode":404`, ""},
+		{"Delete", "DELETE", base + "/colour", e.user, "", 200, `"id":"colour"`, "core"},
+		{"ErrGetDeleted", "GET", base + "/colour", e.user, "", 404, `"message":"template \"colour\" not found"`, ""},
+	}
+	for _, s := range steps {
+		got := e.do(t, s.method, s.path, s.token, s.body)
+		if got.status != s.wantStatus || !bytes.Contains(got.body, []byte(s.wantBody)) {
+			t.Fatalf("%s: %d %s, want %d with %s", s.name, got.status, got.body, s.wantStatus, s.wantBody)
+		}
+		if src := got.header.Get("X-Templates-Source"); src != s.wantSource {
+			t.Fatalf("%s: X-Templates-Source=%q, want %q", s.name, src, s.wantSource)
+		}
+	}
+}
+
+// Ensure migrate and cleanup need the admin role, default to the documented dry-run modes and
+// validate dryRun.
+func TestTemplates_MigrateAndCleanup(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	space, db := e.seedSpace(t, "a", "b")
+	migrate := "/api/spaces/anything/properties/migrate-templates-to-core"
+	cleanup := "/api/spaces/" + space + "/properties/cleanup-space-templates"
+
+	for _, r := range []struct{ method, path string }{{"POST", migrate + "?dryRun=false"}, {"DELETE", cleanup}} {
+		got := e.do(t, r.method, r.path, e.user, "")
+		if got.status != 403 || !bytes.Contains(got.body, []byte(`"error":"Forbidden"`)) {
+			t.Fatalf("%s %s as a user: %d %s, want 403", r.method, r.path, got.status, got.body)
+		}
+	}
+	if n := e.count(t, e.core, "core_property_templates"); n != 0 {
+		t.Fatalf("a refused migration wrote %d documents", n)
+	}
+	if got := e.do(t, "POST", migrate+"?dryRun=maybe", e.admin, ""); got.status != 400 ||
+		!bytes.Contains(got.body, []byte(`"message":["dryRun must be a boolean value"]`)) {
+		t.Fatalf("dryRun=maybe: %d %s", got.status, got.body)
+	}
+
+	got := e.do(t, "POST", migrate, e.admin, "")
+	if got.status != 200 || got.json(t)["dryRun"] != true || got.json(t)["migrated"] != 2.0 {
+		t.Fatalf("migrate without dryRun: %d %s, want a dry run reporting 2", got.status, got.body)
+	}
+	if n := e.count(t, e.core, "core_property_templates"); n != 0 {
+		t.Fatalf("the default (dry) migration wrote %d documents", n)
+	}
+	got = e.do(t, "POST", migrate+"?dryRun=false", e.admin, "")
+	body := got.json(t)
+	for _, k := range []string{"dryRun", "spacesScanned", "templatesFound", "uniqueTemplates", "migrated", "alreadyInCore", "conflicts", "errors", "durationMs"} {
+		if _, ok := body[k]; !ok {
+			t.Fatalf("report lacks %q: %s", k, got.body)
+		}
+	}
+	if got.status != 200 || body["migrated"] != 2.0 || e.count(t, e.core, "core_property_templates") != 2 {
+		t.Fatalf("migrate dryRun=false: %d %s", got.status, got.body)
+	}
+
+	got = e.do(t, "DELETE", cleanup+"?dryRun=true", e.admin, "")
+	if got.status != 200 || got.json(t)["deleted"] != 2.0 || e.count(t, db, "property_templates") != 2 {
+		t.Fatalf("cleanup dry run: %d %s", got.status, got.body)
+	}
+	got = e.do(t, "DELETE", cleanup, e.admin, "")
+	if got.status != 200 || got.json(t)["deleted"] != 2.0 || e.count(t, db, "property_templates") != 0 {
+		t.Fatalf("cleanup: %d %s", got.status, got.body)
+	}
+	if got := e.do(t, "DELETE", "/api/spaces/"+primitive.NewObjectID().Hex()+"/properties/cleanup-space-templates", e.admin, ""); got.status != 404 {
+		t.Fatalf("cleanup of an unknown space: %d %s", got.status, got.body)
+	}
+}
+
+// Ensure reads fall back to the space (header "space") and writes answer 503 when core is down.
+func TestTemplates_CoreDown(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	dead, err := store.Connect(context.Background(), "mongodb://"+addr+"/?directConnection=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Disconnect(context.Background()) })
+	e := newTplEnv(t, dead)
+	space, _ := e.seedSpace(t, "legacy")
+	base := "/api/spaces/" + space + "/properties/templates"
+
+	got := e.do(t, "GET", base, e.user, "")
+	if got.status != 200 || got.header.Get("X-Templates-Source") != "space" || !bytes.Contains(got.body, []byte(`"id":"legacy"`)) {
+		t.Fatalf("list with core down: %d %q %s", got.status, got.header.Get("X-Templates-Source"), got.body)
+	}
+	got = e.do(t, "POST", base, e.user, `{"name":"n","widgetType":"w","properties":[]}`)
+	if got.status != 503 || !bytes.Contains(got.body, []byte(`"error":"Service Unavailable"`)) {
+		t.Fatalf("create with core down: %d %s, want 503", got.status, got.body)
+	}
+}

@@ -1,0 +1,337 @@
+package templates
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+	"go.mongodb.org/mongo-driver/x/bsonx/bsoncore"
+
+	"github.com/acme/app/internal/apperr"
+)
+
+// MigrateOptions configures Migrate.
+type MigrateOptions struct {
+	// DryRun reports what a real run would do and writes nothing.
+	DryRun bool
+	// Progress, when set, is told after each space database is scanned (never concurrently).
+	Progress func(done, total int)
+}
+
+// MigrationReport is the answer of Migrate (the HTTP body and the CLI's --json).
+type MigrationReport struct {
+	DryRun          bool         `json:"dryRun"`
+	SpacesScanned   int          `json:"spacesScanned"`   // spaces whose database was read
+	TemplatesFound  int          `json:"templatesFound"`  // documents read in space databases
+	UniqueTemplates int          `json:"uniqueTemplates"` // distinct identifiers among them
+	Migrated        int          `json:"migrated"`        // copied into core (dry run: would be)
+	AlreadyInCore   int          `json:"alreadyInCore"`   // identifiers core already held
+	Conflicts       []Conflict   `json:"conflicts"`       // identifiers whose versions differ
+	Errors          []SpaceError `json:"errors"`          // spaces that could not be read
+	DurationMs      int64        `json:"durationMs"`
+}
+
+// Conflict is an identifier held in different versions by several spaces.
+type Conflict struct {
+	ID         string   `json:"id"`
+	Spaces     []string `json:"spaces"`     // every space holding the identifier, in scan order
+	ChosenFrom string   `json:"chosenFrom"` // the space whose version is (or would be) in core
+}
+
+// SpaceError is a space that could not be scanned.
+type SpaceError struct {
+	SpaceID string `json:"spaceId"`
+	Message string `json:"message"`
+}
+
+// candidate is the version of one identifier chosen so far, and what is known of the others.
+type candidate struct {
+	doc        []byte // the core document: _id = identifier, the space document's other fields
+	hasUpdated bool
+	updated    int64 // ms since epoch
+	order      [2]int
+	chosenFrom string
+	spaces     []int  // indexes of the spaces holding the identifier
+	hash       uint64 // content hash of the first version seen
+	conflict   bool
+}
+
+// better reports whether c (new) wins over cur: the newest updatedAt, else the first seen.
+func (c *candidate) better(cur *candidate) bool {
+	if c.hasUpdated != cur.hasUpdated {
+		return c.hasUpdated
+	}
+	if c.hasUpdated && c.updated != cur.updated {
+		return c.updated > cur.updated
+	}
+	return c.order[0] < cur.order[0] || c.order[0] == cur.order[0] && c.order[1] < cur.order[1]
+}
+
+// Migrate copies the templates of every space database into core, deduplicated by identifier.
+// A template core already holds is never overwritten; when spaces hold different versions of
+// one identifier the newest by updatedAt is kept (else the first seen in `spaces` order) and
+// the conflict is listed. Space databases are only read. A space whose database is missing or
+// unreadable is listed in Errors and the rest goes on. Returns Unavailable if the application
+// database (spaces) or core cannot be read, and an internal error if core refuses a write.
+func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationReport, error) {
+	start := time.Now()
+	rep := &MigrationReport{DryRun: opts.DryRun, Conflicts: []Conflict{}, Errors: []SpaceError{}}
+	if err := s.pingCore(ctx, "nothing was migrated"); err != nil {
+		return nil, err
+	}
+
+	// Core's identifiers: one projection scan, alongside the space scans.
+	type coreIDs struct {
+		ids map[string]struct{}
+		err error
+	}
+	coreCh := make(chan coreIDs, 1)
+	go func() {
+		ids, err := s.coreIDs(ctx)
+		coreCh <- coreIDs{ids, err}
+	}()
+
+	spaces, err := s.listSpaces(ctx, rep)
+	if err != nil {
+		<-coreCh
+		return nil, err
+	}
+	var (
+		mu       sync.Mutex
+		found    = map[string]*candidate{}
+		done     int
+		scanErrs = make([]error, len(spaces))
+	)
+	merge := func(c *candidate, id string) {
+		mu.Lock()
+		defer mu.Unlock()
+		rep.TemplatesFound++
+		cur, ok := found[id]
+		if !ok {
+			c.spaces = []int{c.order[0]}
+			found[id] = c
+			return
+		}
+		if c.hash != cur.hash {
+			cur.conflict = true
+		}
+		if !slices.Contains(cur.spaces, c.order[0]) {
+			cur.spaces = append(cur.spaces, c.order[0])
+		}
+		if c.better(cur) {
+			cur.doc, cur.hasUpdated, cur.updated, cur.order, cur.chosenFrom = c.doc, c.hasUpdated, c.updated, c.order, c.chosenFrom
+		}
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(s.opts.Concurrency, max(len(spaces), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				sp := spaces[i]
+				scanErrs[i] = s.scanSpace(ctx, i, sp, merge)
+				mu.Lock()
+				done++
+				if opts.Progress != nil {
+					opts.Progress(done, len(spaces))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range spaces {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	core := <-coreCh
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if core.err != nil {
+		return nil, apperr.Wrap(apperr.Unavailable, core.err, "the core template database is unavailable; nothing was migrated")
+	}
+	for i, err := range scanErrs {
+		if err != nil {
+			rep.Errors = append(rep.Errors, SpaceError{SpaceID: spaces[i].ID, Message: err.Error()})
+		} else {
+			rep.SpacesScanned++
+		}
+	}
+
+	rep.UniqueTemplates = len(found)
+	ids := make([]string, 0, len(found))
+	var missing []string
+	for id, c := range found {
+		ids = append(ids, id)
+		if _, ok := core.ids[id]; ok {
+			rep.AlreadyInCore++
+		} else {
+			missing = append(missing, id)
+		}
+		if c.conflict {
+			slices.Sort(c.spaces)
+			names := make([]string, len(c.spaces))
+			for i, idx := range c.spaces {
+				names[i] = spaces[idx].ID
+			}
+			rep.Conflicts = append(rep.Conflicts, Conflict{ID: id, Spaces: names, ChosenFrom: c.chosenFrom})
+		}
+	}
+	sort.Strings(missing)
+	sort.Slice(rep.Conflicts, func(i, j int) bool { return rep.Conflicts[i].ID < rep.Conflicts[j].ID })
+
+	if opts.DryRun {
+		rep.Migrated = len(missing)
+	} else {
+		inserted, err := s.insertMissing(ctx, missing, found)
+		if err != nil {
+			return nil, err
+		}
+		rep.Migrated = inserted
+		rep.AlreadyInCore += len(missing) - inserted // inserted meanwhile by a concurrent run
+	}
+	rep.DurationMs = time.Since(start).Milliseconds()
+	s.log.Info("templates migrated", "dry_run", rep.DryRun, "spaces", rep.SpacesScanned, "found", rep.TemplatesFound,
+		"unique", rep.UniqueTemplates, "migrated", rep.Migrated, "already_in_core", rep.AlreadyInCore,
+		"conflicts", len(rep.Conflicts), "errors", len(rep.Errors), "duration_ms", rep.DurationMs)
+	return rep, nil
+}
+
+// listSpaces reads `spaces`; a space with an unusable database name is reported in rep.
+func (s *Service) listSpaces(ctx context.Context, rep *MigrationReport) ([]space, error) {
+	cur, err := s.app.Collection(SpacesCollection).Find(ctx, bson.D{},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "database", Value: 1}}))
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Unavailable, err, "the application database is unavailable")
+	}
+	defer cur.Close(ctx)
+	var spaces []space
+	for cur.Next(ctx) {
+		sp, err := spaceFromRaw(cur.Current)
+		if err != nil {
+			rep.Errors = append(rep.Errors, SpaceError{SpaceID: sp.ID, Message: err.Error()})
+			continue
+		}
+		spaces = append(spaces, sp)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, apperr.Wrap(apperr.Unavailable, err, "the application database is unavailable")
+	}
+	return spaces, nil
+}
+
+// coreIDs returns the identifiers core holds, from one projection of _id.
+func (s *Service) coreIDs(ctx context.Context) (map[string]struct{}, error) {
+	cur, err := s.core.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	ids := map[string]struct{}{}
+	for cur.Next(ctx) {
+		ids[identifier(cur.Current, false)] = struct{}{}
+	}
+	return ids, cur.Err()
+}
+
+// scanSpace streams one space's templates into merge.
+func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*candidate, string)) error {
+	cur, err := s.byName(sp.Database).Find(ctx, bson.D{})
+	if err != nil {
+		return fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
+	}
+	defer cur.Close(ctx)
+	n := 0
+	for ; cur.Next(ctx); n++ {
+		id := identifier(cur.Current, true)
+		if id == "" {
+			continue
+		}
+		c := &candidate{order: [2]int{idx, n}, chosenFrom: sp.ID}
+		c.doc, c.hash = coreDoc(cur.Current, id)
+		if t := timeOf(cur.Current.Lookup("updatedAt")); t != nil {
+			c.hasUpdated, c.updated = true, t.UnixMilli()
+		}
+		merge(c, id)
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
+	}
+	if n == 0 { // an empty result: tell a missing database (or collection) apart, cheaply
+		names, err := s.opts.Spaces.Database(sp.Database).ListCollectionNames(ctx, bson.D{{Key: "name", Value: SpaceCollection}})
+		if err != nil {
+			return fmt.Errorf("list collections of %s: %w", sp.Database, err)
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("database %q does not exist or has no %s collection", sp.Database, SpaceCollection)
+		}
+	}
+	return nil
+}
+
+// coreDoc builds the core document for a space document (its _id replaced by the identifier,
+// its `id` dropped, every other field kept as stored) and hashes the space document's content
+// (every field but _id), so that identical copies in several spaces are not a conflict.
+func coreDoc(doc bson.Raw, id string) ([]byte, uint64) {
+	h := fnv.New64a()
+	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+len(id)+16))
+	out = bsoncore.AppendStringElement(out, "_id", id)
+	elems, _ := doc.Elements()
+	for _, e := range elems {
+		switch e.Key() {
+		case "_id":
+			continue
+		case "id":
+			_, _ = h.Write(e)
+			continue
+		}
+		_, _ = h.Write(e)
+		out = append(out, e...)
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	return out, h.Sum64()
+}
+
+// insertMissing copies the chosen versions of ids into core with unordered insertMany batches.
+// A duplicate key (a concurrent run got there first) is not a failure. It returns how many
+// documents it inserted.
+func (s *Service) insertMissing(ctx context.Context, ids []string, found map[string]*candidate) (int, error) {
+	inserted := 0
+	opts := options.InsertMany().SetOrdered(false)
+	for start := 0; start < len(ids); start += s.opts.BatchSize {
+		batch := ids[start:min(start+s.opts.BatchSize, len(ids))]
+		docs := make([]any, len(batch))
+		for i, id := range batch {
+			docs[i] = bson.Raw(found[id].doc)
+		}
+		_, err := s.core.InsertMany(ctx, docs, opts)
+		dups := 0
+		if err != nil {
+			var bwe mongo.BulkWriteException
+			if !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+				return inserted, coreError(err)
+			}
+			for _, we := range bwe.WriteErrors {
+				if we.Code != 11000 {
+					return inserted, fmt.Errorf("templates: migrate: insert into core: %w", err)
+				}
+				dups++
+			}
+		}
+		inserted += len(batch) - dups
+	}
+	return inserted, nil
+}

@@ -1,0 +1,556 @@
+package templates_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/store/storetest"
+	"github.com/acme/app/internal/templates"
+)
+
+// env is a service on a fresh application database and a fresh core database.
+type env struct {
+	svc       *templates.Service
+	client    *mongo.Client
+	app, core string
+}
+
+func newEnv(t *testing.T, mod ...func(*templates.Options)) *env {
+	t.Helper()
+	st := storetest.Store(t)
+	e := &env{client: st.Client(), app: storetest.DBName(t), core: storetest.DBName(t)}
+	opts := templates.Options{Spaces: st.Client(), AppDatabase: e.app, CoreDatabase: e.core, BatchSize: 7}
+	for _, m := range mod {
+		m(&opts)
+	}
+	e.svc = templates.New(opts)
+	return e
+}
+
+// seedSpace inserts a space and its templates. database "" uses space_<id> (dropped after the test).
+func (e *env) seedSpace(t *testing.T, database string, docs ...bson.D) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	oid := primitive.NewObjectID()
+	sp := bson.D{{Key: "_id", Value: oid}, {Key: "name", Value: "space " + oid.Hex()}}
+	if database != "" {
+		sp = append(sp, bson.E{Key: "database", Value: database})
+	} else {
+		database = "space_" + oid.Hex()
+		t.Cleanup(func() { _ = e.client.Database(database).Drop(context.Background()) })
+	}
+	if _, err := e.client.Database(e.app).Collection("spaces").InsertOne(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) > 0 {
+		many := make([]any, len(docs))
+		for i, d := range docs {
+			many[i] = d
+		}
+		if _, err := e.client.Database(database).Collection("property_templates").InsertMany(ctx, many); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return oid.Hex(), database
+}
+
+func tdoc(id, name string, updated time.Time) bson.D {
+	return bson.D{{Key: "id", Value: id}, {Key: "name", Value: name}, {Key: "widgetType", Value: "text"},
+		{Key: "properties", Value: bson.A{bson.D{{Key: "key", Value: "label"}, {Key: "type", Value: "string"}}}},
+		{Key: "updatedAt", Value: updated}}
+}
+
+// docs returns the documents of db.coll keyed by their identifier (`_id` in core, `id` else `_id` in spaces).
+func (e *env) docs(t *testing.T, db, coll string) map[string][]bson.M {
+	t.Helper()
+	cur, err := e.client.Database(db).Collection(coll).Find(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.M
+	if err := cur.All(context.Background(), &all); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]bson.M{}
+	for _, d := range all {
+		key := d["_id"]
+		if id, ok := d["id"]; ok && coll != "core_property_templates" {
+			key = id
+		}
+		if oid, ok := key.(primitive.ObjectID); ok {
+			key = oid.Hex()
+		}
+		out[key.(string)] = append(out[key.(string)], d)
+	}
+	return out
+}
+
+func input(t *testing.T, body string) templates.Input {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &fields); err != nil {
+		t.Fatal(err)
+	}
+	in, err := templates.DecodeInput(fields)
+	if err != nil {
+		t.Fatalf("DecodeInput(%s): %v", body, err)
+	}
+	return in
+}
+
+func kind(err error) apperr.Kind { return apperr.KindOf(err) }
+
+func TestDecodeInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		body     string
+		wantMsgs []string
+	}{
+		{"OK", `{"id":"a","name":"n","widgetType":"w","properties":[{"k":1}],"description":"d"}`, nil},
+		{"OKWithoutID", `{"name":"n","widgetType":"w","properties":[]}`, nil},
+		{"ErrEmptyBody", `{}`, []string{"name should not be empty", "name must be a string",
+			"widgetType should not be empty", "widgetType must be a string", "properties must be an array"}},
+		{"ErrEmptyName", `{"name":"","widgetType":"w","properties":[]}`, []string{"name should not be empty"}},
+		{"ErrTypes", `{"id":5,"name":1,"widgetType":true,"properties":{},"description":3}`, []string{"id must be a string",
+			"name must be a string", "widgetType must be a string", "description must be a string", "properties must be an array"}},
+		{"ErrPropertyNotObject", `{"name":"n","widgetType":"w","properties":[1,{"a":1}]}`,
+			[]string{"each value in properties must be an object"}},
+		{"ErrEmptyID", `{"id":"","name":"n","widgetType":"w","properties":[]}`, []string{"id should not be empty"}},
+		{"ErrLongID", `{"id":"` + strings.Repeat("x", 257) + `","name":"n","widgetType":"w","properties":[]}`,
+			[]string{"id must be shorter than or equal to 256 characters"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fields map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(tt.body), &fields); err != nil {
+				t.Fatal(err)
+			}
+			_, err := templates.DecodeInput(fields)
+			if tt.wantMsgs == nil {
+				if err != nil {
+					t.Fatalf("err=%v, want nil", err)
+				}
+				return
+			}
+			e := apperr.As(err)
+			if e == nil || e.Kind != apperr.Invalid || !e.List {
+				t.Fatalf("err=%v, want a validation error", err)
+			}
+			got, want := append([]string(nil), e.Messages...), append([]string(nil), tt.wantMsgs...)
+			sort.Strings(got)
+			sort.Strings(want)
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("messages (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// Ensure a template survives the JSON → BSON → JSON round trip with key order and number types.
+func TestValue_RoundTrip(t *testing.T) {
+	t.Parallel()
+	in := `[{"key":"default","type":"string","value":"#ff0000","n":3,"f":1.5,"nested":{"z":1,"a":[true,null]}}]`
+	var vs []templates.Value
+	if err := json.Unmarshal([]byte(in), &vs); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := bson.Marshal(bson.D{{Key: "p", Value: vs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		P []templates.Value `bson:"p"`
+	}
+	if err := bson.Unmarshal(doc, &back); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(back.P)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), in; got != want {
+		t.Fatalf("round trip=%s, want %s", got, want)
+	}
+}
+
+// Ensure create, read, list, update and delete work against core, with 409 and 404 where due.
+func TestService_CRUD(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	spaceID, _ := e.seedSpace(t, storetest.DBName(t))
+
+	created, err := e.svc.Create(ctx, input(t, `{"id":"colour","name":"Colour picker","widgetType":"color","properties":[{"key":"default","value":"#f00"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.ID != "colour" || created.CreatedAt == nil || created.UpdatedAt == nil {
+		t.Fatalf("created=%+v", created)
+	}
+	if got := e.docs(t, e.core, "core_property_templates")["colour"]; len(got) != 1 || got[0]["name"] != "Colour picker" {
+		t.Fatalf("core holds %v, want one colour template", got)
+	}
+	if _, err := e.svc.Create(ctx, input(t, `{"id":"colour","name":"x","widgetType":"x","properties":[]}`)); kind(err) != apperr.Conflict {
+		t.Fatalf("duplicate create err=%v, want Conflict", err)
+	}
+	gen, err := e.svc.Create(ctx, input(t, `{"name":"Slider","widgetType":"slider","properties":[]}`))
+	if err != nil || gen.ID == "" {
+		t.Fatalf("create without id: %+v, %v", gen, err)
+	}
+
+	list, src, err := e.svc.List(ctx, spaceID, "")
+	if err != nil || src != templates.SourceCore || len(list) != 2 {
+		t.Fatalf("list=%d templates, source %q, err %v; want 2 from core", len(list), src, err)
+	}
+	list, _, _ = e.svc.List(ctx, spaceID, "slider")
+	if len(list) != 1 || list[0].ID != gen.ID {
+		t.Fatalf("list ?widgetType=slider = %+v", list)
+	}
+	got, src, err := e.svc.Get(ctx, spaceID, "colour")
+	if err != nil || src != templates.SourceCore {
+		t.Fatal(err, src)
+	}
+	js, _ := json.Marshal(got.Properties)
+	if string(js) != `[{"key":"default","value":"#f00"}]` {
+		t.Fatalf("properties=%s", js)
+	}
+	if w, _, err := e.svc.ForWidget(ctx, spaceID, "color"); err != nil || w.ID != "colour" {
+		t.Fatalf("ForWidget(color)=%+v, %v", w, err)
+	}
+	if _, _, err := e.svc.ForWidget(ctx, spaceID, "nope"); kind(err) != apperr.NotFound {
+		t.Fatalf("ForWidget(nope) err=%v, want NotFound", err)
+	}
+
+	upd, err := e.svc.Update(ctx, "colour", input(t, `{"id":"colour","name":"Colour v2","widgetType":"color","properties":[]}`))
+	if err != nil || upd.Name != "Colour v2" || !upd.CreatedAt.Equal(*created.CreatedAt) {
+		t.Fatalf("update=%+v, %v", upd, err)
+	}
+	if _, err := e.svc.Update(ctx, "missing", input(t, `{"name":"n","widgetType":"w","properties":[]}`)); kind(err) != apperr.NotFound {
+		t.Fatalf("update missing err=%v, want NotFound", err)
+	}
+	if _, err := e.svc.Update(ctx, "colour", input(t, `{"id":"other","name":"n","widgetType":"w","properties":[]}`)); kind(err) != apperr.Invalid {
+		t.Fatalf("update with another id err=%v, want Invalid", err)
+	}
+
+	if _, err := e.svc.Delete(ctx, "colour"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.svc.Get(ctx, spaceID, "colour"); kind(err) != apperr.NotFound {
+		t.Fatalf("get after delete err=%v, want NotFound", err)
+	}
+	if _, err := e.svc.Delete(ctx, "colour"); kind(err) != apperr.NotFound {
+		t.Fatalf("second delete err=%v, want NotFound", err)
+	}
+	if got := e.docs(t, e.core, "core_property_templates"); len(got["colour"]) != 0 || len(got) != 1 {
+		t.Fatalf("core after delete holds %v", got)
+	}
+}
+
+// deadURI is a MongoDB URI where nothing listens.
+func deadURI(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return "mongodb://" + addr + "/?directConnection=true"
+}
+
+// Ensure reads come from the space when core is down, and writes fail with Unavailable.
+func TestService_FallbackCoreDown(t *testing.T) {
+	t.Parallel()
+	dead, err := store.Connect(context.Background(), deadURI(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Disconnect(context.Background()) })
+	e := newEnv(t, func(o *templates.Options) { o.Core = dead; o.CoreTimeout = 300 * time.Millisecond })
+	now := time.Now()
+	oidOnly := bson.D{{Key: "_id", Value: primitive.NewObjectID()}, {Key: "name", Value: "old"}, {Key: "widgetType", Value: "legacy"}}
+	spaceID, _ := e.seedSpace(t, "", tdoc("a", "A", now), tdoc("b", "B", now), oidOnly)
+	ctx := context.Background()
+
+	list, src, err := e.svc.List(ctx, spaceID, "")
+	if err != nil || src != templates.SourceSpace {
+		t.Fatalf("list source %q err %v, want space", src, err)
+	}
+	var ids []string
+	for _, tpl := range list {
+		ids = append(ids, tpl.ID)
+	}
+	want := []string{"a", "b", oidOnly[0].Value.(primitive.ObjectID).Hex()}
+	sort.Strings(want)
+	if d := cmp.Diff(want, ids); d != "" {
+		t.Fatalf("ids (-want +got):\n%s", d)
+	}
+	if got, src, err := e.svc.Get(ctx, spaceID, "b"); err != nil || src != templates.SourceSpace || got.Name != "B" {
+		t.Fatalf("get b=%+v %q %v", got, src, err)
+	}
+	if got, _, err := e.svc.Get(ctx, spaceID, want[0]); err != nil || got.Name != "old" {
+		t.Fatalf("get by _id=%+v %v", got, err)
+	}
+	if _, _, err := e.svc.Get(ctx, spaceID, "zzz"); kind(err) != apperr.NotFound {
+		t.Fatalf("get missing err=%v, want NotFound", err)
+	}
+	if got, src, err := e.svc.ForWidget(ctx, spaceID, "legacy"); err != nil || src != templates.SourceSpace || got.Name != "old" {
+		t.Fatalf("ForWidget=%+v %q %v", got, src, err)
+	}
+	if _, _, err := e.svc.List(ctx, primitive.NewObjectID().Hex(), ""); kind(err) != apperr.NotFound {
+		t.Fatalf("list of an unknown space err=%v, want NotFound", err)
+	}
+
+	in := input(t, `{"id":"c","name":"C","widgetType":"w","properties":[]}`)
+	if _, err := e.svc.Create(ctx, in); kind(err) != apperr.Unavailable {
+		t.Fatalf("create err=%v, want Unavailable", err)
+	}
+	if _, err := e.svc.Update(ctx, "c", in); kind(err) != apperr.Unavailable {
+		t.Fatalf("update err=%v, want Unavailable", err)
+	}
+	if _, err := e.svc.Delete(ctx, "a"); kind(err) != apperr.Unavailable {
+		t.Fatalf("delete err=%v, want Unavailable", err)
+	}
+	if _, err := e.svc.Migrate(ctx, templates.MigrateOptions{}); kind(err) != apperr.Unavailable {
+		t.Fatalf("migrate err=%v, want Unavailable", err)
+	}
+	if _, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: spaceID}); kind(err) != apperr.Unavailable {
+		t.Fatalf("cleanup err=%v, want Unavailable", err)
+	}
+	if got := e.docs(t, "space_"+spaceID, "property_templates"); len(got) != 3 {
+		t.Fatalf("cleanup with core down touched the space: %v", got)
+	}
+}
+
+// migrationFixture: space A (space_<id>) and B (custom database) share "shared" in two versions
+// (B's is newer), "same" identically; each has its own; C's database is missing.
+type migrationFixture struct {
+	a, b, c      string
+	dbA, dbB     string
+	ids          []string
+	beforeA, bef map[string][]bson.M
+}
+
+func newMigrationFixture(t *testing.T, e *env) *migrationFixture {
+	t.Helper()
+	old, newer := time.Now().Add(-time.Hour).Truncate(time.Millisecond), time.Now().Truncate(time.Millisecond)
+	f := &migrationFixture{ids: []string{"shared", "same", "only-a", "only-b"}}
+	f.a, f.dbA = e.seedSpace(t, "", tdoc("shared", "old version", old), tdoc("same", "Same", old), tdoc("only-a", "A", old))
+	f.b, f.dbB = e.seedSpace(t, storetest.DBName(t), tdoc("shared", "new version", newer), tdoc("same", "Same", old), tdoc("only-b", "B", old))
+	f.c, _ = e.seedSpace(t, storetest.DBName(t)+"x")
+	f.beforeA = e.docs(t, f.dbA, "property_templates")
+	f.bef = e.docs(t, f.dbB, "property_templates")
+	return f
+}
+
+// Ensure a dry run reports what a real run does, and writes nothing.
+func TestService_MigrateDryRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := newMigrationFixture(t, e)
+	var progress [][2]int
+	rep, err := e.svc.Migrate(context.Background(), templates.MigrateOptions{DryRun: true,
+		Progress: func(d, n int) { progress = append(progress, [2]int{d, n}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.docs(t, e.core, "core_property_templates"); len(got) != 0 {
+		t.Fatalf("a dry run wrote to core: %v", got)
+	}
+	want := &templates.MigrationReport{DryRun: true, SpacesScanned: 2, TemplatesFound: 6, UniqueTemplates: 4, Migrated: 4,
+		Conflicts: []templates.Conflict{{ID: "shared", Spaces: []string{f.a, f.b}, ChosenFrom: f.b}},
+		Errors:    []templates.SpaceError{{SpaceID: f.c, Message: `database "` + e.docsName(f.c, t) + `" does not exist or has no property_templates collection`}}}
+	rep.DurationMs = 0
+	if d := cmp.Diff(want, rep); d != "" {
+		t.Fatalf("report (-want +got):\n%s", d)
+	}
+	if got, want := progress[len(progress)-1], [2]int{3, 3}; got != want || len(progress) != 3 {
+		t.Fatalf("progress=%v, want 3 calls ending %v", progress, want)
+	}
+}
+
+func (e *env) docsName(spaceID string, t *testing.T) string {
+	t.Helper()
+	oid, _ := primitive.ObjectIDFromHex(spaceID)
+	var sp bson.M
+	if err := e.client.Database(e.app).Collection("spaces").FindOne(context.Background(), bson.D{{Key: "_id", Value: oid}}).Decode(&sp); err != nil {
+		t.Fatal(err)
+	}
+	return sp["database"].(string)
+}
+
+// Ensure a real run dedupes across spaces, keeps the newest version, leaves spaces untouched,
+// never overwrites core and is idempotent.
+func TestService_MigrateRealRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := newMigrationFixture(t, e)
+	ctx := context.Background()
+	// core already holds only-a in its own version: it must not be overwritten.
+	if _, err := e.client.Database(e.core).Collection("core_property_templates").InsertOne(ctx,
+		bson.D{{Key: "_id", Value: "only-a"}, {Key: "name", Value: "core's own"}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Migrated != 3 || rep.AlreadyInCore != 1 || rep.UniqueTemplates != 4 || rep.TemplatesFound != 6 || len(rep.Errors) != 1 {
+		t.Fatalf("report=%+v", rep)
+	}
+	core := e.docs(t, e.core, "core_property_templates")
+	for _, id := range f.ids {
+		if len(core[id]) != 1 {
+			t.Fatalf("core holds %d records of %s, want 1", len(core[id]), id)
+		}
+	}
+	if got := core["shared"][0]["name"]; got != "new version" {
+		t.Fatalf("shared in core is %q, want the newest version", got)
+	}
+	if got := core["only-a"][0]["name"]; got != "core's own" {
+		t.Fatalf("only-a in core is %q: core was overwritten", got)
+	}
+	if _, ok := core["only-b"][0]["id"]; ok {
+		t.Fatalf("core document keeps a separate id field: %v", core["only-b"][0])
+	}
+	if d := cmp.Diff(f.beforeA, e.docs(t, f.dbA, "property_templates")); d != "" {
+		t.Fatalf("space A changed (-before +after):\n%s", d)
+	}
+	if d := cmp.Diff(f.bef, e.docs(t, f.dbB, "property_templates")); d != "" {
+		t.Fatalf("space B changed (-before +after):\n%s", d)
+	}
+	list, _, err := e.svc.List(ctx, f.b, "")
+	if err != nil || len(list) != 4 {
+		t.Fatalf("list after migration: %d, %v", len(list), err)
+	}
+
+	again, err := e.svc.Migrate(ctx, templates.MigrateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Migrated != 0 || again.AlreadyInCore != 4 {
+		t.Fatalf("second run=%+v, want nothing migrated", again)
+	}
+	if got := e.docs(t, e.core, "core_property_templates"); len(got) != 4 {
+		t.Fatalf("core after two runs holds %d ids, want 4", len(got))
+	}
+}
+
+// Ensure two migrations at once leave exactly one record per id.
+func TestService_MigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	now := time.Now()
+	for s := range 6 {
+		var docs []bson.D
+		for i := range 10 {
+			docs = append(docs, tdoc(string(rune('a'+(s+i)%12)), "T", now))
+		}
+		e.seedSpace(t, storetest.DBName(t), docs...)
+	}
+	var wg sync.WaitGroup
+	reps := make([]*templates.MigrationReport, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { reps[i], errs[i] = e.svc.Migrate(context.Background(), templates.MigrateOptions{}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	core := e.docs(t, e.core, "core_property_templates")
+	if len(core) != 12 {
+		t.Fatalf("core holds %d ids, want 12", len(core))
+	}
+	for id, docs := range core {
+		if len(docs) != 1 {
+			t.Fatalf("core holds %d records of %s", len(docs), id)
+		}
+	}
+	if got := reps[0].Migrated + reps[1].Migrated; got != 12 {
+		t.Fatalf("migrated %d + %d, want 12 in all", reps[0].Migrated, reps[1].Migrated)
+	}
+	for _, r := range reps {
+		if r.Migrated+r.AlreadyInCore != r.UniqueTemplates {
+			t.Fatalf("report does not add up: %+v", r)
+		}
+	}
+}
+
+// Ensure cleanup deletes only what core holds, refuses the core and application databases,
+// and is a no-op the second time.
+func TestService_Cleanup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now()
+	oidOnly := bson.D{{Key: "_id", Value: primitive.NewObjectID()}, {Key: "name", Value: "legacy"}}
+	spaceID, db := e.seedSpace(t, "", tdoc("in-core", "x", now), tdoc("in-core", "dup", now), tdoc("not-in-core", "y", now), oidOnly)
+	other, otherDB := e.seedSpace(t, storetest.DBName(t), tdoc("in-core", "x", now))
+	if _, err := e.client.Database(e.core).Collection("core_property_templates").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "in-core"}}, bson.D{{Key: "_id", Value: oidOnly[0].Value.(primitive.ObjectID).Hex()}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	dry, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: spaceID, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &templates.CleanupReport{SpaceID: spaceID, DryRun: true, Deleted: 3, KeptNotInCore: []string{"not-in-core"}}
+	if d := cmp.Diff(want, dry); d != "" {
+		t.Fatalf("dry run (-want +got):\n%s", d)
+	}
+	if got := e.docs(t, db, "property_templates"); len(got["in-core"]) != 2 {
+		t.Fatalf("a dry run deleted: %v", got)
+	}
+
+	rep, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: spaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.DryRun = false
+	if d := cmp.Diff(want, rep); d != "" {
+		t.Fatalf("cleanup (-want +got):\n%s", d)
+	}
+	left := e.docs(t, db, "property_templates")
+	if len(left) != 1 || len(left["not-in-core"]) != 1 {
+		t.Fatalf("space after cleanup holds %v, want only not-in-core", left)
+	}
+	if got := e.docs(t, otherDB, "property_templates"); len(got["in-core"]) != 1 {
+		t.Fatalf("cleanup of one space touched space %s: %v", other, got)
+	}
+	if got := e.docs(t, e.core, "core_property_templates"); len(got) != 2 {
+		t.Fatalf("cleanup changed core: %v", got)
+	}
+	again, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: spaceID})
+	if err != nil || again.Deleted != 0 {
+		t.Fatalf("second cleanup=%+v, %v; want a no-op", again, err)
+	}
+
+	coreSpace, _ := e.seedSpace(t, e.core)
+	appSpace, _ := e.seedSpace(t, e.app)
+	for _, id := range []string{coreSpace, appSpace} {
+		if _, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: id}); kind(err) != apperr.Conflict {
+			t.Fatalf("cleanup of a space on the core/app database err=%v, want Conflict", err)
+		}
+	}
+	if _, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: primitive.NewObjectID().Hex()}); kind(err) != apperr.NotFound {
+		t.Fatalf("cleanup of an unknown space err=%v, want NotFound", err)
+	}
+}

@@ -1,0 +1,191 @@
+package templates
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+)
+
+// Template is a property template as the API, the CLI's --json and the database agree on it.
+type Template struct {
+	// ID is the identifier templates are deduplicated by. In core_property_templates it is the
+	// document's _id.
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	WidgetType  string     `json:"widgetType"`
+	Properties  []Value    `json:"properties"`
+	Description string     `json:"description,omitempty"`
+	CreatedAt   *time.Time `json:"createdAt,omitempty"`
+	UpdatedAt   *time.Time `json:"updatedAt,omitempty"`
+}
+
+// Source says where a read was answered from.
+type Source string
+
+// The sources of a read.
+const (
+	SourceCore  Source = "core"  // the shared core collection
+	SourceSpace Source = "space" // the space's own property_templates (core was unavailable)
+)
+
+// maxIDLength bounds a template id (it travels in URL paths).
+const maxIDLength = 256
+
+// Input is the body of a create or update.
+type Input struct {
+	ID          string // empty: generated on create
+	Name        string
+	WidgetType  string
+	Properties  []Value
+	Description *string
+}
+
+// DecodeInput reads a create or update body from its raw JSON fields and validates it. The
+// error is an Invalid validation error whose messages use class-validator's wording. Unknown
+// fields (and createdAt/updatedAt, which the service sets) are ignored.
+func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
+	var in Input
+	var msgs []string
+	str := func(name string, required bool) (string, bool) {
+		raw, ok := fields[name]
+		if !ok || isNull(raw) {
+			if required {
+				msgs = append(msgs, name+" should not be empty", name+" must be a string")
+			}
+			return "", false
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			msgs = append(msgs, name+" must be a string")
+			return "", false
+		}
+		if required && s == "" {
+			msgs = append(msgs, name+" should not be empty")
+		}
+		return s, true
+	}
+	if id, ok := str("id", false); ok {
+		switch {
+		case id == "":
+			msgs = append(msgs, "id should not be empty")
+		case len(id) > maxIDLength:
+			msgs = append(msgs, fmt.Sprintf("id must be shorter than or equal to %d characters", maxIDLength))
+		}
+		in.ID = id
+	}
+	in.Name, _ = str("name", true)
+	in.WidgetType, _ = str("widgetType", true)
+	if d, ok := str("description", false); ok {
+		in.Description = &d
+	}
+	raw, ok := fields["properties"]
+	var props []json.RawMessage
+	if !ok || isNull(raw) || json.Unmarshal(raw, &props) != nil {
+		msgs = append(msgs, "properties must be an array")
+	} else {
+		in.Properties = make([]Value, 0, len(props))
+		objects := true
+		for _, p := range props {
+			var v Value
+			if err := v.UnmarshalJSON(p); err != nil || !v.IsObject() {
+				objects = false
+				continue
+			}
+			in.Properties = append(in.Properties, v)
+		}
+		if !objects {
+			msgs = append(msgs, "each value in properties must be an object")
+		}
+	}
+	if len(msgs) > 0 {
+		return Input{}, validation(msgs...)
+	}
+	return in, nil
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// fromRaw reads a stored template leniently: space databases may hold older, looser documents.
+// space selects the identifier rule: in a space, `id` when present, else `_id`; in core, `_id`.
+func fromRaw(doc bson.Raw, space bool) Template {
+	t := Template{ID: identifier(doc, space), Properties: []Value{}}
+	if v, ok := doc.Lookup("name").StringValueOK(); ok {
+		t.Name = v
+	}
+	if v, ok := doc.Lookup("widgetType").StringValueOK(); ok {
+		t.WidgetType = v
+	}
+	if v, ok := doc.Lookup("description").StringValueOK(); ok {
+		t.Description = v
+	}
+	if arr, ok := doc.Lookup("properties").ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			t.Properties = append(t.Properties, Value{raw: bson.RawValue{Type: v.Type, Value: append([]byte(nil), v.Value...)}})
+		}
+	}
+	t.CreatedAt = timeOf(doc.Lookup("createdAt"))
+	t.UpdatedAt = timeOf(doc.Lookup("updatedAt"))
+	return t
+}
+
+// identifier returns a stored template's identifier (see fromRaw), "" when it has none.
+func identifier(doc bson.Raw, space bool) string {
+	if space {
+		if id, ok := stringOf(doc.Lookup("id")); ok && id != "" {
+			return id
+		}
+	}
+	v := doc.Lookup("_id")
+	if id, ok := stringOf(v); ok {
+		return id
+	}
+	if v.Type == 0 {
+		return ""
+	}
+	return v.String() // an unusual _id (a document, say): its extended JSON
+}
+
+// stringOf stringifies an identifier value: strings as is, ObjectIds as hex, integers in decimal.
+func stringOf(v bson.RawValue) (string, bool) {
+	switch v.Type {
+	case bson.TypeString:
+		return v.StringValue(), true
+	case bson.TypeObjectID:
+		return v.ObjectID().Hex(), true
+	case bson.TypeInt32:
+		return strconv.FormatInt(int64(v.Int32()), 10), true
+	case bson.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10), true
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'f', -1, 64), true
+	default:
+		return "", false
+	}
+}
+
+// timeOf reads a timestamp stored as a date, an ISO 8601 string or epoch milliseconds.
+func timeOf(v bson.RawValue) *time.Time {
+	var t time.Time
+	switch v.Type {
+	case bson.TypeDateTime:
+		t = v.Time().UTC()
+	case bson.TypeString:
+		p, err := time.Parse(time.RFC3339Nano, v.StringValue())
+		if err != nil {
+			return nil
+		}
+		t = p.UTC()
+	case bson.TypeInt64:
+		t = time.UnixMilli(v.Int64()).UTC()
+	case bson.TypeDouble:
+		t = time.UnixMilli(int64(v.Double())).UTC()
+	default:
+		return nil
+	}
+	return &t
+}

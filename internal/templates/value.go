@@ -1,0 +1,147 @@
+package templates
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/bsontype"
+)
+
+// Value is one JSON value (a template's property object, typically) held as BSON, so that it
+// round-trips between the API and the database with its key order and number types intact.
+type Value struct {
+	raw bson.RawValue
+}
+
+// MarshalJSON writes the value as JSON: documents as objects in stored order, dates as ISO
+// 8601 strings, ObjectIds as hex strings.
+func (v Value) MarshalJSON() ([]byte, error) {
+	if v.raw.Type == 0 {
+		return []byte("null"), nil
+	}
+	return appendJSON(nil, v.raw)
+}
+
+// UnmarshalJSON reads any JSON value.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	wrapped := make([]byte, 0, len(b)+6)
+	wrapped = append(append(append(wrapped, `{"v":`...), b...), '}')
+	var d bson.D
+	if err := bson.UnmarshalExtJSON(wrapped, false, &d); err != nil {
+		return fmt.Errorf("templates: decode JSON value: %w", err)
+	}
+	doc, err := bson.Marshal(d)
+	if err != nil {
+		return fmt.Errorf("templates: encode value: %w", err)
+	}
+	rv, err := bson.Raw(doc).LookupErr("v")
+	if err != nil {
+		return errors.New("templates: decode JSON value: empty")
+	}
+	v.raw = rv
+	return nil
+}
+
+// MarshalBSONValue stores the value as is.
+func (v Value) MarshalBSONValue() (bsontype.Type, []byte, error) {
+	if v.raw.Type == 0 {
+		return bson.TypeNull, nil, nil
+	}
+	return v.raw.Type, v.raw.Value, nil
+}
+
+// UnmarshalBSONValue keeps a copy of the stored value.
+func (v *Value) UnmarshalBSONValue(t bsontype.Type, b []byte) error {
+	v.raw = bson.RawValue{Type: t, Value: append([]byte(nil), b...)}
+	return nil
+}
+
+// IsObject reports whether the value is a JSON object.
+func (v Value) IsObject() bool { return v.raw.Type == bson.TypeEmbeddedDocument }
+
+// jsTime is how JavaScript's Date.toISOString writes a time, as the seed's service does.
+const jsTime = "2006-01-02T15:04:05.000Z07:00"
+
+func appendJSON(dst []byte, rv bson.RawValue) ([]byte, error) {
+	switch rv.Type {
+	case bson.TypeEmbeddedDocument:
+		elems, err := rv.Document().Elements()
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, '{')
+		for i, e := range elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			k, _ := json.Marshal(e.Key())
+			dst = append(dst, k...)
+			dst = append(dst, ':')
+			if dst, err = appendJSON(dst, e.Value()); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	case bson.TypeArray:
+		vals, err := rv.Array().Values()
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, '[')
+		for i, e := range vals {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendJSON(dst, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case bson.TypeString:
+		s, _ := json.Marshal(rv.StringValue())
+		return append(dst, s...), nil
+	case bson.TypeDouble:
+		f := rv.Double()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return append(dst, "null"...), nil
+		}
+		return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
+	case bson.TypeInt32:
+		return strconv.AppendInt(dst, int64(rv.Int32()), 10), nil
+	case bson.TypeInt64:
+		return strconv.AppendInt(dst, rv.Int64(), 10), nil
+	case bson.TypeDecimal128:
+		s := rv.Decimal128().String()
+		if _, err := strconv.ParseFloat(s, 64); err == nil {
+			return append(dst, s...), nil
+		}
+		return strconv.AppendQuote(dst, s), nil
+	case bson.TypeBoolean:
+		return strconv.AppendBool(dst, rv.Boolean()), nil
+	case bson.TypeDateTime:
+		return strconv.AppendQuote(dst, rv.Time().UTC().Format(jsTime)), nil
+	case bson.TypeObjectID:
+		return strconv.AppendQuote(dst, rv.ObjectID().Hex()), nil
+	case bson.TypeBinary:
+		_, data := rv.Binary()
+		return strconv.AppendQuote(dst, base64.StdEncoding.EncodeToString(data)), nil
+	case bson.TypeTimestamp:
+		t, _ := rv.Timestamp()
+		return strconv.AppendQuote(dst, time.Unix(int64(t), 0).UTC().Format(jsTime)), nil
+	case bson.TypeRegex:
+		p, o := rv.Regex()
+		return strconv.AppendQuote(dst, "/"+p+"/"+o), nil
+	case bson.TypeSymbol:
+		return strconv.AppendQuote(dst, rv.Symbol()), nil
+	case bson.TypeJavaScript:
+		return strconv.AppendQuote(dst, rv.JavaScript()), nil
+	default: // null, undefined, min/max key, DBPointer, code with scope
+		return append(dst, "null"...), nil
+	}
+}

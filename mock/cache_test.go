@@ -1,0 +1,254 @@
+package mock
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeClock is a settable clock for WithClock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)} }
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// counting returns a handler that answers its call number, and the count.
+func counting() (Handler, *atomic.Int64) {
+	var n atomic.Int64
+	return func(_ context.Context, r *Request) (*Response, error) {
+		return &Response{Data: map[string]any{"call": n.Add(1), "path": r.Path}}, nil
+	}, &n
+}
+
+func cachedConfig(storage Storage, dir string) Config {
+	cfg := DefaultConfig()
+	cfg.FallbackToNetwork = false
+	cfg.Persistence.Enabled = true
+	cfg.Persistence.Storage = storage
+	cfg.Persistence.Dir = dir
+	cfg.Persistence.TTL = time.Minute
+	cfg.Persistence.MaxCacheSize = 2
+	return cfg
+}
+
+func body(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+var storages = []Storage{StorageMemory, StorageIndexedDB, StorageLocalStorage, StorageIntelligent}
+
+// Ensure entries are served until the TTL, then the handler runs again.
+func TestCache_TTL(t *testing.T) {
+	t.Parallel()
+	for _, s := range storages {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			clock := newClock()
+			h, n := counting()
+			ic := New(cachedConfig(s, t.TempDir()), WithMocks(Definitions{"GET /a": h}), WithClock(clock.Now))
+			defer ic.Close()
+			c := ic.Client()
+			first := body(t, c, "http://t.test/a")
+			if got := body(t, c, "http://t.test/A/"); got != first {
+				t.Fatalf("normalised URL missed the cache: %s vs %s", got, first)
+			}
+			clock.Add(59 * time.Second)
+			body(t, c, "http://t.test/a")
+			if n.Load() != 1 {
+				t.Fatalf("handler calls=%d before TTL, want 1", n.Load())
+			}
+			clock.Add(2 * time.Second)
+			if got := body(t, c, "http://t.test/a"); got == first || n.Load() != 2 {
+				t.Fatalf("expired entry served: %s (calls %d)", got, n.Load())
+			}
+			st := ic.Stats()
+			if st.CacheHitRate == nil || *st.CacheHitRate != 0.5 {
+				t.Fatalf("hit rate=%v, want 0.5", st.CacheHitRate)
+			}
+		})
+	}
+}
+
+// Ensure the least recently used entry is evicted beyond MaxCacheSize.
+func TestCache_LRU(t *testing.T) {
+	t.Parallel()
+	for _, s := range storages {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			h, n := counting()
+			ic := New(cachedConfig(s, t.TempDir()), WithMocks(Definitions{"GET /:p": h}), WithClock(newClock().Now))
+			defer ic.Close()
+			c := ic.Client()
+			body(t, c, "http://t.test/a") // call 1
+			body(t, c, "http://t.test/b") // call 2
+			body(t, c, "http://t.test/a") // hit: a is now most recent
+			body(t, c, "http://t.test/c") // call 3, evicts b
+			body(t, c, "http://t.test/a") // hit
+			if n.Load() != 3 {
+				t.Fatalf("calls=%d, want 3", n.Load())
+			}
+			body(t, c, "http://t.test/b") // evicted: call 4
+			if n.Load() != 4 {
+				t.Fatalf("calls=%d after evicted key, want 4", n.Load())
+			}
+			if got := ic.state.Load().cache.len(); got != 2 {
+				t.Fatalf("cache len=%d, want 2", got)
+			}
+		})
+	}
+}
+
+// Ensure the cache survives a restart for every persistent storage, and
+// the body hash is part of the key.
+func TestCache_RestartPersistence(t *testing.T) {
+	t.Parallel()
+	for _, s := range storages[1:] {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			clock := newClock()
+			h1, _ := counting()
+			ic := New(cachedConfig(s, dir), WithMocks(Definitions{"* /a": h1}), WithClock(clock.Now))
+			first := body(t, ic.Client(), "http://t.test/a")
+			resp, err := ic.Client().Post("http://t.test/a", "application/json", strings.NewReader(`{"x":1}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if err := ic.Close(); err != nil {
+				t.Fatal(err)
+			}
+			h2, n2 := counting()
+			ic2 := New(cachedConfig(s, dir), WithMocks(Definitions{"* /a": h2}), WithClock(clock.Now))
+			defer ic2.Close()
+			if got := body(t, ic2.Client(), "http://t.test/a"); got != first {
+				t.Fatalf("after restart got %s, want the cached %s", got, first)
+			}
+			if n2.Load() != 0 {
+				t.Fatalf("handler ran %d times after restart, want 0", n2.Load())
+			}
+			resp, err = ic2.Client().Post("http://t.test/a", "application/json", strings.NewReader(`{"x":2}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if n2.Load() != 1 {
+				t.Fatalf("a different body hit the cache")
+			}
+		})
+	}
+}
+
+// Ensure the files land where the configuration says.
+func TestCache_Files(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := cachedConfig(StorageIndexedDB, dir)
+	cfg.Persistence.DBName = "mocks"
+	ic := New(cfg)
+	ic.Close()
+	cfg = cachedConfig(StorageLocalStorage, dir)
+	cfg.Persistence.Namespace = "team-a"
+	ic = New(cfg, WithMocks(Definitions{"GET /x": JSON(200, 1)}))
+	body(t, ic.Client(), "http://t.test/x")
+	ic.Close()
+	for _, f := range []string{"mocks.db", "team-a.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}
+
+// Ensure a changed DBVersion empties the bbolt store.
+func TestCache_DBVersionReset(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := cachedConfig(StorageIndexedDB, dir)
+	h, n := counting()
+	ic := New(cfg, WithMocks(Definitions{"GET /a": h}))
+	body(t, ic.Client(), "http://t.test/a")
+	ic.Close()
+	cfg.Persistence.DBVersion = 2
+	ic = New(cfg, WithMocks(Definitions{"GET /a": h}))
+	defer ic.Close()
+	body(t, ic.Client(), "http://t.test/a")
+	if n.Load() != 2 {
+		t.Fatalf("calls=%d, want 2: the version change must reset the store", n.Load())
+	}
+}
+
+// Ensure a storage failure is logged as PERSISTENCE_ERROR and requests are
+// still answered.
+func TestCache_PersistenceFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, []byte("x"), 0o600)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	cfg := cachedConfig(StorageIndexedDB, filepath.Join(blocker, "sub")) // a directory under a file cannot exist
+	cfg.Logging.Enabled = true
+	ic := New(cfg, WithMocks(Definitions{"GET /a": JSON(200, "ok")}),
+		WithLogger(slog.New(slog.NewTextHandler(&lockedWriter{w: &buf, mu: &mu}, nil))))
+	defer ic.Close()
+	if got := body(t, ic.Client(), "http://t.test/a"); got != `"ok"` {
+		t.Fatalf("body=%s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(buf.String(), "PERSISTENCE_ERROR") {
+		t.Fatalf("log lacks PERSISTENCE_ERROR:\n%s", buf.String())
+	}
+}
+
+// Ensure AutoCleanup removes expired entries without a lookup of them.
+func TestCache_AutoCleanup(t *testing.T) {
+	t.Parallel()
+	for _, auto := range []bool{true, false} {
+		t.Run(fmt.Sprint(auto), func(t *testing.T) {
+			t.Parallel()
+			clock := newClock()
+			cfg := cachedConfig(StorageMemory, "")
+			cfg.Persistence.AutoCleanup = auto
+			cfg.Persistence.MaxCacheSize = 10
+			h, _ := counting()
+			ic := New(cfg, WithMocks(Definitions{"GET /:p": h}), WithClock(clock.Now))
+			body(t, ic.Client(), "http://t.test/a")
+			body(t, ic.Client(), "http://t.test/b")
+			clock.Add(2 * time.Minute)
+			body(t, ic.Client(), "http://t.test/c")
+			want := 3
+			if auto {
+				want = 1
+			}
+			if got := ic.state.Load().cache.len(); got != want {
+				t.Fatalf("entries=%d, want %d", got, want)
+			}
+		})
+	}
+}

@@ -1,0 +1,354 @@
+package mock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Middleware runs around mocked requests (the seed's MockMiddleware).
+// Middleware with a higher Priority runs earlier, for every hook; equal
+// priorities keep their order in Config.Middleware. A hook that returns an
+// error or panics fails the request with [CodeMiddleware].
+type Middleware struct {
+	// Name identifies the middleware in errors and logs.
+	Name string
+	// Priority orders the middleware: higher runs earlier.
+	Priority int
+	// OnRequest sees the request before the handler and may change it in
+	// place. A non-nil response answers the request at once: the handler,
+	// the cache and later OnRequest hooks are skipped, OnResponse hooks
+	// still run.
+	OnRequest func(ctx context.Context, req *Request) (*Response, error)
+	// OnResponse sees each response; a non-nil result replaces it.
+	OnResponse func(ctx context.Context, resp *Response, req *Request) (*Response, error)
+	// OnError sees a handler or middleware failure; a non-nil response
+	// recovers from it and is answered instead.
+	OnError func(ctx context.Context, err error, req *Request) (*Response, error)
+}
+
+// sortMiddleware returns the middleware ordered by priority, higher first.
+func sortMiddleware(mw []Middleware) []Middleware {
+	out := append([]Middleware(nil), mw...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Priority > out[j].Priority })
+	return out
+}
+
+// callHook runs one hook, turning a panic into an error.
+func callHook(f func() (*Response, error)) (resp *Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f()
+}
+
+// LoggingOptions configures [LoggingMiddleware].
+type LoggingOptions struct {
+	// Logger receives the records. Default slog.Default().
+	Logger *slog.Logger
+	// Level is the level of request and response records. Default
+	// slog.LevelInfo; failures are logged at slog.LevelError.
+	Level slog.Level
+	// LogBody adds the raw request body to the request record.
+	LogBody bool
+}
+
+// LoggingMiddleware returns middleware that logs every request, response
+// and failure (the seed's createLoggingMiddleware). Its priority is 1000,
+// so it runs first.
+func LoggingMiddleware(opts LoggingOptions) Middleware {
+	l := opts.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return Middleware{
+		Name:     "logging",
+		Priority: 1000,
+		OnRequest: func(ctx context.Context, req *Request) (*Response, error) {
+			args := []any{"id", req.RequestID, "method", req.Method, "url", req.URL, "route", req.Route}
+			if opts.LogBody && len(req.RawBody) > 0 {
+				args = append(args, "body", string(req.RawBody))
+			}
+			l.Log(ctx, opts.Level, "mock request", args...)
+			return nil, nil
+		},
+		OnResponse: func(ctx context.Context, resp *Response, req *Request) (*Response, error) {
+			l.Log(ctx, opts.Level, "mock response", "id", req.RequestID, "route", req.Route, "status", statusOf(resp))
+			return nil, nil
+		},
+		OnError: func(ctx context.Context, err error, req *Request) (*Response, error) {
+			l.Log(ctx, slog.LevelError, "mock failure", "id", req.RequestID, "route", req.Route, "err", err)
+			return nil, nil
+		},
+	}
+}
+
+// CORSOptions configures [CORSMiddleware].
+type CORSOptions struct {
+	// AllowOrigins lists the allowed origins; default "*" (any).
+	AllowOrigins []string
+	// AllowMethods default GET, POST, PUT, PATCH, DELETE, OPTIONS.
+	AllowMethods []string
+	// AllowHeaders default Content-Type, Authorization.
+	AllowHeaders []string
+	// ExposeHeaders lists response headers the browser may read.
+	ExposeHeaders []string
+	// AllowCredentials sets Access-Control-Allow-Credentials.
+	AllowCredentials bool
+	// MaxAge is how long a preflight answer may be cached; default 24h.
+	MaxAge time.Duration
+}
+
+// CORSMiddleware returns middleware that answers CORS preflight requests
+// (OPTIONS with Access-Control-Request-Method) with 204 and adds the CORS
+// headers to every response (the seed's createCorsMiddleware). A
+// preflight is answered only for a route that has a mock: register
+// "OPTIONS /path" or "* /path" routes, or use a catch-all "OPTIONS /*".
+// Priority 900.
+func CORSMiddleware(opts CORSOptions) Middleware {
+	if len(opts.AllowOrigins) == 0 {
+		opts.AllowOrigins = []string{"*"}
+	}
+	if len(opts.AllowMethods) == 0 {
+		opts.AllowMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+	}
+	if len(opts.AllowHeaders) == 0 {
+		opts.AllowHeaders = []string{"Content-Type", "Authorization"}
+	}
+	if opts.MaxAge == 0 {
+		opts.MaxAge = 24 * time.Hour
+	}
+	origin := func(req *Request) string {
+		o := req.Header.Get("Origin")
+		for _, a := range opts.AllowOrigins {
+			if a == "*" && !opts.AllowCredentials {
+				return "*"
+			}
+			if a == "*" || strings.EqualFold(a, o) {
+				return o
+			}
+		}
+		return ""
+	}
+	headers := func(req *Request, h map[string]string) map[string]string {
+		o := origin(req)
+		if o == "" {
+			return h
+		}
+		if h == nil {
+			h = map[string]string{}
+		}
+		h["Access-Control-Allow-Origin"] = o
+		if o != "*" {
+			h["Vary"] = "Origin"
+		}
+		if opts.AllowCredentials {
+			h["Access-Control-Allow-Credentials"] = "true"
+		}
+		if len(opts.ExposeHeaders) > 0 {
+			h["Access-Control-Expose-Headers"] = strings.Join(opts.ExposeHeaders, ", ")
+		}
+		return h
+	}
+	return Middleware{
+		Name:     "cors",
+		Priority: 900,
+		OnRequest: func(_ context.Context, req *Request) (*Response, error) {
+			if req.Method != "OPTIONS" || req.Header.Get("Access-Control-Request-Method") == "" {
+				return nil, nil
+			}
+			h := headers(req, map[string]string{
+				"Access-Control-Allow-Methods": strings.Join(opts.AllowMethods, ", "),
+				"Access-Control-Allow-Headers": strings.Join(opts.AllowHeaders, ", "),
+				"Access-Control-Max-Age":       strconv.Itoa(int(opts.MaxAge / time.Second)),
+			})
+			return &Response{Status: StatusNoContent, Headers: h, Body: []byte{}}, nil
+		},
+		OnResponse: func(_ context.Context, resp *Response, req *Request) (*Response, error) {
+			if req.Header.Get("Origin") == "" {
+				return nil, nil
+			}
+			r := *resp
+			r.Headers = headers(req, cloneHeaders(resp.Headers))
+			return &r, nil
+		},
+	}
+}
+
+func cloneHeaders(h map[string]string) map[string]string {
+	out := make(map[string]string, len(h)+4)
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
+// DelayMiddleware returns middleware that waits d before each handler runs
+// (the seed's createDelayMiddleware), in addition to the configured
+// delay. The wait ends early when the request's context is done.
+// Priority 100.
+func DelayMiddleware(d Delay) Middleware {
+	return Middleware{
+		Name:     "delay",
+		Priority: 100,
+		OnRequest: func(ctx context.Context, _ *Request) (*Response, error) {
+			return nil, sleep(ctx, d.Pick())
+		},
+	}
+}
+
+// AuthOptions configures [AuthMiddleware].
+type AuthOptions struct {
+	// Header is the header checked; default "Authorization".
+	Header string
+	// Scheme is the required scheme prefix of the header value; default
+	// "Bearer" when Header is Authorization, none otherwise.
+	Scheme string
+	// Tokens lists the accepted credentials (after the scheme). Empty
+	// accepts any non-empty credential.
+	Tokens []string
+	// Validate, when set, decides instead of Tokens.
+	Validate func(credential string, req *Request) bool
+	// Skip, when set, exempts requests from the check.
+	Skip func(req *Request) bool
+}
+
+// AuthMiddleware returns middleware that answers 401 with
+// {"statusCode":401,"message":"Unauthorized","error":"Unauthorized"} when
+// the bearer token (or the configured header) is missing or not accepted
+// (the seed's createAuthMiddleware). CORS preflight requests pass.
+// Priority 800.
+func AuthMiddleware(opts AuthOptions) Middleware {
+	if opts.Header == "" {
+		opts.Header = "Authorization"
+		if opts.Scheme == "" {
+			opts.Scheme = "Bearer"
+		}
+	}
+	accepted := make(map[string]bool, len(opts.Tokens))
+	for _, t := range opts.Tokens {
+		accepted[t] = true
+	}
+	return Middleware{
+		Name:     "auth",
+		Priority: 800,
+		OnRequest: func(_ context.Context, req *Request) (*Response, error) {
+			if (req.Method == "OPTIONS" && req.Header.Get("Access-Control-Request-Method") != "") ||
+				(opts.Skip != nil && opts.Skip(req)) {
+				return nil, nil
+			}
+			cred := strings.TrimSpace(req.Header.Get(opts.Header))
+			if opts.Scheme != "" {
+				if len(cred) <= len(opts.Scheme) || !strings.EqualFold(cred[:len(opts.Scheme)], opts.Scheme) || cred[len(opts.Scheme)] != ' ' {
+					return unauthorized(), nil
+				}
+				cred = strings.TrimSpace(cred[len(opts.Scheme):])
+			}
+			ok := cred != ""
+			switch {
+			case !ok:
+			case opts.Validate != nil:
+				ok = opts.Validate(cred, req)
+			case len(accepted) > 0:
+				ok = accepted[cred]
+			}
+			if !ok {
+				return unauthorized(), nil
+			}
+			return nil, nil
+		},
+	}
+}
+
+func unauthorized() *Response {
+	return &Response{Status: StatusUnauthorized, Data: map[string]any{"statusCode": 401, "message": "Unauthorized", "error": "Unauthorized"},
+		Headers: map[string]string{"WWW-Authenticate": "Bearer"}}
+}
+
+// RateLimitOptions configures [RateLimitMiddleware].
+type RateLimitOptions struct {
+	// Limit is the number of requests allowed per window and key; default
+	// 100.
+	Limit int
+	// Window is the length of a fixed window; default one minute.
+	Window time.Duration
+	// Key groups requests; default the client address (X-Forwarded-For,
+	// then RemoteAddr), so all in-process requests share one key.
+	Key func(req *Request) string
+	// MaxKeys bounds the keys tracked per window; further keys share one
+	// counter. Default 10000.
+	MaxKeys int
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// RateLimitMiddleware returns middleware that answers 429 with
+// {"statusCode":429,"message":"Too Many Requests","error":"ThrottlerException"}
+// and a Retry-After header once a key exceeds Limit requests in the
+// current window (the seed's createRateLimitMiddleware). Its memory is
+// bounded by MaxKeys. Priority 700.
+func RateLimitMiddleware(opts RateLimitOptions) Middleware {
+	if opts.Limit <= 0 {
+		opts.Limit = 100
+	}
+	if opts.Window <= 0 {
+		opts.Window = time.Minute
+	}
+	if opts.MaxKeys <= 0 {
+		opts.MaxKeys = 10000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Key == nil {
+		opts.Key = func(req *Request) string {
+			if f := req.Header.Get("X-Forwarded-For"); f != "" {
+				return strings.TrimSpace(strings.Split(f, ",")[0])
+			}
+			if host, _, err := net.SplitHostPort(req.RemoteAddr); err == nil {
+				return host
+			}
+			return req.RemoteAddr
+		}
+	}
+	var (
+		mu     sync.Mutex
+		start  time.Time
+		counts = map[string]int{}
+	)
+	return Middleware{
+		Name:     "rate-limit",
+		Priority: 700,
+		OnRequest: func(_ context.Context, req *Request) (*Response, error) {
+			now := opts.Now()
+			key := opts.Key(req)
+			mu.Lock()
+			if now.Sub(start) >= opts.Window || now.Before(start) {
+				start = now.Truncate(opts.Window)
+				clear(counts)
+			}
+			if _, ok := counts[key]; !ok && len(counts) >= opts.MaxKeys {
+				key = OtherKey
+			}
+			counts[key]++
+			n := counts[key]
+			retry := start.Add(opts.Window).Sub(now)
+			mu.Unlock()
+			if n <= opts.Limit {
+				return nil, nil
+			}
+			return &Response{Status: http.StatusTooManyRequests,
+				Data:    map[string]any{"statusCode": 429, "message": "Too Many Requests", "error": "ThrottlerException"},
+				Headers: map[string]string{"Retry-After": strconv.Itoa(int((retry + time.Second - 1) / time.Second))}}, nil
+		},
+	}
+}
