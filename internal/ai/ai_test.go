@@ -176,6 +176,12 @@ func TestComplete_TokenRulesAndCost(t *testing.T) {
 			"claude-haiku-4-5-20251001", 10*1e-6 + 200*0.1e-6 + 100*1.25e-6 + 50*5e-6, "claude-haiku-4-5"},
 		{"GeminiThoughtsAreCompletion", "gemini", gem, ai.Usage{100, 50, 150}, "visible answer",
 			"gemini-2.5-flash", 60*0.3e-6 + 40*0.03e-6 + 50*2.5e-6, "gemini/gemini-2.5-flash"},
+		{"OpenAINullContentIsEmptyText", "openai", map[string]any{"id": "c", "model": "gpt-4o-mini", "choices": []any{map[string]any{
+			"message": map[string]any{"role": "assistant", "content": nil, "refusal": "I can't help with that."}, "finish_reason": "stop"}},
+			"usage": map[string]any{"prompt_tokens": 5, "completion_tokens": 6, "total_tokens": 11}}, ai.Usage{5, 6, 11}, "", "gpt-4o-mini", 5*0.15e-6 + 6*0.6e-6, "gpt-4o-mini"},
+		{"AnthropicToolUseOnlyIsEmptyText", "anthropic", map[string]any{"id": "m", "type": "message", "model": "claude-haiku-4-5",
+			"content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "f", "input": map[string]any{}}},
+			"usage":   map[string]any{"input_tokens": 5, "output_tokens": 6}}, ai.Usage{5, 6, 11}, "", "claude-haiku-4-5", 5*1e-6 + 6*5e-6, "claude-haiku-4-5"},
 		{"UnknownModelCostsZero", "openai", aitest.OpenAIAnswer("mystery-model", "hi", 10, 10, 0), ai.Usage{10, 10, 20}, "hi", "mystery-model", 0, ""},
 	}
 	for _, tt := range tests {
@@ -237,6 +243,8 @@ func TestComplete_Failures(t *testing.T) {
 		{"ConnectionResetThenSuccess", "openai", []aitest.Responder{aitest.Reset(), ok}, 0, 0, 2, "", 0, usage.StatusSuccess},
 		{"Anthropic529Thrice", "anthropic", []aitest.Responder{aitest.Error("anthropic", 529, "overloaded_error", "Overloaded")},
 			0, apperr.Upstream, 3, "Overloaded", 0, usage.StatusError},
+		{"Anthropic529ShouldNotRetry", "anthropic", []aitest.Responder{aitest.Error("anthropic", 529, "overloaded_error", "Overloaded", "x-should-retry", "false")},
+			0, apperr.Upstream, 1, "Overloaded", 0, usage.StatusError},
 		{"Gemini503ThenSuccess", "gemini", []aitest.Responder{aitest.Error("gemini", 503, "UNAVAILABLE", "overloaded"), ok}, 0, 0, 2, "", 0, usage.StatusSuccess},
 		{"BadKey401", "openai", []aitest.Responder{aitest.Error("openai", 401, "invalid_api_key", "Incorrect API key provided: "+testKey)},
 			0, apperr.Upstream, 1, "refused the server's API key", 0, usage.StatusError},

@@ -128,7 +128,7 @@ func (anthropic) failure(status int, header http.Header, body []byte) *upstreamE
 		e.Error.Type == "billing_error":
 		u.billing, u.retryable = true, false
 	case status == 529 || e.Error.Type == "overloaded_error":
-		u.retryable = true
+		u.retryable = !strings.EqualFold(header.Get("x-should-retry"), "false")
 	}
 	return u
 }
