@@ -108,9 +108,6 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
 		_, s.ferret = info["ferretdbVersion"]
 	}
-	if s.ferret {
-		s.countRollup(ctx)
-	}
 	if err := store.EnsureIndexes(ctx, s.requests,
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "createdAt", Value: -1}}},
 	); err != nil {
@@ -216,11 +213,14 @@ func (s *Service) refreshRollupSize() {
 func (s *Service) countRollup(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	n, err := s.daily.EstimatedDocumentCount(ctx)
-	if err != nil {
+	// collStats reads the count from the store's metadata; a count command would scan.
+	var stats struct {
+		Count float64 `bson:"count"`
+	}
+	if err := s.daily.Database().RunCommand(ctx, bson.D{{Key: "collStats", Value: s.daily.Name()}}).Decode(&stats); err != nil {
 		return
 	}
-	s.bigRollup.Store(n > smallRollup)
+	s.bigRollup.Store(stats.Count > smallRollup)
 	s.countedAt.Store(time.Now().UnixNano())
 }
 
@@ -229,6 +229,9 @@ func (s *Service) countRollup(ctx context.Context) {
 // is not small it reads the user's days by _id instead (see readDays).
 func (s *Service) readUser(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
 	if s.ferret {
+		if s.countedAt.Load() == 0 {
+			s.countRollup(ctx) // the first read waits for one count
+		}
 		s.refreshRollupSize()
 		if s.bigRollup.Load() {
 			return s.readDays(ctx, userID, from, to)
