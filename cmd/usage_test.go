@@ -71,8 +71,11 @@ func TestServe_ShutdownUnderLoadLosesNoRecord(t *testing.T) {
 			}
 		}()
 	}
-	for len(fake.Calls()) < 100 {
-		time.Sleep(5 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); len(fake.Calls()) < 100; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(stop)
+			t.Fatalf("the provider received %d calls in 30s; %d answered 200", len(fake.Calls()), answered.Load())
+		}
 	}
 	if code := s.stop(t); code != 0 { // SIGTERM's path: cancel, Shutdown, close services
 		t.Fatalf("serve exit %d: %s", code, s.logs.String())
