@@ -113,14 +113,11 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 	); err != nil {
 		return nil, err
 	}
-	// One index per call: FerretDB v1 panics when one createIndexes names several existing indexes.
-	for _, keys := range []bson.D{
-		{{Key: "userId", Value: 1}, {Key: "day", Value: 1}},
-		{{Key: "day", Value: 1}},
-	} {
-		if err := store.EnsureIndexes(ctx, s.daily, mongo.IndexModel{Keys: keys}); err != nil {
-			return nil, err
-		}
+	if err := store.EnsureIndexes(ctx, s.daily,
+		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "day", Value: 1}}},
+		mongo.IndexModel{Keys: bson.D{{Key: "day", Value: 1}}},
+	); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
