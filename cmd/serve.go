@@ -60,6 +60,8 @@ func runServe(ctx context.Context, f *factory) error {
 		Auth:      svc.auth,
 		Templates: svc.templates,
 		DBCheck:   svc.dbcheck,
+		AI:        svc.ai,
+		Usage:     svc.usage,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/templates"
+	"github.com/acme/app/internal/usage"
 )
 
 // services is the graph of services every command group shares, opened once per command.
@@ -19,6 +23,8 @@ type services struct {
 	templates *templates.Service
 	// dbcheck serves /api/storage/mongodb/*: reach control and refused options on.
 	dbcheck *dbcheck.Service
+	usage   *usage.Service
+	ai      *ai.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -71,7 +77,38 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		return nil, usageError{err}
 	}
 	s.closers = append(s.closers, s.dbcheck.Close)
+	if err := openAI(ctx, f, s, appDB); err != nil {
+		_ = s.close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// openAI builds the usage recorder (closed before the store, so it flushes) and the AI proxy.
+func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) error {
+	cfg := f.cfg
+	us, err := usage.New(ctx, db, usage.Options{Logger: f.log})
+	if err != nil {
+		return err
+	}
+	s.usage = us
+	s.closers = append(s.closers, us.Close)
+	prices, err := ai.LoadPrices(cfg.AI.PricingFile, f.log)
+	if err != nil {
+		return err
+	}
+	s.ai = ai.New(ai.Options{
+		Providers: map[string]ai.ProviderConfig{
+			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),
+			"anthropic": ai.ProviderConfig(cfg.AI.Anthropic),
+			"gemini":    ai.ProviderConfig(cfg.AI.Gemini),
+		},
+		Timeout:  cfg.AI.Timeout,
+		Prices:   prices,
+		Recorder: us,
+		Logger:   f.log,
+	})
+	return nil
 }
 
 // close releases everything in reverse order of opening.

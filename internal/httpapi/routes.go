@@ -22,6 +22,15 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	}
 
 	// AI proxy and usage (ai, usage).
+	if deps.AI != nil {
+		mux.Handle("POST /api/ai/openai/chat", protect(handleAIComplete(deps.AI, "openai")))
+		mux.Handle("POST /api/ai/anthropic/messages", protect(handleAIComplete(deps.AI, "anthropic")))
+		mux.Handle("POST /api/ai/gemini/generate", protect(handleAIComplete(deps.AI, "gemini")))
+	}
+	if deps.Usage != nil {
+		mux.Handle("GET /api/ai/usage", protect(handleUsageSummary(deps.Usage)))
+		mux.Handle("GET /api/ai/usage/providers", protect(handleUsageProviders(deps.Usage)))
+	}
 
 	// MongoDB utilities (dbcheck).
 	if deps.DBCheck != nil {

@@ -11,10 +11,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/ratelimit"
 	"github.com/acme/app/internal/templates"
+	"github.com/acme/app/internal/usage"
 )
 
 // Options configures the cross-cutting behaviour of the API.
@@ -39,9 +41,11 @@ type Pinger interface {
 
 // Deps are the services the API serves. A nil service leaves its routes unregistered.
 type Deps struct {
-	DB     Pinger        // health
-	Tokens TokenVerifier // access tokens for protected routes
-	Auth   *auth.Service // register, login, profile
+	DB     Pinger         // health
+	Tokens TokenVerifier  // access tokens for protected routes
+	Auth   *auth.Service  // register, login, profile
+	AI     *ai.Service    // AI proxy
+	Usage  *usage.Service // usage summaries
 	// Service dependencies are added here by their issues.
 	Templates *templates.Service // property templates
 	DBCheck   *dbcheck.Service   // MongoDB utilities

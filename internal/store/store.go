@@ -116,12 +116,13 @@ func (s *Store) closeEmbedded() {
 }
 
 // EnsureIndexes creates the indexes in models on coll; creating an existing index is a no-op.
+// It creates them one per command: FerretDB v1 panics when one createIndexes names several
+// indexes that already exist.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
-	if len(models) == 0 {
-		return nil
-	}
-	if _, err := coll.Indexes().CreateMany(ctx, models); err != nil {
-		return fmt.Errorf("store: create indexes on %s: %w", coll.Name(), err)
+	for _, m := range models {
+		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
+			return fmt.Errorf("store: create index on %s: %w", coll.Name(), err)
+		}
 	}
 	return nil
 }

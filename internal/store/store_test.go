@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
 
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/store/storetest"
@@ -129,5 +130,25 @@ func TestRedact(t *testing.T) {
 		if got := store.Redact(tt.in); got != tt.want {
 			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// Ensure creating several indexes twice is a no-op, not a failure (FerretDB v1 panicked when
+// one createIndexes named several existing indexes).
+func TestEnsureIndexes_Idempotent(t *testing.T) {
+	t.Parallel()
+	coll := storetest.DB(t).Collection("c")
+	models := []mongo.IndexModel{
+		{Keys: bson.D{{Key: "a", Value: 1}}},
+		{Keys: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: -1}}},
+	}
+	for i := 0; i < 2; i++ {
+		if err := store.EnsureIndexes(ctxT(t), coll, models...); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	specs, err := coll.Indexes().ListSpecifications(ctxT(t))
+	if err != nil || len(specs) != 3 { // _id plus the two
+		t.Fatalf("indexes = %d (%v), want 3", len(specs), err)
 	}
 }

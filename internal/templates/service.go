@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/x/mongo/driver/topology"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
 )
 
 // Collection names.
@@ -98,11 +99,7 @@ func New(opts Options) *Service {
 func (s *Service) EnsureIndexes(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CoreTimeout)
 	defer cancel()
-	_, err := s.core.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "widgetType", Value: 1}}})
-	if err != nil {
-		return fmt.Errorf("templates: create index on %s: %w", CoreCollection, err)
-	}
-	return nil
+	return store.EnsureIndexes(ctx, s.core, mongo.IndexModel{Keys: bson.D{{Key: "widgetType", Value: 1}}})
 }
 
 // ---- reads (core, falling back to the space) --------------------------------------------

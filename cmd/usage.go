@@ -1,0 +1,107 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/usage"
+)
+
+func newUsageCmd(f *factory) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "usage",
+		Short: "Report AI usage (requests, tokens, cost) per provider and model",
+	}
+	c.AddCommand(newUsageReportCmd(f, nil))
+	return c
+}
+
+type usageReportOptions struct {
+	days int
+	user string // e-mail; empty: every user
+	json bool
+}
+
+func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOptions) error) *cobra.Command {
+	opts := &usageReportOptions{}
+	c := &cobra.Command{
+		Use:   "report",
+		Short: "Usage per provider and model over the last N UTC days, with totals",
+		Long: "Usage per provider and model over the last N UTC calendar days (today included), read from the\n" +
+			"daily rollup, for every user or one (--user EMAIL). --json prints the report as JSON.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := usage.ParseDays(strconv.Itoa(opts.days)); err != nil {
+				return usageError{fmt.Errorf("--days: %s", strings.Join(apperr.As(err).Messages, "; "))}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return withServices(cmd.Context(), f, func(s *services) error {
+				return runUsageReport(cmd.Context(), f, s.usage, s.auth, opts)
+			})
+		},
+	}
+	c.Flags().IntVar(&opts.days, "days", usage.DefaultDays, "last N UTC calendar days, today included (1-366)")
+	c.Flags().StringVar(&opts.user, "user", "", "only this user (e-mail)")
+	c.Flags().BoolVar(&opts.json, "json", false, "print JSON")
+	return c
+}
+
+func runUsageReport(ctx context.Context, f *factory, svc *usage.Service, users *auth.Service, opts *usageReportOptions) error {
+	ro := usage.ReportOptions{Days: opts.days}
+	if opts.user != "" {
+		id, err := userIDByEmail(ctx, users, opts.user)
+		if err != nil {
+			return err
+		}
+		ro.UserID, ro.User = id, opts.user
+	}
+	rep, err := svc.Report(ctx, ro)
+	if err != nil {
+		return err
+	}
+	p := f.printer()
+	if opts.json {
+		return p.json(rep)
+	}
+	who := "all users"
+	if rep.User != "" {
+		who = rep.User
+	}
+	p.title(fmt.Sprintf("AI usage, %s to %s (UTC, %d days), %s", rep.From, rep.To, rep.Days, who))
+	rows := make([][]string, 0, len(rep.Rows)+1)
+	for _, r := range rep.Rows {
+		rows = append(rows, []string{r.Provider, r.Model, strconv.FormatInt(r.RequestCount, 10),
+			strconv.FormatInt(r.TotalTokens, 10), formatCost(r.Cost)})
+	}
+	t := rep.Totals
+	rows = append(rows, []string{"TOTAL", "", strconv.FormatInt(t.TotalRequests, 10), strconv.FormatInt(t.TotalTokens, 10),
+		formatCost(t.TotalCost)})
+	p.table([]string{"PROVIDER", "MODEL", "REQUESTS", "TOKENS", "COST (USD)"}, rows)
+	return nil
+}
+
+// userIDByEmail finds a user's id through the auth service (which owns the users collection).
+func userIDByEmail(ctx context.Context, users *auth.Service, email string) (string, error) {
+	all, err := users.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, u := range all {
+		if strings.EqualFold(u.Email, email) {
+			return u.ID, nil
+		}
+	}
+	return "", apperr.E(apperr.NotFound, "no user with e-mail "+email)
+}
+
+func formatCost(c float64) string {
+	return "$" + strconv.FormatFloat(c, 'f', 6, 64)
+}

@@ -1,0 +1,168 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/usage"
+)
+
+// Ensure a shutdown under load loses no record: every request that reached the provider is
+// in ai_requests after serve returns, the rollup agrees with the log, and `usage report`
+// (alone on the data directory) reports the same totals.
+func TestServe_ShutdownUnderLoadLosesNoRecord(t *testing.T) {
+	fake := aitest.New(t, "openai", func(w http.ResponseWriter, r *http.Request, c aitest.Call) {
+		time.Sleep(20 * time.Millisecond) // keep requests in flight when the shutdown starts
+		aitest.OK("")(w, r, c)
+	})
+	dir := t.TempDir()
+	env := testEnv("APP_AI_OPENAI_API_KEY", "sk-test", "APP_AI_OPENAI_BASE_URL", fake.BaseURL(), "APP_RATELIMIT_LIMIT", "1000000")
+	s := startServe(t, dir, env)
+	resp, err := http.Post("http://"+s.addr+"/api/auth/register", "application/json",
+		strings.NewReader(`{"email":"load@example.com","password":"secret1","name":"Load"}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("register: %v %v", resp, err)
+	}
+	var reg struct {
+		AccessToken string `json:"accessToken"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&reg)
+	resp.Body.Close()
+
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 30 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", "http://"+s.addr+"/api/ai/openai/chat",
+					strings.NewReader(`{"messages":[{"role":"user","content":"hi there"}]}`))
+				req.Header.Set("Authorization", "Bearer "+reg.AccessToken)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := client.Do(req)
+				if err != nil {
+					return // the server has stopped accepting
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					answered.Add(1)
+				}
+			}
+		}()
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(fake.Calls()) < 100; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(stop)
+			t.Fatalf("the provider received %d calls in 30s; %d answered 200", len(fake.Calls()), answered.Load())
+		}
+	}
+	if code := s.stop(t); code != 0 { // SIGTERM's path: cancel, Shutdown, close services
+		t.Fatalf("serve exit %d: %s", code, s.logs.String())
+	}
+	close(stop)
+	wg.Wait()
+
+	st, err := store.Open(context.Background(), store.Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.DB("backend").Collection(usage.RequestsCollection).CountDocuments(context.Background(), bson.D{})
+	_ = st.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := int64(len(fake.Calls()))
+	if n != calls || n < answered.Load() {
+		t.Fatalf("ai_requests holds %d records; the provider received %d calls and %d were answered 200", n, calls, answered.Load())
+	}
+
+	r := runApp(t, env, "usage", "report", "--json", "--user", "load@example.com", "--data-dir", dir)
+	var rep usage.Report
+	if r.code != 0 || json.Unmarshal([]byte(r.out), &rep) != nil {
+		t.Fatalf("usage report = %d %q %q", r.code, r.out, r.errOut)
+	}
+	if rep.Totals.TotalRequests != n || len(rep.Rows) != 1 || rep.Rows[0].Provider != "openai" || rep.Totals.TotalTokens != 18*n {
+		t.Fatalf("report %+v, want %d requests of 18 tokens", rep, n)
+	}
+	r = runApp(t, env, "usage", "report", "--days", "7", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.out, "TOTAL") || !strings.Contains(r.out, "gpt-6-luna") {
+		t.Fatalf("usage report table = %d %q %q", r.code, r.out, r.errOut)
+	}
+}
+
+// Ensure the report's flags parse, and bad ones exit 2 without opening anything.
+func TestUsageReportFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     usageReportOptions
+	}{
+		{"Defaults", nil, 0, usageReportOptions{days: 30}},
+		{"All", []string{"--days", "7", "--user", "a@b.c", "--json"}, 0, usageReportOptions{days: 7, user: "a@b.c", json: true}},
+		{"DaysZero", []string{"--days", "0"}, exitUsage, usageReportOptions{}},
+		{"DaysTooMany", []string{"--days", "367"}, exitUsage, usageReportOptions{}},
+		{"DaysNotNumber", []string{"--days", "x"}, exitUsage, usageReportOptions{}},
+		{"ExtraArg", []string{"extra"}, exitUsage, usageReportOptions{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got *usageReportOptions
+			f := &factory{in: strings.NewReader(""), out: io.Discard, errOut: io.Discard, getenv: testEnv()}
+			root := newRootCmd(f)
+			for _, c := range root.Commands() {
+				if c.Name() == "usage" {
+					root.RemoveCommand(c)
+				}
+			}
+			uc := newUsageCmd(f)
+			uc.RemoveCommand(uc.Commands()[0])
+			uc.AddCommand(newUsageReportCmd(f, func(_ context.Context, o *usageReportOptions) error { got = o; return nil }))
+			root.AddCommand(uc)
+			root.SetArgs(append([]string{"usage", "report"}, tt.args...))
+			root.SetOut(io.Discard)
+			root.SetErr(io.Discard)
+			err := root.ExecuteContext(context.Background())
+			code := 0
+			var ue usageError
+			if err != nil {
+				code = exitFailure
+				if errors.As(err, &ue) || isFlagError(err) {
+					code = exitUsage
+				}
+			}
+			if tt.wantCode != 0 {
+				if code != tt.wantCode {
+					t.Fatalf("exit %d, want %d", code, tt.wantCode)
+				}
+				return
+			}
+			if code != 0 || got == nil || *got != tt.want {
+				t.Fatalf("exit %d, opts %+v, want %+v", code, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,411 @@
+package ai_test
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/usage"
+)
+
+const testKey = "sk-test-SECRET-key"
+
+type memRecorder struct {
+	mu   sync.Mutex
+	recs []usage.Record
+	ctxs []context.Context
+}
+
+func (m *memRecorder) Record(ctx context.Context, r usage.Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r)
+	m.ctxs = append(m.ctxs, ctx)
+	return nil
+}
+
+func (m *memRecorder) all() []usage.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]usage.Record(nil), m.recs...)
+}
+
+func newService(t *testing.T, fake *aitest.Server, provider string, mod func(*ai.Options)) (*ai.Service, *memRecorder) {
+	t.Helper()
+	rec := &memRecorder{}
+	opts := ai.Options{
+		Providers: map[string]ai.ProviderConfig{provider: {APIKey: testKey, BaseURL: fake.BaseURL(), DefaultModel: "default-" + provider}},
+		Timeout:   5 * time.Second,
+		Recorder:  rec,
+		RetryBase: time.Millisecond,
+		RetryCap:  50 * time.Millisecond,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	return ai.New(opts), rec
+}
+
+func input(t *testing.T, js string) ai.ChatInput {
+	t.Helper()
+	var in ai.ChatInput
+	if err := json.Unmarshal([]byte(js), &in); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// Ensure each provider gets its own wire format with the defaults, and answers are normalized.
+func TestComplete_WireFormatsAndDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		provider string
+		body     string
+		check    func(t *testing.T, c aitest.Call)
+	}{
+		{"OpenAIDefaults", "openai", `{"messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"Hi"}]}`,
+			func(t *testing.T, c aitest.Call) {
+				if got := c.Header.Get("Authorization"); got != "Bearer "+testKey {
+					t.Errorf("Authorization=%q", got)
+				}
+				if c.Body["model"] != "default-openai" || c.Body["temperature"] != 0.7 || c.Body["max_completion_tokens"] != 1000.0 {
+					t.Errorf("body=%s", c.Raw)
+				}
+				if _, ok := c.Body["max_tokens"]; ok {
+					t.Errorf("max_tokens sent: %s", c.Raw)
+				}
+				msgs := c.Body["messages"].([]any)
+				if m := msgs[0].(map[string]any); m["role"] != "system" || m["content"] != "Be terse." {
+					t.Errorf("system message %v", m)
+				}
+			}},
+		{"AnthropicDefaults", "anthropic", `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Yo"},{"role":"user","content":"Joke"}]}`,
+			func(t *testing.T, c aitest.Call) {
+				if c.Header.Get("x-api-key") != testKey || c.Header.Get("anthropic-version") != "2023-06-01" {
+					t.Errorf("headers %v", c.Header)
+				}
+				if c.Header.Get("Authorization") != "" {
+					t.Errorf("Authorization sent to anthropic")
+				}
+				if c.Body["model"] != "default-anthropic" || c.Body["temperature"] != 0.7 || c.Body["max_tokens"] != 1000.0 {
+					t.Errorf("body=%s", c.Raw)
+				}
+				if len(c.Body["messages"].([]any)) != 3 {
+					t.Errorf("messages %s", c.Raw)
+				}
+			}},
+		{"GeminiDefaultsAndRoleMapping", "gemini", `{"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Yo"},{"role":"user","content":"Count"}]}`,
+			func(t *testing.T, c aitest.Call) {
+				if c.Header.Get("x-goog-api-key") != testKey || strings.Contains(c.Path, "key=") {
+					t.Errorf("key not in x-goog-api-key")
+				}
+				if c.Model() != "default-gemini" {
+					t.Errorf("path %s", c.Path)
+				}
+				var roles []string
+				for _, x := range c.Body["contents"].([]any) {
+					roles = append(roles, x.(map[string]any)["role"].(string))
+				}
+				if strings.Join(roles, ",") != "user,model,user" {
+					t.Errorf("roles %v", roles)
+				}
+				gc := c.Body["generationConfig"].(map[string]any)
+				if gc["temperature"] != 0.9 || gc["maxOutputTokens"] != 1000.0 {
+					t.Errorf("generationConfig %v", gc)
+				}
+			}},
+		{"ExplicitValues", "openai", `{"messages":[{"role":"user","content":"x"}],"model":"gpt-4o-mini","temperature":0.3,"maxTokens":64}`,
+			func(t *testing.T, c aitest.Call) {
+				if c.Body["model"] != "gpt-4o-mini" || c.Body["temperature"] != 0.3 || c.Body["max_completion_tokens"] != 64.0 {
+					t.Errorf("body=%s", c.Raw)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tt.provider)
+			svc, rec := newService(t, fake, tt.provider, nil)
+			got, err := svc.Complete(context.Background(), "user1", tt.provider, input(t, tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, fake.Last())
+			if got.Text != "Hello from the fake" || got.Usage != (ai.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}) ||
+				got.Provider != tt.provider || len(got.RequestID) != 36 {
+				t.Errorf("completion %+v", got)
+			}
+			recs := rec.all()
+			if len(recs) != 1 || recs[0].Status != usage.StatusSuccess || recs[0].RequestID != got.RequestID ||
+				recs[0].UserID != "user1" || recs[0].TotalTokens != 18 || recs[0].Model != got.Model {
+				t.Errorf("records %+v", recs)
+			}
+		})
+	}
+}
+
+// Ensure token normalization: cached prompt tokens count as prompt, thinking as completion,
+// thought parts are not text, and cached tokens are billed at the cache rate.
+func TestComplete_TokenRulesAndCost(t *testing.T) {
+	t.Parallel()
+	gem := aitest.GeminiAnswer("gemini-2.5-flash", "visible", 100, 20, 30, 40)
+	gem["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"] = []any{
+		map[string]any{"text": "thinking...", "thought": true}, map[string]any{"text": "visible"}, map[string]any{"text": " answer"}}
+	tests := []struct {
+		name       string
+		provider   string
+		answer     map[string]any
+		want       ai.Usage
+		wantText   string
+		wantModel  string
+		wantCost   float64
+		wantPrices string
+	}{
+		{"OpenAICachedSubset", "openai", aitest.OpenAIAnswer("gpt-4o-mini-2024-07-18", "hi", 1000, 100, 400), ai.Usage{1000, 100, 1100}, "hi",
+			"gpt-4o-mini-2024-07-18", 600*0.15e-6 + 400*0.075e-6 + 100*0.6e-6, "gpt-4o-mini"},
+		{"AnthropicCacheReadAndWrite", "anthropic", aitest.AnthropicAnswer("claude-haiku-4-5-20251001", "hi", 10, 50, 200, 100), ai.Usage{310, 50, 360}, "hi",
+			"claude-haiku-4-5-20251001", 10*1e-6 + 200*0.1e-6 + 100*1.25e-6 + 50*5e-6, "claude-haiku-4-5"},
+		{"GeminiThoughtsAreCompletion", "gemini", gem, ai.Usage{100, 50, 150}, "visible answer",
+			"gemini-2.5-flash", 60*0.3e-6 + 40*0.03e-6 + 50*2.5e-6, "gemini/gemini-2.5-flash"},
+		{"OpenAINullContentIsEmptyText", "openai", map[string]any{"id": "c", "model": "gpt-4o-mini", "choices": []any{map[string]any{
+			"message": map[string]any{"role": "assistant", "content": nil, "refusal": "I can't help with that."}, "finish_reason": "stop"}},
+			"usage": map[string]any{"prompt_tokens": 5, "completion_tokens": 6, "total_tokens": 11}}, ai.Usage{5, 6, 11}, "", "gpt-4o-mini", 5*0.15e-6 + 6*0.6e-6, "gpt-4o-mini"},
+		{"AnthropicToolUseOnlyIsEmptyText", "anthropic", map[string]any{"id": "m", "type": "message", "model": "claude-haiku-4-5",
+			"content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "f", "input": map[string]any{}}},
+			"usage":   map[string]any{"input_tokens": 5, "output_tokens": 6}}, ai.Usage{5, 6, 11}, "", "claude-haiku-4-5", 5*1e-6 + 6*5e-6, "claude-haiku-4-5"},
+		{"UnknownModelCostsZero", "openai", aitest.OpenAIAnswer("mystery-model", "hi", 10, 10, 0), ai.Usage{10, 10, 20}, "hi", "mystery-model", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tt.provider, aitest.JSON(200, tt.answer))
+			svc, rec := newService(t, fake, tt.provider, nil)
+			got, err := svc.Complete(context.Background(), "u", tt.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Usage != tt.want || got.Text != tt.wantText || got.Model != tt.wantModel {
+				t.Errorf("got %+v", got)
+			}
+			if math.Abs(got.Cost-tt.wantCost) > 1e-12 {
+				t.Errorf("cost=%g, want %g", got.Cost, tt.wantCost)
+			}
+			r := rec.all()[0]
+			if tt.wantPrices == "" {
+				if r.Prices != nil {
+					t.Errorf("unknown model has prices %+v", r.Prices)
+				}
+			} else if r.Prices == nil || r.Prices.Entry != tt.wantPrices {
+				t.Errorf("prices %+v, want entry %s", r.Prices, tt.wantPrices)
+			}
+			if r.ProviderUsage == nil {
+				t.Errorf("raw provider usage not kept")
+			}
+		})
+	}
+}
+
+// Ensure failures become the right answers, with the right number of upstream calls.
+func TestComplete_Failures(t *testing.T) {
+	t.Parallel()
+	ok := aitest.OK("")
+	tests := []struct {
+		name       string
+		provider   string
+		script     []aitest.Responder
+		timeout    time.Duration
+		wantKind   apperr.Kind
+		wantCalls  int
+		wantMsg    string // substring of the message
+		wantRetry  int    // Retry-After seconds
+		wantStatus string
+	}{
+		{"429ThenRetryAfterThen429", "openai", []aitest.Responder{aitest.Error("openai", 429, "rate_limit_exceeded", "slow down", "retry-after", "0.01")},
+			0, apperr.RateLimited, 3, "rate limit", 1, usage.StatusError},
+		{"429RetryAfterTooLongAnswersAtOnce", "openai", []aitest.Responder{aitest.Error("openai", 429, "rate_limit_exceeded", "slow", "retry-after", "47")},
+			0, apperr.RateLimited, 1, "rate limit", 47, usage.StatusError},
+		{"GeminiRetryInfoIsRetryAfter", "gemini", []aitest.Responder{aitest.JSON(429, `{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"47s"}]}}`)},
+			0, apperr.RateLimited, 1, "quota", 47, usage.StatusError},
+		{"InsufficientQuotaNotRetried", "openai", []aitest.Responder{aitest.Error("openai", 429, "insufficient_quota", "You exceeded your current quota")},
+			0, apperr.Unavailable, 1, "spending limit", 0, usage.StatusError},
+		{"AnthropicSpendLimitNotRetried", "anthropic", []aitest.Responder{aitest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"cap","details":{"error_code":"enforced_spend_limit_reached"}}}`)},
+			0, apperr.Unavailable, 1, "spending limit", 0, usage.StatusError},
+		{"500ThenSuccess", "openai", []aitest.Responder{aitest.JSON(500, "<html>oops</html>"), ok}, 0, 0, 2, "", 0, usage.StatusSuccess},
+		{"ConnectionResetThenSuccess", "openai", []aitest.Responder{aitest.Reset(), ok}, 0, 0, 2, "", 0, usage.StatusSuccess},
+		{"Anthropic529Thrice", "anthropic", []aitest.Responder{aitest.Error("anthropic", 529, "overloaded_error", "Overloaded")},
+			0, apperr.Upstream, 3, "Overloaded", 0, usage.StatusError},
+		{"Anthropic529ShouldNotRetry", "anthropic", []aitest.Responder{aitest.Error("anthropic", 529, "overloaded_error", "Overloaded", "x-should-retry", "false")},
+			0, apperr.Upstream, 1, "Overloaded", 0, usage.StatusError},
+		{"Gemini503ThenSuccess", "gemini", []aitest.Responder{aitest.Error("gemini", 503, "UNAVAILABLE", "overloaded"), ok}, 0, 0, 2, "", 0, usage.StatusSuccess},
+		{"BadKey401", "openai", []aitest.Responder{aitest.Error("openai", 401, "invalid_api_key", "Incorrect API key provided: "+testKey)},
+			0, apperr.Upstream, 1, "refused the server's API key", 0, usage.StatusError},
+		{"GeminiBadKeyIs400", "gemini", []aitest.Responder{aitest.JSON(400, `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`)},
+			0, apperr.Upstream, 1, "refused the server's API key", 0, usage.StatusError},
+		{"Upstream400CarriesMessage", "anthropic", []aitest.Responder{aitest.Error("anthropic", 400, "invalid_request_error", "messages: roles must alternate")},
+			0, apperr.Invalid, 1, "roles must alternate", 0, usage.StatusError},
+		{"GeminiBlockedPrompt", "gemini", []aitest.Responder{aitest.JSON(200, `{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":{"promptTokenCount":5}}`)},
+			0, apperr.Invalid, 1, "SAFETY", 0, usage.StatusError},
+		{"EmptyChoices", "openai", []aitest.Responder{aitest.JSON(200, `{"id":"x","choices":[],"usage":{}}`)}, 0, apperr.Upstream, 1, "no choices", 0, usage.StatusError},
+		{"EmptyCandidates", "gemini", []aitest.Responder{aitest.JSON(200, `{"candidates":[]}`)}, 0, apperr.Upstream, 1, "no candidates", 0, usage.StatusError},
+		{"TruncatedJSON", "anthropic", []aitest.Responder{aitest.JSON(200, `{"id":"msg_1","content":[{"type":"te`)}, 0, apperr.Upstream, 1, "not valid JSON", 0, usage.StatusError},
+		{"HangPastTimeout", "openai", []aitest.Responder{aitest.Hang(10 * time.Second)}, 100 * time.Millisecond, apperr.UpstreamTimeout, 1, "ai.timeout", 0, usage.StatusError},
+		{"TemperatureRefusedResentWithout", "openai", []aitest.Responder{
+			aitest.JSON(400, `{"error":{"message":"Unsupported value: 'temperature' does not support 0.7 with this model. Only the default (1) value is supported.","type":"invalid_request_error","param":"temperature","code":"unsupported_value"}}`), ok},
+			0, 0, 2, "", 0, usage.StatusSuccess},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tt.provider, tt.script...)
+			svc, rec := newService(t, fake, tt.provider, func(o *ai.Options) {
+				if tt.timeout > 0 {
+					o.Timeout = tt.timeout
+				}
+			})
+			_, err := svc.Complete(context.Background(), "u", tt.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+			if got := len(fake.Calls()); got != tt.wantCalls {
+				t.Errorf("upstream calls=%d, want %d", got, tt.wantCalls)
+			}
+			recs := rec.all()
+			if len(recs) != 1 || recs[0].Status != tt.wantStatus {
+				t.Fatalf("records %+v, want one with status %s", recs, tt.wantStatus)
+			}
+			if tt.wantStatus == usage.StatusSuccess {
+				if err != nil {
+					t.Fatalf("err=%v", err)
+				}
+				if tt.name == "TemperatureRefusedResentWithout" {
+					if _, sent := fake.Last().Body["temperature"]; sent {
+						t.Errorf("temperature resent: %s", fake.Last().Raw)
+					}
+				}
+				return
+			}
+			e := apperr.As(err)
+			if e == nil || e.Kind != tt.wantKind {
+				t.Fatalf("err=%v (kind %v), want kind %v", err, apperr.KindOf(err), tt.wantKind)
+			}
+			msg := strings.Join(e.Messages, " ")
+			if !strings.Contains(msg, tt.wantMsg) {
+				t.Errorf("message %q lacks %q", msg, tt.wantMsg)
+			}
+			if strings.Contains(msg, testKey) || strings.Contains(recs[0].Error, testKey) {
+				t.Errorf("API key leaked: %q / %q", msg, recs[0].Error)
+			}
+			if e.RetryAfter != tt.wantRetry {
+				t.Errorf("RetryAfter=%d, want %d", e.RetryAfter, tt.wantRetry)
+			}
+		})
+	}
+}
+
+// Ensure a caller that leaves cancels the upstream call and the request is still recorded on a
+// context that is not canceled.
+func TestComplete_ClientCancel(t *testing.T) {
+	t.Parallel()
+	gone := make(chan struct{})
+	fake := aitest.New(t, "openai", func(w http.ResponseWriter, r *http.Request, c aitest.Call) {
+		<-r.Context().Done()
+		close(gone)
+	})
+	svc, rec := newService(t, fake, "openai", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for len(fake.Calls()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := svc.Complete(ctx, "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+	if err == nil {
+		t.Fatal("no error after cancel")
+	}
+	<-gone // the upstream saw its request canceled
+	recs := rec.all()
+	if len(recs) != 1 || recs[0].Status != usage.StatusCanceled {
+		t.Fatalf("records %+v, want one canceled", recs)
+	}
+	if rec.ctxs[0].Err() != nil {
+		t.Fatalf("record context is canceled: the recorder could drop it")
+	}
+}
+
+// Ensure a provider without a key answers 503 naming the key, and sends nothing.
+func TestComplete_MissingKey(t *testing.T) {
+	t.Parallel()
+	fake := aitest.New(t, "anthropic")
+	svc, rec := newService(t, fake, "anthropic", func(o *ai.Options) {
+		o.Providers = map[string]ai.ProviderConfig{"anthropic": {BaseURL: fake.BaseURL()}}
+	})
+	_, err := svc.Complete(context.Background(), "u", "anthropic", input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+	if e := apperr.As(err); e == nil || e.Kind != apperr.Unavailable || !strings.Contains(e.Messages[0], "ai.anthropic.api_key") {
+		t.Fatalf("err=%v", err)
+	}
+	if len(fake.Calls()) != 0 || len(rec.all()) != 0 {
+		t.Fatal("a request without a key reached the provider or was recorded")
+	}
+}
+
+// Ensure validation follows each endpoint's rules in class-validator's words and sends nothing.
+func TestComplete_Validation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, provider, body string
+		want                 []string
+	}{
+		{"EmptyMessages", "openai", `{"messages":[]}`, []string{"messages should not be empty"}},
+		{"MissingMessages", "gemini", `{}`, []string{"messages should not be empty", "messages must be an array"}},
+		{"SystemRefusedByAnthropic", "anthropic", `{"messages":[{"role":"system","content":"x"}]}`,
+			[]string{"messages.0.role must be one of the following values: user, assistant"}},
+		{"SystemRefusedByGemini", "gemini", `{"messages":[{"role":"user","content":"x"},{"role":"system","content":"x"}]}`,
+			[]string{"messages.1.role must be one of the following values: user, assistant"}},
+		{"BadRoleOpenAI", "openai", `{"messages":[{"role":"tool","content":"x"}]}`,
+			[]string{"messages.0.role must be one of the following values: user, assistant, system"}},
+		{"AnthropicTemperature", "anthropic", `{"messages":[{"role":"user","content":"x"}],"temperature":1.5}`,
+			[]string{"temperature must not be greater than 1"}},
+		{"OpenAITemperature", "openai", `{"messages":[{"role":"user","content":"x"}],"temperature":2.5}`,
+			[]string{"temperature must not be greater than 2"}},
+		{"NegativeTemperature", "gemini", `{"messages":[{"role":"user","content":"x"}],"temperature":-1}`,
+			[]string{"temperature must not be less than 0"}},
+		{"TemperatureString", "openai", `{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}`,
+			[]string{"temperature must be a number conforming to the specified constraints"}},
+		{"MaxTokensFraction", "openai", `{"messages":[{"role":"user","content":"x"}],"maxTokens":1.5}`,
+			[]string{"maxTokens must be an integer number"}},
+		{"MaxTokensZero", "openai", `{"messages":[{"role":"user","content":"x"}],"maxTokens":0}`,
+			[]string{"maxTokens must not be less than 1"}},
+		{"ContentNotString", "openai", `{"messages":[{"role":"user","content":5}]}`, []string{"messages.0.content must be a string"}},
+		{"ContentEmpty", "openai", `{"messages":[{"role":"user","content":""}]}`, []string{"messages.0.content should not be empty"}},
+		{"MessageNotObject", "openai", `{"messages":["hi"]}`, []string{"each value in nested property messages must be either object or array",
+			"messages.0.role must be one of the following values: user, assistant, system", "messages.0.content should not be empty"}},
+		{"ModelPathTraversal", "gemini", `{"messages":[{"role":"user","content":"x"}],"model":"../../etc"}`,
+			[]string{"model must match ^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$ regular expression"}},
+		{"ModelNotString", "gemini", `{"messages":[{"role":"user","content":"x"}],"model":7}`, []string{"model must be a string"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tt.provider)
+			svc, _ := newService(t, fake, tt.provider, nil)
+			_, err := svc.Complete(context.Background(), "u", tt.provider, input(t, tt.body))
+			e := apperr.As(err)
+			if e == nil || e.Kind != apperr.Invalid || !e.List {
+				t.Fatalf("err=%v, want a validation error", err)
+			}
+			if strings.Join(e.Messages, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("messages %q, want %q", e.Messages, tt.want)
+			}
+			if len(fake.Calls()) != 0 {
+				t.Errorf("an invalid request reached the provider")
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/acme/app/internal/usage"
+)
+
+// anthropicVersion is the API version the official Go SDK pins.
+const anthropicVersion = "2023-06-01"
+
+// anthropic speaks POST {base}/messages with x-api-key and anthropic-version.
+type anthropic struct{}
+
+func (anthropic) spec() spec {
+	return spec{name: "anthropic", roles: []string{"user", "assistant"}, maxTemperature: 1, defaultTemperature: 0.7}
+}
+
+type anthropicRequest struct {
+	Model       string             `json:"model"`
+	MaxTokens   int                `json:"max_tokens"` // required by the API
+	Messages    []anthropicMessage `json:"messages"`
+	Temperature *float64           `json:"temperature,omitempty"`
+}
+
+type anthropicMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func (anthropic) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
+	body := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: make([]anthropicMessage, len(c.messages))}
+	for i, m := range c.messages {
+		body.Messages[i] = anthropicMessage(m)
+	}
+	if c.sendTemperature {
+		t := c.temperature
+		body.Temperature = &t
+	}
+	req, err := jsonRequest(ctx, baseURL+"/messages", body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("x-api-key", apiKey)
+	req.Header.Set("anthropic-version", anthropicVersion)
+	return req, nil
+}
+
+type anthropicResponse struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Model   string `json:"model"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+type anthropicUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+func (anthropic) parse(_ int, header http.Header, body []byte, _ *call) (*result, error) {
+	var r anthropicResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, malformed("anthropic sent an answer that is not valid JSON")
+	}
+	if r.Type == "error" {
+		return nil, malformed("anthropic answered with an error object")
+	}
+	var u anthropicUsage
+	if len(r.Usage) > 0 {
+		if err := json.Unmarshal(r.Usage, &u); err != nil {
+			return nil, malformed("anthropic sent an unreadable usage object")
+		}
+	}
+	var text strings.Builder
+	for _, b := range r.Content {
+		if b.Type == "text" {
+			text.WriteString(b.Text)
+		}
+	}
+	res := &result{
+		text:  text.String(),
+		model: r.Model,
+		// input_tokens excludes cache reads and writes: every prompt token is their sum.
+		promptTokens:      u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		completionTokens:  u.OutputTokens, // thinking included
+		cacheReadTokens:   u.CacheReadInputTokens,
+		cacheWriteTokens:  u.CacheCreationInputTokens,
+		rawUsage:          usage.RawJSON(r.Usage),
+		providerRequestID: r.ID,
+	}
+	res.totalTokens = res.promptTokens + res.completionTokens
+	if res.providerRequestID == "" {
+		res.providerRequestID = header.Get("request-id")
+	}
+	return res, nil
+}
+
+type anthropicError struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Details struct {
+			ErrorCode string `json:"error_code"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+func (anthropic) failure(status int, header http.Header, body []byte) *upstreamError {
+	var e anthropicError
+	_ = json.Unmarshal(body, &e)
+	u := &upstreamError{status: status, message: e.Error.Message, code: e.Error.Type,
+		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
+	switch {
+	case status == http.StatusUnauthorized || e.Error.Type == "authentication_error":
+		u.authRejected, u.retryable = true, false
+	case e.Error.Details.ErrorCode == "enforced_spend_limit_reached" || status == http.StatusPaymentRequired ||
+		e.Error.Type == "billing_error":
+		u.billing, u.retryable = true, false
+	case status == 529 || e.Error.Type == "overloaded_error":
+		u.retryable = !strings.EqualFold(header.Get("x-should-retry"), "false")
+	}
+	return u
+}

@@ -1,0 +1,156 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/acme/app/internal/usage"
+)
+
+// gemini speaks POST {base}/models/{model}:generateContent with x-goog-api-key (never the
+// ?key= query, which ends up in access logs).
+type gemini struct{}
+
+func (gemini) spec() spec {
+	return spec{name: "gemini", roles: []string{"user", "assistant"}, maxTemperature: 2, defaultTemperature: 0.9}
+}
+
+type geminiPart struct {
+	Text    string `json:"text"`
+	Thought bool   `json:"thought,omitempty"`
+}
+
+type geminiContent struct {
+	Role  string       `json:"role"`
+	Parts []geminiPart `json:"parts"`
+}
+
+type geminiRequest struct {
+	Contents         []geminiContent `json:"contents"`
+	GenerationConfig struct {
+		Temperature     *float64 `json:"temperature,omitempty"`
+		MaxOutputTokens int      `json:"maxOutputTokens"`
+	} `json:"generationConfig"`
+}
+
+func (gemini) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
+	var body geminiRequest
+	body.Contents = make([]geminiContent, len(c.messages))
+	for i, m := range c.messages {
+		role := m.Role
+		if role == "assistant" {
+			role = "model"
+		}
+		body.Contents[i] = geminiContent{Role: role, Parts: []geminiPart{{Text: m.Content}}}
+	}
+	body.GenerationConfig.MaxOutputTokens = c.maxTokens
+	if c.sendTemperature {
+		t := c.temperature
+		body.GenerationConfig.Temperature = &t
+	}
+	// The model is validated against a strict pattern; escaping is a second guard.
+	req, err := jsonRequest(ctx, baseURL+"/models/"+url.PathEscape(c.model)+":generateContent", body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("x-goog-api-key", apiKey)
+	return req, nil
+}
+
+type geminiResponse struct {
+	Candidates []struct {
+		Content struct {
+			Parts []geminiPart `json:"parts"`
+		} `json:"content"`
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
+	PromptFeedback struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	UsageMetadata json.RawMessage `json:"usageMetadata"`
+	ModelVersion  string          `json:"modelVersion"`
+	ResponseID    string          `json:"responseId"`
+}
+
+type geminiUsage struct {
+	PromptTokenCount        int64 `json:"promptTokenCount"`
+	CandidatesTokenCount    int64 `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
+	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
+	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
+	TotalTokenCount         int64 `json:"totalTokenCount"`
+}
+
+func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error) {
+	var r geminiResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, malformed("gemini sent an answer that is not valid JSON")
+	}
+	if len(r.Candidates) == 0 {
+		if r.PromptFeedback.BlockReason != "" {
+			return nil, &upstreamError{status: http.StatusOK, blocked: r.PromptFeedback.BlockReason}
+		}
+		return nil, malformed("gemini answered with no candidates")
+	}
+	var u geminiUsage
+	if len(r.UsageMetadata) > 0 {
+		if err := json.Unmarshal(r.UsageMetadata, &u); err != nil {
+			return nil, malformed("gemini sent an unreadable usageMetadata")
+		}
+	}
+	var text strings.Builder
+	for _, p := range r.Candidates[0].Content.Parts {
+		if !p.Thought {
+			text.WriteString(p.Text)
+		}
+	}
+	res := &result{
+		text:              text.String(),
+		model:             r.ModelVersion,
+		promptTokens:      u.PromptTokenCount + u.ToolUsePromptTokenCount, // cached content included
+		completionTokens:  u.CandidatesTokenCount + u.ThoughtsTokenCount,
+		cacheReadTokens:   u.CachedContentTokenCount,
+		rawUsage:          usage.RawJSON(r.UsageMetadata),
+		providerRequestID: r.ResponseID,
+	}
+	res.totalTokens = res.promptTokens + res.completionTokens
+	return res, nil
+}
+
+type geminiError struct {
+	Error struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Status  string `json:"status"`
+		Details []struct {
+			Type       string `json:"@type"`
+			Reason     string `json:"reason"`
+			RetryDelay string `json:"retryDelay"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+func (gemini) failure(status int, header http.Header, body []byte) *upstreamError {
+	var e geminiError
+	_ = json.Unmarshal(body, &e)
+	u := &upstreamError{status: status, message: e.Error.Message, code: e.Error.Status,
+		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
+	for _, d := range e.Error.Details {
+		if d.Reason == "API_KEY_INVALID" {
+			u.authRejected, u.retryable = true, false
+		}
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" && u.retryAfter == 0 {
+			if dur, err := time.ParseDuration(d.RetryDelay); err == nil && dur > 0 {
+				u.retryAfter = dur
+			}
+		}
+	}
+	if status == http.StatusUnauthorized {
+		u.authRejected, u.retryable = true, false
+	}
+	return u
+}

@@ -1,0 +1,132 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/acme/app/internal/usage"
+)
+
+// openAI speaks POST {base}/chat/completions with a Bearer key.
+type openAI struct{}
+
+func (openAI) spec() spec {
+	return spec{name: "openai", roles: []string{"user", "assistant", "system"}, maxTemperature: 2, defaultTemperature: 0.7}
+}
+
+type openAIRequest struct {
+	Model               string          `json:"model"`
+	Messages            []openAIMessage `json:"messages"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"` // max_tokens is refused by reasoning models
+}
+
+type openAIMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func (openAI) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
+	body := openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: make([]openAIMessage, len(c.messages))}
+	for i, m := range c.messages {
+		body.Messages[i] = openAIMessage(m)
+	}
+	if c.sendTemperature {
+		t := c.temperature
+		body.Temperature = &t
+	}
+	req, err := jsonRequest(ctx, baseURL+"/chat/completions", body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	return req, nil
+}
+
+type openAIResponse struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+type openAIUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, error) {
+	var r openAIResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, malformed("openai sent an answer that is not valid JSON")
+	}
+	if len(r.Choices) == 0 {
+		return nil, malformed("openai answered with no choices")
+	}
+	var u openAIUsage
+	if len(r.Usage) > 0 {
+		if err := json.Unmarshal(r.Usage, &u); err != nil {
+			return nil, malformed("openai sent an unreadable usage object")
+		}
+	}
+	res := &result{
+		model:             r.Model,
+		promptTokens:      u.PromptTokens, // cached_tokens are a subset already
+		completionTokens:  u.CompletionTokens,
+		cacheReadTokens:   u.PromptTokensDetails.CachedTokens,
+		rawUsage:          usage.RawJSON(r.Usage),
+		providerRequestID: r.ID,
+	}
+	res.totalTokens = res.promptTokens + res.completionTokens
+	if c := r.Choices[0].Message.Content; c != nil {
+		res.text = *c // null content (a refusal or tool call) is an empty text
+	}
+	if id := header.Get("x-request-id"); id != "" && res.providerRequestID == "" {
+		res.providerRequestID = id
+	}
+	return res, nil
+}
+
+type openAIError struct {
+	Error struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Param   string `json:"param"`
+		Code    any    `json:"code"`
+	} `json:"error"`
+}
+
+func (openAI) failure(status int, header http.Header, body []byte) *upstreamError {
+	var e openAIError
+	_ = json.Unmarshal(body, &e)
+	code, _ := e.Error.Code.(string)
+	u := &upstreamError{status: status, message: e.Error.Message, code: code, retryable: defaultRetryable(status, header),
+		retryAfter: retryAfter(header, time.Now())}
+	if u.code == "" {
+		u.code = e.Error.Type
+	}
+	switch {
+	case status == http.StatusUnauthorized:
+		u.authRejected, u.retryable = true, false
+	case status == http.StatusTooManyRequests && (e.Error.Type == "insufficient_quota" || code == "insufficient_quota" ||
+		strings.Contains(code, "spend_limit") || strings.Contains(code, "credit_balance")):
+		u.billing, u.retryable = true, false
+	case status == http.StatusBadRequest && e.Error.Param == "temperature" &&
+		(code == "unsupported_value" || code == "unsupported_parameter"):
+		u.dropParam = "temperature"
+	}
+	return u
+}

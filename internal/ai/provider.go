@@ -1,0 +1,136 @@
+package ai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acme/app/internal/usage"
+)
+
+// provider speaks one vendor's wire format. Adding a provider is one file that implements it
+// and one line in providers.
+type provider interface {
+	// spec returns the endpoint's rules and defaults.
+	spec() spec
+	// newRequest builds the upstream HTTP request for c.
+	newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error)
+	// parse reads a 2xx answer. An error is an *upstreamError.
+	parse(status int, header http.Header, body []byte, c *call) (*result, error)
+	// failure classifies a non-2xx answer.
+	failure(status int, header http.Header, body []byte) *upstreamError
+}
+
+// providers lists every provider by its path segment.
+var providers = map[string]provider{
+	"openai":    openAI{},
+	"anthropic": anthropic{},
+	"gemini":    gemini{},
+}
+
+// spec is what the service needs to know about an endpoint.
+type spec struct {
+	name               string   // path segment and config name: ai.<name>.*
+	roles              []string // accepted message roles
+	maxTemperature     float64
+	defaultTemperature float64
+}
+
+// call is one normalized request to a provider.
+type call struct {
+	model           string
+	messages        []Message
+	temperature     float64
+	sendTemperature bool // false once the model refused a non-default temperature
+	maxTokens       int
+}
+
+// result is a provider's answer, normalized.
+type result struct {
+	text              string
+	model             string // as the provider reports it ("" = the requested one)
+	promptTokens      int64  // every prompt token, cached ones included
+	completionTokens  int64  // every completion token, reasoning/thinking included
+	totalTokens       int64
+	cacheReadTokens   int64         // prompt tokens read from cache (billed at the cache rate)
+	cacheWriteTokens  int64         // prompt tokens written to cache (Anthropic)
+	rawUsage          usage.RawJSON // the provider's usage object, as received
+	providerRequestID string
+}
+
+// upstreamError is a provider failure, classified.
+type upstreamError struct {
+	status       int    // upstream HTTP status (0: no answer)
+	message      string // the provider's message (may be shown for 4xx)
+	code         string // the provider's error code or type
+	retryable    bool
+	retryAfter   time.Duration // the provider's hint (0: none)
+	billing      bool          // the account is out of money: do not retry
+	authRejected bool          // the server's key was refused
+	blocked      string        // the prompt was blocked (reason)
+	malformed    bool          // a 2xx answer that could not be read
+	dropParam    string        // a parameter the model refuses: retry once without it
+	timeout      bool          // ai.timeout passed
+	canceled     bool          // the caller went away
+}
+
+func (e *upstreamError) Error() string {
+	if e.message != "" {
+		return e.message
+	}
+	return "upstream status " + strconv.Itoa(e.status)
+}
+
+// jsonRequest returns a POST of body (JSON) to url.
+func jsonRequest(ctx context.Context, url string, body any) (*http.Request, error) {
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(buf))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// defaultRetryable is the SDKs' rule: 408, 409, 429 and 5xx are retried; x-should-retry wins.
+func defaultRetryable(status int, header http.Header) bool {
+	switch strings.ToLower(header.Get("x-should-retry")) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return status == 408 || status == 409 || status == 429 || status >= 500
+}
+
+// retryAfter reads retry-after-ms, then retry-after (seconds or an HTTP date).
+func retryAfter(header http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(header.Get("retry-after-ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := strings.TrimSpace(header.Get("retry-after"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+func malformed(what string) *upstreamError {
+	return &upstreamError{status: http.StatusOK, malformed: true, message: what}
+}

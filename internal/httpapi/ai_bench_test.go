@@ -1,0 +1,121 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/store/storetest"
+	"github.com/acme/app/internal/usage"
+)
+
+// discardRecorder counts records and keeps none.
+type discardRecorder struct{}
+
+func (discardRecorder) Record(context.Context, usage.Record) error { return nil }
+
+// fastUpstream is an in-process OpenAI fake answering one fixed completion as fast as it can.
+func fastUpstream(b *testing.B) *httptest.Server {
+	answer, _ := json.Marshal(aitest.OpenAIAnswer("gpt-4o-mini-2024-07-18", "Hello! How can I help you today?", 12, 9, 0))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// drive posts body to url from `clients` concurrent keep-alive clients, b.N requests in all,
+// and reports requests/s and the p50 latency.
+func drive(b *testing.B, clients int, url, token string, body []byte) {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxIdleConns: clients * 2}}
+	defer client.CloseIdleConnections()
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, b.N)
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		mine := make([]time.Duration, 0, 1024)
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			t := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mine = append(mine, time.Since(t))
+			if resp.StatusCode != 200 {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
+	}
+}
+
+// BenchmarkProxyOverhead compares POST /api/ai/openai/chat through the whole stack (JWT, rate
+// limit, access log, validation, upstream call, normalization, pricing, recording) with the
+// same client calling the in-process fake upstream directly: 32 concurrent clients, then one
+// client (the added latency per request without queueing). "recorded" queues every request
+// into the real recorder writing to the embedded store; the others use a discarding recorder.
+func BenchmarkProxyOverhead(b *testing.B) {
+	up := fastUpstream(b)
+	tokens := auth.NewTokens(secret, time.Hour)
+	token, _ := tokens.Issue(auth.Caller{ID: "64b000000000000000000001", Email: "a@example.com", Roles: []string{"user"}})
+	newProxy := func(rec ai.Recorder) *httptest.Server {
+		svc := ai.New(ai.Options{
+			Providers: map[string]ai.ProviderConfig{"openai": {APIKey: "sk-bench", BaseURL: up.URL + "/v1", DefaultModel: "gpt-4o-mini"}},
+			Timeout:   30 * time.Second, Recorder: rec,
+		})
+		srv := httptest.NewServer(NewServer(stackOptions(), Deps{Tokens: tokens, AI: svc}))
+		b.Cleanup(srv.Close)
+		return srv
+	}
+	proxy := newProxy(discardRecorder{})
+	direct := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.7,"max_completion_tokens":1000}`)
+	ours := []byte(`{"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
+
+	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
+	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
+	b.Run("c1/direct", func(b *testing.B) { drive(b, 1, up.URL+"/v1/chat/completions", "", direct) })
+	b.Run("c1/proxied", func(b *testing.B) { drive(b, 1, proxy.URL+"/api/ai/openai/chat", token, ours) })
+
+	us, err := usage.New(context.Background(), storetest.DB(b), usage.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = us.Close(context.Background()) })
+	recorded := newProxy(us)
+	b.Run("c32/proxied-recorded", func(b *testing.B) { drive(b, 32, recorded.URL+"/api/ai/openai/chat", token, ours) })
+}

@@ -1,0 +1,129 @@
+package usage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/acme/app/internal/store/storetest"
+)
+
+// seedRollup writes the rollup of `requests` requests for user, spread evenly over `days`
+// days ending at today and `models` models, straight into ai_usage_daily.
+func seedRollup(tb testing.TB, coll *mongo.Collection, user string, requests int64, days, models int, today time.Time) {
+	tb.Helper()
+	per := requests / int64(days*models)
+	docs := make([]any, 0, days)
+	for d := range days {
+		day := Day(today.AddDate(0, 0, -d))
+		ms := bson.M{}
+		for m := range models {
+			provider := []string{"openai", "anthropic", "gemini"}[m%3]
+			model := fmt.Sprintf("model-%02d.%d", m, m%3)
+			k := modelKey(provider, model) + "|"
+			ms[k+fieldRequests], ms[k+fieldTokens], ms[k+fieldCost] = per, per*500, float64(per)*0.0004
+		}
+		docs = append(docs, bson.M{"_id": dailyID(user, day), "userId": user, "day": day, "m": ms})
+	}
+	if _, err := coll.InsertMany(context.Background(), docs, options.InsertMany().SetOrdered(false)); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkUsageReads measures the service calls behind GET /api/ai/usage and /providers on
+// the embedded store, in one run, for a user with 1M requests over 30 days and 20 models and
+// for one with 10M (each user's rollup in its own database, seeded directly). With
+// USAGE_BENCH_OTHERS=N, each database also holds N other users with 30 days of 3 models, to
+// show how the embedded store's full scans grow with the collection (real MongoDB uses the
+// {userId, day} index instead).
+func BenchmarkUsageReads(b *testing.B) {
+	others := 0
+	if v, err := strconv.Atoi(os.Getenv("USAGE_BENCH_OTHERS")); err == nil {
+		others = v
+	}
+	today := time.Now().UTC()
+	ctx := context.Background()
+	for _, sc := range []struct {
+		name     string
+		requests int64
+	}{{"1M", 1_000_000}, {"10M", 10_000_000}} {
+		svc, err := newService(ctx, storetest.DB(b), Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		seedRollup(b, svc.daily, "user", sc.requests, 30, 20, today)
+		for i := range others {
+			seedRollup(b, svc.daily, fmt.Sprintf("other-%04d", i), 3000, 30, 3, today)
+		}
+		svc.countRollup(ctx) // as the background recount would
+		b.Run("summary/"+sc.name, func(b *testing.B) {
+			p50(b, func() {
+				s, err := svc.Summary(ctx, "user", 30)
+				if err != nil || s.TotalRequests < sc.requests*99/100 {
+					b.Fatalf("%+v %v", s, err)
+				}
+			})
+		})
+		b.Run("providers/"+sc.name, func(b *testing.B) {
+			p50(b, func() {
+				rows, err := svc.ByProvider(ctx, "user", 30)
+				if err != nil || len(rows) != 20 {
+					b.Fatalf("%d rows, %v", len(rows), err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkRecorder measures records/s written through the batching recorder into the
+// embedded store (20 users, 3 models each), Close included.
+func BenchmarkRecorder(b *testing.B) {
+	db := storetest.DB(b)
+	svc, err := New(context.Background(), db, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		r := Record{RequestID: fmt.Sprintf("bench-%09d", i), UserID: fmt.Sprintf("u%02d", i%20), Provider: "openai",
+			Model: []string{"gpt-6-luna", "gpt-4o-mini", "gpt-5-nano"}[i%3], Status: StatusSuccess, UpstreamStatus: 200,
+			PromptTokens: 12, CompletionTokens: 30, TotalTokens: 42, Cost: 1.6e-5, LatencyMs: 300, CreatedAt: now}
+		if err := svc.Record(context.Background(), r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := svc.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "records/s")
+	n, _ := db.Collection(RequestsCollection).CountDocuments(context.Background(), bson.D{})
+	if n != int64(b.N) {
+		b.Fatalf("%d records stored, want %d", n, b.N)
+	}
+}
+
+// p50 runs fn b.N times and reports the median duration in ms.
+func p50(b *testing.B, fn func()) {
+	b.Helper()
+	d := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t := time.Now()
+		fn()
+		d = append(d, time.Since(t))
+	}
+	b.StopTimer()
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
+}

@@ -1,0 +1,459 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
+)
+
+// Window limits for the `days` parameter.
+const (
+	DefaultDays = 30
+	MaxDays     = 366
+)
+
+// Summary is the body of GET /api/ai/usage.
+type Summary struct {
+	TotalRequests int64   `json:"totalRequests"`
+	TotalTokens   int64   `json:"totalTokens"`
+	TotalCost     float64 `json:"totalCost"`
+}
+
+// ProviderUsage is one element of GET /api/ai/usage/providers.
+type ProviderUsage struct {
+	Provider     string  `json:"provider"`
+	Model        string  `json:"model"`
+	RequestCount int64   `json:"requestCount"`
+	TotalTokens  int64   `json:"totalTokens"`
+	Cost         float64 `json:"cost"`
+}
+
+// Report is the result of `app usage report`: per provider/model rows and their totals.
+type Report struct {
+	Days   int             `json:"days"`
+	From   string          `json:"from"` // first UTC day included (YYYY-MM-DD)
+	To     string          `json:"to"`   // last UTC day included (today)
+	User   string          `json:"user,omitempty"`
+	Rows   []ProviderUsage `json:"rows"`
+	Totals Summary         `json:"totals"`
+}
+
+// ReportOptions select what a report covers.
+type ReportOptions struct {
+	Days   int    // 1..366
+	UserID string // empty: every user
+	User   string // shown in the report (the e-mail the operator asked for)
+}
+
+// Options configure the service.
+type Options struct {
+	Recorder RecorderOptions
+	Logger   *slog.Logger
+	Now      func() time.Time // the clock of the usage windows (tests inject one)
+}
+
+// Service records AI requests in the background and reads usage from the daily rollup.
+type Service struct {
+	requests, daily *mongo.Collection
+	rec             *recorder
+	now             func() time.Time
+	log             *slog.Logger
+	ferret          bool // the server is FerretDB (the embedded store): filters scan and decode everything
+
+	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
+	// (a count is itself a full scan there).
+	bigRollup atomic.Bool
+	countedAt atomic.Int64 // unix nanos
+	counting  atomic.Bool
+}
+
+// New returns the service on db, after creating the indexes a real MongoDB needs, and starts
+// its background recorder. Close it to write what is queued.
+func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
+	s, err := newService(ctx, db, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.rec = newRecorder(mongoSink{requests: s.requests, daily: s.daily}, opts.Recorder, s.log)
+	return s, nil
+}
+
+func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Service{
+		requests: db.Collection(RequestsCollection),
+		daily:    db.Collection(DailyCollection),
+		now:      opts.Now,
+		log:      opts.Logger,
+	}
+	var info bson.M
+	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
+		_, s.ferret = info["ferretdbVersion"]
+	}
+	if err := store.EnsureIndexes(ctx, s.requests,
+		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "createdAt", Value: -1}}},
+	); err != nil {
+		return nil, err
+	}
+	if err := store.EnsureIndexes(ctx, s.daily,
+		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "day", Value: 1}}},
+		mongo.IndexModel{Keys: bson.D{{Key: "day", Value: 1}}},
+	); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Record queues rec for writing and returns at once, unless the queue is full: then it waits
+// for room (back-pressure) until ctx ends. Pass a context that outlives the HTTP request
+// (context.WithoutCancel) so a departed client still gets its request recorded.
+// Returns ErrClosed after Close.
+func (s *Service) Record(ctx context.Context, rec Record) error {
+	return s.rec.record(ctx, rec)
+}
+
+// Close stops accepting records and writes every queued one, retrying failed writes until
+// ctx ends. It must run before the store closes.
+func (s *Service) Close(ctx context.Context) error {
+	return s.rec.close(ctx)
+}
+
+// ParseDays validates the `days` query value: a whole number from 1 to 366; empty means 30.
+// Returns Invalid (as a validation array) otherwise.
+func ParseDays(raw string) (int, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return DefaultDays, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		if f, ferr := strconv.ParseFloat(raw, 64); ferr == nil && f == float64(int64(f)) && f >= 1 && f <= MaxDays {
+			return int(f), nil // "7.0"
+		}
+		return 0, apperr.Validation("days must be an integer number")
+	}
+	return checkDays(n)
+}
+
+func checkDays(n int) (int, error) {
+	switch {
+	case n < 1:
+		return 0, apperr.Validation("days must not be less than 1")
+	case n > MaxDays:
+		return 0, apperr.Validation(fmt.Sprintf("days must not be greater than %d", MaxDays))
+	}
+	return n, nil
+}
+
+// window returns the first and last UTC day of the last `days` calendar days, today included.
+func (s *Service) window(days int) (from, to string) {
+	today := s.now().UTC()
+	return Day(today.AddDate(0, 0, -(days - 1))), Day(today)
+}
+
+// Summary returns the caller's totals over the last `days` UTC days (today included).
+// Returns Invalid for days outside 1..366.
+func (s *Service) Summary(ctx context.Context, userID string, days int) (Summary, error) {
+	rows, err := s.ByProvider(ctx, userID, days)
+	if err != nil {
+		return Summary{}, err
+	}
+	return totals(rows), nil
+}
+
+// ByProvider returns the caller's usage per provider and model over the last `days` UTC days,
+// the largest cost first. Returns Invalid for days outside 1..366.
+func (s *Service) ByProvider(ctx context.Context, userID string, days int) ([]ProviderUsage, error) {
+	if _, err := checkDays(days); err != nil {
+		return nil, err
+	}
+	from, to := s.window(days)
+	return s.readUser(ctx, userID, from, to)
+}
+
+// smallRollup is the size under which the embedded store reads a filter faster than it does
+// one point lookup per day.
+const smallRollup = 256
+
+// rollupCountTTL is how long a count of the embedded rollup stays fresh.
+const rollupCountTTL = 30 * time.Second
+
+// refreshRollupSize recounts the rollup in the background when the last count is stale.
+func (s *Service) refreshRollupSize() {
+	if time.Since(time.Unix(0, s.countedAt.Load())) < rollupCountTTL || !s.counting.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.counting.Store(false)
+		s.countRollup(context.Background())
+	}()
+}
+
+func (s *Service) countRollup(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// collStats reads the count from the store's metadata; a count command would scan.
+	var stats struct {
+		Count float64 `bson:"count"`
+	}
+	if err := s.daily.Database().RunCommand(ctx, bson.D{{Key: "collStats", Value: s.daily.Name()}}).Decode(&stats); err != nil {
+		return
+	}
+	s.bigRollup.Store(stats.Count > smallRollup)
+	s.countedAt.Store(time.Now().UnixNano())
+}
+
+// readUser sums one user's rollup from..to. MongoDB answers the filter from the {userId, day}
+// index. FerretDB decodes every document of the collection for a filter, so once the rollup
+// is not small it reads the user's days by _id instead (see readDays).
+func (s *Service) readUser(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
+	if s.ferret {
+		if s.countedAt.Load() == 0 {
+			s.countRollup(ctx) // the first read waits for one count
+		}
+		s.refreshRollupSize()
+		if s.bigRollup.Load() {
+			return s.readDays(ctx, userID, from, to)
+		}
+	}
+	return s.read(ctx, bson.D{
+		{Key: "userId", Value: userID},
+		{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}},
+	})
+}
+
+// Report returns usage per provider and model with totals, for one user or all of them.
+// Returns Invalid for days outside 1..366.
+func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, error) {
+	if _, err := checkDays(opts.Days); err != nil {
+		return nil, err
+	}
+	from, to := s.window(opts.Days)
+	filter := bson.D{}
+	if opts.UserID != "" {
+		filter = append(filter, bson.E{Key: "userId", Value: opts.UserID})
+	}
+	filter = append(filter, bson.E{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}})
+	var rows []ProviderUsage
+	var err error
+	if opts.UserID != "" {
+		rows, err = s.readUser(ctx, opts.UserID, from, to)
+	} else {
+		rows, err = s.read(ctx, filter)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Report{Days: opts.Days, From: from, To: to, User: opts.User, Rows: rows, Totals: totals(rows)}, nil
+}
+
+// read sums the rollup documents matching filter per provider and model. It is a plain find
+// summed in Go: FerretDB's $group computes only its first accumulator.
+func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, error) {
+	cur, err := s.daily.Find(ctx, filter)
+	if err != nil {
+		return nil, fmt.Errorf("usage: read rollup: %w", err)
+	}
+	defer cur.Close(ctx)
+	acc := accumulator{}
+	for cur.Next(ctx) {
+		if err := acc.add(cur.Current); err != nil {
+			return nil, err
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("usage: read rollup: %w", err)
+	}
+	return acc.rows(), nil
+}
+
+// lookupWorkers is how many point lookups of readDays run at once.
+const lookupWorkers = 4
+
+// readDays sums one user's rollup documents from..to by their _id, one point lookup per day,
+// a few at a time. The embedded store answers an _id equality without decoding the other
+// documents of the collection (any other filter decodes them all), so this read costs the
+// same however many users the rollup holds; on MongoDB each lookup is an _id index hit.
+func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
+	var ids []string
+	first, _ := time.Parse(time.DateOnly, from)
+	for d := first; Day(d) <= to; d = d.AddDate(0, 0, 1) {
+		ids = append(ids, dailyID(userID, Day(d)))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan string)
+	accs := make([]accumulator, lookupWorkers)
+	errs := make([]error, lookupWorkers)
+	var wg sync.WaitGroup
+	for w := range lookupWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			accs[w] = accumulator{}
+			for id := range next {
+				raw, err := s.daily.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
+				if errors.Is(err, mongo.ErrNoDocuments) {
+					continue
+				}
+				if err == nil {
+					err = accs[w].add(raw)
+				}
+				if err != nil {
+					errs[w] = fmt.Errorf("usage: read rollup %s: %w", id, err)
+					cancel()
+					for range next { // let the feeder finish
+					}
+					return
+				}
+			}
+		}()
+	}
+	for _, id := range ids {
+		select {
+		case next <- id:
+		case <-ctx.Done():
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	all := accumulator{}
+	for _, a := range accs {
+		all.merge(a)
+	}
+	return all.rows(), nil
+}
+
+// accumulator sums rollup cells by provider/model cell name.
+type accumulator map[string]*ProviderUsage
+
+// add sums the counters of one rollup document.
+func (acc accumulator) add(doc bson.Raw) error {
+	m, err := doc.LookupErr("m")
+	if err != nil {
+		return nil // a day with no successful request yet
+	}
+	cells, ok := m.DocumentOK()
+	if !ok {
+		return fmt.Errorf("usage: rollup %v: m is not a document", doc.Lookup("_id"))
+	}
+	elems, err := cells.Elements()
+	if err != nil {
+		return fmt.Errorf("usage: decode rollup: %w", err)
+	}
+	for _, e := range elems {
+		key := e.Key()
+		i := strings.LastIndexByte(key, '|')
+		if i < 0 {
+			continue
+		}
+		cell, field := key[:i], key[i+1:]
+		row := acc[cell]
+		if row == nil {
+			row = &ProviderUsage{}
+			row.Provider, row.Model = splitModelKey(cell)
+			acc[cell] = row
+		}
+		v := e.Value()
+		switch field {
+		case fieldRequests:
+			row.RequestCount += asInt(v)
+		case fieldTokens:
+			row.TotalTokens += asInt(v)
+		case fieldCost:
+			row.Cost += asFloat(v)
+		}
+	}
+	return nil
+}
+
+func (acc accumulator) merge(other accumulator) {
+	for k, r := range other {
+		row := acc[k]
+		if row == nil {
+			c := *r
+			acc[k] = &c
+			continue
+		}
+		row.RequestCount += r.RequestCount
+		row.TotalTokens += r.TotalTokens
+		row.Cost += r.Cost
+	}
+}
+
+// rows returns the sums, the largest cost first.
+func (acc accumulator) rows() []ProviderUsage {
+	rows := make([]ProviderUsage, 0, len(acc))
+	for _, r := range acc {
+		rows = append(rows, *r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Cost != b.Cost {
+			return a.Cost > b.Cost
+		}
+		if a.RequestCount != b.RequestCount {
+			return a.RequestCount > b.RequestCount
+		}
+		if a.Provider != b.Provider {
+			return a.Provider < b.Provider
+		}
+		return a.Model < b.Model
+	})
+	return rows
+}
+
+func totals(rows []ProviderUsage) Summary {
+	var t Summary
+	for _, r := range rows {
+		t.TotalRequests += r.RequestCount
+		t.TotalTokens += r.TotalTokens
+		t.TotalCost += r.Cost
+	}
+	return t
+}
+
+func asInt(v bson.RawValue) int64 {
+	switch v.Type {
+	case bson.TypeInt64:
+		return v.Int64()
+	case bson.TypeInt32:
+		return int64(v.Int32())
+	case bson.TypeDouble:
+		return int64(v.Double())
+	}
+	return 0
+}
+
+func asFloat(v bson.RawValue) float64 {
+	switch v.Type {
+	case bson.TypeDouble:
+		return v.Double()
+	case bson.TypeInt64:
+		return float64(v.Int64())
+	case bson.TypeInt32:
+		return float64(v.Int32())
+	}
+	return 0
+}

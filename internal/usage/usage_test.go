@@ -1,0 +1,426 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store/storetest"
+)
+
+var day0 = time.Date(2026, 11, 21, 23, 59, 59, 0, time.UTC)
+
+// fixedClock is a settable clock.
+type fixedClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fixedClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fixedClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// flakySink fails the first failLog log inserts and failDaily rollup updates, as a database
+// that is down and then back would.
+type flakySink struct {
+	inner              sink
+	failLog, failDaily atomic.Int64
+	always             atomic.Bool
+	logCalls           atomic.Int64
+}
+
+var errDown = errors.New("database down")
+
+func (f *flakySink) insertLog(ctx context.Context, recs []Record) error {
+	f.logCalls.Add(1)
+	if f.always.Load() || f.failLog.Add(-1) >= 0 {
+		return errDown
+	}
+	return f.inner.insertLog(ctx, recs)
+}
+
+func (f *flakySink) addDaily(ctx context.Context, d *dailyDelta) error {
+	if f.always.Load() || f.failDaily.Add(-1) >= 0 {
+		return errDown
+	}
+	return f.inner.addDaily(ctx, d)
+}
+
+type fixture struct {
+	svc   *Service
+	db    *mongo.Database
+	clock *fixedClock
+	sink  *flakySink
+}
+
+func newFixture(t *testing.T, ro RecorderOptions) *fixture {
+	t.Helper()
+	db := storetest.DB(t)
+	clock := &fixedClock{t: day0}
+	svc, err := newService(context.Background(), db, Options{Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &flakySink{inner: mongoSink{requests: svc.requests, daily: svc.daily}}
+	if ro.RetryMin == 0 {
+		ro.RetryMin, ro.RetryMax = time.Millisecond, 5*time.Millisecond
+	}
+	svc.rec = newRecorder(fs, ro, svc.log)
+	return &fixture{svc: svc, db: db, clock: clock, sink: fs}
+}
+
+func rec(i int, user, provider, model string, at time.Time) Record {
+	return Record{
+		RequestID: fmt.Sprintf("req-%s-%06d", user, i), UserID: user, Provider: provider, Model: model,
+		Status: StatusSuccess, UpstreamStatus: 200, PromptTokens: int64(10 + i%7), CompletionTokens: int64(5 + i%3),
+		TotalTokens: int64(15 + i%7 + i%3), Cost: float64(i%5+1) * 1e-6, CreatedAt: at,
+	}
+}
+
+// logTotals sums the raw log's successes per user|provider|model.
+func logTotals(t *testing.T, db *mongo.Database) map[string]ProviderUsage {
+	t.Helper()
+	cur, err := db.Collection(RequestsCollection).Find(context.Background(), bson.D{{Key: "status", Value: StatusSuccess}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	if err := cur.All(context.Background(), &recs); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]ProviderUsage{}
+	for _, r := range recs {
+		k := r.UserID + "|" + r.Provider + "|" + r.Model
+		p := out[k]
+		p.Provider, p.Model = r.Provider, r.Model
+		p.RequestCount++
+		p.TotalTokens += r.TotalTokens
+		p.Cost += r.Cost
+		out[k] = p
+	}
+	return out
+}
+
+// rollupTotals reads the rollup per user|provider|model through the service.
+func rollupTotals(t *testing.T, svc *Service, users []string) map[string]ProviderUsage {
+	t.Helper()
+	out := map[string]ProviderUsage{}
+	for _, u := range users {
+		rows, err := svc.ByProvider(context.Background(), u, MaxDays)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			out[u+"|"+r.Provider+"|"+r.Model] = r
+		}
+	}
+	return out
+}
+
+func assertRollupEqualsLog(t *testing.T, f *fixture, users []string, wantRequests int64) {
+	t.Helper()
+	logs, rolls := logTotals(t, f.db), rollupTotals(t, f.svc, users)
+	if len(logs) != len(rolls) {
+		t.Fatalf("log has %d provider/model keys, rollup %d", len(logs), len(rolls))
+	}
+	var n int64
+	for k, l := range logs {
+		r := rolls[k]
+		if r.RequestCount != l.RequestCount || r.TotalTokens != l.TotalTokens || math.Abs(r.Cost-l.Cost) > 1e-12 {
+			t.Errorf("%s: rollup %+v, log %+v", k, r, l)
+		}
+		n += l.RequestCount
+	}
+	if n != wantRequests {
+		t.Errorf("log holds %d successful requests, want %d", n, wantRequests)
+	}
+}
+
+// Ensure a shutdown under load writes every record, with a queue small enough to push back.
+func TestRecorder_CloseFlushesEverything(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{QueueSize: 16, BatchSize: 50, FlushInterval: time.Hour})
+	users := []string{"u1", "u2", "u3"}
+	const perUser = 400
+	var wg sync.WaitGroup
+	for _, u := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perUser {
+				model := []string{"gpt-4o-mini", "gpt-4.1-nano"}[i%2]
+				if err := f.svc.Record(context.Background(), rec(i, u, "openai", model, day0)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	n, err := f.db.Collection(RequestsCollection).CountDocuments(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := n, int64(len(users)*perUser); got != want {
+		t.Fatalf("ai_requests holds %d documents, want %d", got, want)
+	}
+	assertRollupEqualsLog(t, f, users, int64(len(users)*perUser))
+	if err := f.svc.Record(context.Background(), rec(0, "u1", "openai", "x", day0)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Record after Close: err=%v, want ErrClosed", err)
+	}
+}
+
+// Ensure a database that fails and comes back loses nothing and counts nothing twice.
+func TestRecorder_DatabaseDownThenBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{BatchSize: 20, FlushInterval: 5 * time.Millisecond})
+	f.sink.failLog.Store(5)
+	f.sink.failDaily.Store(7)
+	const n = 200
+	for i := range n {
+		r := rec(i, "u1", []string{"openai", "anthropic", "gemini"}[i%3], "m", day0.Add(time.Duration(i)*time.Second))
+		if i%10 == 0 {
+			r.Status, r.UpstreamStatus, r.Error = StatusError, 500, "upstream failed" // logged, not rolled up
+		}
+		if err := f.svc.Record(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	f.clock.set(day0.Add(time.Hour))
+	if f.sink.logCalls.Load() <= 5 {
+		t.Fatalf("the sink saw %d log inserts: the failures were not exercised", f.sink.logCalls.Load())
+	}
+	total, _ := f.db.Collection(RequestsCollection).CountDocuments(context.Background(), bson.D{})
+	if total != n {
+		t.Fatalf("ai_requests holds %d documents, want %d", total, n)
+	}
+	assertRollupEqualsLog(t, f, []string{"u1"}, n-n/10)
+}
+
+// Ensure a batch rewritten after a lost answer is stored once (ids are the request ids).
+func TestRecorder_DuplicateInsertIsNotAnError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	s := mongoSink{requests: f.svc.requests, daily: f.svc.daily}
+	batch := []Record{rec(1, "u", "openai", "m", day0), rec(2, "u", "openai", "m", day0)}
+	if err := s.insertLog(context.Background(), batch[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.insertLog(context.Background(), batch); err != nil {
+		t.Fatalf("re-insert: %v", err)
+	}
+	n, _ := f.db.Collection(RequestsCollection).CountDocuments(context.Background(), bson.D{})
+	if n != 2 {
+		t.Fatalf("%d documents, want 2", n)
+	}
+	_ = f.svc.Close(context.Background())
+}
+
+// Ensure Close reports the records it could not write when its deadline passes.
+func TestRecorder_CloseDeadlineReportsLoss(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{FlushInterval: time.Millisecond})
+	f.sink.always.Store(true)
+	for i := range 3 {
+		if err := f.svc.Record(context.Background(), rec(i, "u", "openai", "m", day0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := f.svc.Close(ctx)
+	if err == nil {
+		t.Fatal("Close with a dead database returned nil")
+	}
+}
+
+// Ensure the window is the last N UTC calendar days, today included, across midnight.
+func TestService_WindowAcrossUTCMidnight(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	before := time.Date(2026, 11, 21, 23, 59, 59, 0, time.UTC)
+	after := time.Date(2026, 11, 22, 0, 0, 1, 0, time.UTC)
+	older := time.Date(2026, 10, 23, 12, 0, 0, 0, time.UTC) // outside the 30 days ending 2026-11-22, inside 31
+	for i, at := range []time.Time{before, after, after, older} {
+		if err := f.svc.Record(context.Background(), rec(i, "u", "openai", "m", at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		now  time.Time
+		days int
+		want int64
+	}{
+		{"OneDayJustBeforeMidnight", before, 1, 1},
+		{"OneDayJustAfterMidnight", after.Add(29 * time.Second), 1, 2},
+		{"TwoDaysAfterMidnight", after, 2, 3},
+		{"ThirtyDays", after, 30, 3},
+		{"ThirtyOneDays", after, 31, 4},
+		{"LocalTimezoneClockIsUTCNormalised", after.In(time.FixedZone("X", -5*3600)), 1, 2},
+	}
+	for _, pointLookups := range []bool{false, true} {
+		f.svc.ferret = pointLookups
+		f.svc.countedAt.Store(time.Now().UnixNano())
+		f.svc.bigRollup.Store(pointLookups)
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/pointLookups=%v", tt.name, pointLookups), func(t *testing.T) {
+				f.clock.set(tt.now)
+				got, err := f.svc.Summary(context.Background(), "u", tt.days)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.TotalRequests != tt.want {
+					t.Fatalf("totalRequests=%d, want %d", got.TotalRequests, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// Ensure per-provider rows are per caller, largest cost first, and the report has totals.
+func TestService_ByProviderAndReport(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	add := func(user, provider, model string, cost float64, n int) {
+		for i := range n {
+			r := rec(i, user+provider+model, provider, model, day0)
+			r.UserID, r.Cost, r.TotalTokens = user, cost, 10
+			if err := f.svc.Record(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	add("a", "openai", "gpt-4o-mini", 0.001, 3)
+	add("a", "anthropic", "claude-haiku-4-5", 0.01, 1)
+	add("a", "gemini", "gemini-2.5-flash", 0.0001, 2)
+	add("b", "openai", "gpt-4o-mini", 1, 5)
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.svc.ByProvider(context.Background(), "a", 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ProviderUsage{
+		{Provider: "anthropic", Model: "claude-haiku-4-5", RequestCount: 1, TotalTokens: 10, Cost: 0.01},
+		{Provider: "openai", Model: "gpt-4o-mini", RequestCount: 3, TotalTokens: 30, Cost: 0.003},
+		{Provider: "gemini", Model: "gemini-2.5-flash", RequestCount: 2, TotalTokens: 20, Cost: 0.0002},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("rows=%+v, want %+v", rows, want)
+	}
+	for i := range want {
+		g, w := rows[i], want[i]
+		if g.Provider != w.Provider || g.Model != w.Model || g.RequestCount != w.RequestCount ||
+			g.TotalTokens != w.TotalTokens || math.Abs(g.Cost-w.Cost) > 1e-12 {
+			t.Errorf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+	rep, err := f.svc.Report(context.Background(), ReportOptions{Days: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rep.Totals.TotalRequests, int64(11); got != want {
+		t.Fatalf("report totalRequests=%d, want %d", got, want)
+	}
+	if rep.Rows[0].Provider != "openai" || rep.Rows[0].RequestCount != 8 {
+		t.Fatalf("report first row %+v, want openai with 8 requests", rep.Rows[0])
+	}
+	if rep.From != "2026-11-15" || rep.To != "2026-11-21" {
+		t.Fatalf("report window %s..%s", rep.From, rep.To)
+	}
+}
+
+// Ensure days is a whole number from 1 to 366, defaulting to 30.
+func TestParseDays(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		raw     string
+		want    int
+		wantMsg string
+	}{
+		{"", 30, ""},
+		{"1", 1, ""},
+		{"366", 366, ""},
+		{"7.0", 7, ""},
+		{"0", 0, "days must not be less than 1"},
+		{"-3", 0, "days must not be less than 1"},
+		{"367", 0, "days must not be greater than 366"},
+		{"abc", 0, "days must be an integer number"},
+		{"1.5", 0, "days must be an integer number"},
+		{"1e9", 0, "days must be an integer number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			got, err := ParseDays(tt.raw)
+			if tt.wantMsg == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("ParseDays(%q)=%d,%v want %d", tt.raw, got, err, tt.want)
+				}
+				return
+			}
+			e := apperr.As(err)
+			if e == nil || e.Kind != apperr.Invalid || len(e.Messages) != 1 || e.Messages[0] != tt.wantMsg {
+				t.Fatalf("ParseDays(%q) err=%v, want %q", tt.raw, err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// Ensure model names with dots and dollars survive as field names.
+func TestModelKeyEscapes(t *testing.T) {
+	t.Parallel()
+	if got, want := modelKey("openai", "gpt-4.1$x%|y"), "openai|gpt-4%2E1%24x%25%7Cy"; got != want {
+		t.Fatalf("modelKey=%q, want %q", got, want)
+	}
+	if p, m := splitModelKey(modelKey("openai", "gpt-4.1$x%|y")); p != "openai" || m != "gpt-4.1$x%|y" {
+		t.Fatalf("splitModelKey = %q %q", p, m)
+	}
+}
+
+// Ensure the provider's raw usage object is stored as a document and reads back.
+func TestRecord_ProviderUsageStoredAsDocument(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	r := rec(1, "u", "openai", "m", day0)
+	r.ProviderUsage = RawJSON(`{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}`)
+	r.Prices = &UnitPrices{Entry: "m", Input: 1e-7}
+	if err := f.svc.Record(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var raw bson.M
+	if err := f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	pu, ok := raw["providerUsage"].(bson.M)
+	if !ok || pu["prompt_tokens_details"].(bson.M)["cached_tokens"] != int32(2) {
+		t.Fatalf("providerUsage stored as %#v", raw["providerUsage"])
+	}
+	var back Record
+	_ = f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&back)
+	if !strings.Contains(string(back.ProviderUsage), `"cached_tokens":2`) || back.Prices.Input != 1e-7 {
+		t.Fatalf("read back %s %+v", back.ProviderUsage, back.Prices)
+	}
+}
