@@ -2,13 +2,11 @@ package mockserver
 
 // The built-in mock's AI, usage, storage and template endpoints.
 //
-// Storage and template answers are the contract types of internal/dbcheck and
-// internal/templates, validated by their own parsers (dbcheck.ParseTest, ParseQuery,
-// templates.DecodeInput), so messages are identical. The AI and usage shapes are local copies,
-// field for field and tag for tag, of ai.Completion, ai.Usage, usage.Summary and
-// usage.ProviderUsage: those packages were not on main yet when this file was written; when
-// they are, each local type is replaced by the package's own (the tests decode the answers
-// strictly, so a drift shows).
+// Every answer is a contract type of the service package (ai.Completion, usage.Summary,
+// usage.ProviderUsage, dbcheck.TestResult, dbcheck.QueryResult, templates.Template,
+// templates.MigrationReport, templates.CleanupReport), and bodies are validated by the
+// packages' own rules (ai.Service.Complete's validation, usage.ParseDays, dbcheck.ParseTest,
+// ParseQuery, templates.DecodeInput), so the messages are identical to `app serve`'s.
 
 import (
 	"context"
@@ -22,9 +20,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/templates"
+	"github.com/acme/app/internal/usage"
 	"github.com/acme/app/mock"
 )
 
@@ -32,36 +32,26 @@ type addFunc func(key, about string, h mock.Handler)
 
 // ---- AI ------------------------------------------------------------------------------------
 
-// aiUsage mirrors ai.Usage.
-type aiUsage struct {
-	PromptTokens     int64 `json:"promptTokens"`
-	CompletionTokens int64 `json:"completionTokens"`
-	TotalTokens      int64 `json:"totalTokens"`
-}
-
-// aiCompletion mirrors ai.Completion: the normalized answer of the three AI endpoints.
-type aiCompletion struct {
-	Text      string  `json:"text"`
-	Usage     aiUsage `json:"usage"`
-	Model     string  `json:"model"`
-	Provider  string  `json:"provider"`
-	Cost      float64 `json:"cost"`
-	RequestID string  `json:"requestId"`
-}
-
-// aiSpec is one AI endpoint's rules (the seed's table).
+// aiSpec is one AI endpoint of the built-in mock.
 type aiSpec struct {
-	provider, path, model string
-	roles                 []string
-	maxTemperature        float64
-	inPrice, outPrice     float64 // USD per million tokens, for a plausible cost
+	provider, path, model string // model: the configuration's default for the provider
 }
 
 var aiSpecs = []aiSpec{
-	{"openai", "/api/ai/openai/chat", "gpt-6-luna", []string{"user", "assistant", "system"}, 2, 0.15, 0.6},
-	{"anthropic", "/api/ai/anthropic/messages", "claude-haiku-4-5", []string{"user", "assistant"}, 1, 1, 5},
-	{"gemini", "/api/ai/gemini/generate", "gemini-3.1-flash-lite", []string{"user", "assistant"}, 2, 0.1, 0.4},
+	{"openai", "/api/ai/openai/chat", "gpt-6-luna"},
+	{"anthropic", "/api/ai/anthropic/messages", "claude-haiku-4-5"},
+	{"gemini", "/api/ai/gemini/generate", "gemini-3.1-flash-lite"},
 }
+
+// aiChecker is an AI service with no provider configured: Complete validates the body with
+// the real rules and messages, then stops with Unavailable before any network call. The
+// built-in mock uses it as its validator, and its price table for the cost.
+var aiChecker = sync.OnceValue(func() *ai.Service { return ai.New(ai.Options{MaxRetries: -1}) })
+
+var aiPrices = sync.OnceValue(func() *ai.Prices {
+	p, _ := ai.LoadPrices("", nil)
+	return p
+})
 
 // usageRow is one recorded AI call of this mock.
 type usageRow struct {
@@ -93,98 +83,52 @@ func (b *backend) addAI(add addFunc) {
 	}
 }
 
-// validateChat checks a chat body with the AI service's class-validator wording.
-func validateChat(f map[string]json.RawMessage, s aiSpec) (msgs []string, model string, prompt string, maxTokens int) {
-	isNull := func(r json.RawMessage) bool { return r == nil || strings.TrimSpace(string(r)) == "null" }
-	var items []json.RawMessage
-	if raw := f["messages"]; isNull(raw) || json.Unmarshal(raw, &items) != nil {
-		msgs = append(msgs, "messages should not be empty", "messages must be an array")
-	} else if len(items) == 0 {
-		msgs = append(msgs, "messages should not be empty")
-	}
-	for i, item := range items {
-		var m map[string]json.RawMessage
-		if json.Unmarshal(item, &m) != nil || m == nil {
-			msgs = append(msgs, "each value in nested property messages must be either object or array")
-			continue
-		}
-		var role, content string
-		_ = json.Unmarshal(m["role"], &role)
-		if !contains(s.roles, role) {
-			msgs = append(msgs, fmt.Sprintf("messages.%d.role must be one of the following values: %s", i, strings.Join(s.roles, ", ")))
-		}
-		switch c := m["content"]; {
-		case isNull(c):
-			msgs = append(msgs, fmt.Sprintf("messages.%d.content should not be empty", i), fmt.Sprintf("messages.%d.content must be a string", i))
-		case json.Unmarshal(c, &content) != nil:
-			msgs = append(msgs, fmt.Sprintf("messages.%d.content must be a string", i))
-		case content == "":
-			msgs = append(msgs, fmt.Sprintf("messages.%d.content should not be empty", i))
-		default:
-			if role == "user" {
-				prompt = content
-			}
-		}
-	}
-	model = s.model
-	if raw := f["model"]; !isNull(raw) {
-		if json.Unmarshal(raw, &model) != nil || model == "" {
-			msgs = append(msgs, "model must be a string")
-			model = s.model
-		}
-	}
-	if raw := f["temperature"]; !isNull(raw) {
-		var t float64
-		if json.Unmarshal(raw, &t) != nil {
-			msgs = append(msgs, "temperature must be a number conforming to the specified constraints")
-		} else {
-			if t < 0 {
-				msgs = append(msgs, "temperature must not be less than 0")
-			}
-			if t > s.maxTemperature {
-				msgs = append(msgs, "temperature must not be greater than "+strconv.FormatFloat(s.maxTemperature, 'f', -1, 64))
-			}
-		}
-	}
-	maxTokens = 1000
-	if raw := f["maxTokens"]; !isNull(raw) {
-		var n float64
-		if json.Unmarshal(raw, &n) != nil || n != math.Trunc(n) {
-			msgs = append(msgs, "maxTokens must be an integer number")
-		} else if n < 1 {
-			msgs = append(msgs, "maxTokens must not be less than 1")
-		} else {
-			maxTokens = int(min(n, 1e6))
-		}
-	}
-	return msgs, model, prompt, maxTokens
-}
-
-// complete answers a chat request with a made-up reply in the normalized shape, and records
-// it so the usage endpoints report it.
+// complete answers a chat request with a made-up reply as an ai.Completion, and records it so
+// the usage endpoints report it.
 func (b *backend) complete(s aiSpec) mock.Handler {
 	return func(ctx context.Context, req *mock.Request) (*mock.Response, error) {
-		f, bad := fields(req)
-		if bad != nil {
+		if _, bad := fields(req); bad != nil {
 			return bad, nil
 		}
-		msgs, model, prompt, maxTokens := validateChat(f, s)
-		if len(msgs) > 0 {
+		var in ai.ChatInput
+		if err := json.Unmarshal(req.RawBody, &in); err != nil {
+			return fail(http.StatusBadRequest, "request body must be a JSON object"), nil
+		}
+		if _, err := aiChecker().Complete(ctx, "", s.provider, in); apperr.KindOf(err) == apperr.Invalid {
+			msgs := []string{"invalid body"}
+			if e := apperr.As(err); e != nil {
+				msgs = e.Messages
+			}
 			return fail(http.StatusBadRequest, msgs), nil
+		}
+		model := in.Model
+		if model == "" {
+			model = s.model
+		}
+		maxTokens := 1000
+		if in.MaxTokens != nil {
+			maxTokens = *in.MaxTokens
+		}
+		var prompt string
+		for _, m := range in.Messages {
+			if m.Role == "user" {
+				prompt = m.Content
+			}
 		}
 		short := prompt
 		if len(short) > 60 {
 			short = short[:60] + "…"
 		}
 		text := fmt.Sprintf("This is a mock reply from %s (%s) to: %q", s.provider, model, short)
-		in := int64(max(1, len(prompt)/4))
-		out := int64(min(maxTokens, max(1, len(text)/4)))
-		c := aiCompletion{
+		promptTok := int64(max(1, len(prompt)/4))
+		outTok := int64(min(maxTokens, max(1, len(text)/4)))
+		cost, _ := aiPrices().Cost(s.provider, model, ai.Tokens{Prompt: promptTok, Completion: outTok})
+		c := ai.Completion{
 			Text:      text,
-			Usage:     aiUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+			Usage:     ai.Usage{PromptTokens: promptTok, CompletionTokens: outTok, TotalTokens: promptTok + outTok},
 			Model:     model,
 			Provider:  s.provider,
-			Cost:      math.Round((float64(in)*s.inPrice+float64(out)*s.outPrice)/1e6*1e8) / 1e8,
+			Cost:      cost,
 			RequestID: b.gen.UUID(),
 		}
 		b.usage.add(usageRow{user: callerFrom(ctx).ID, provider: s.provider, model: model, tokens: c.Usage.TotalTokens, cost: c.Cost, at: time.Now()})
@@ -194,41 +138,20 @@ func (b *backend) complete(s aiSpec) mock.Handler {
 
 // ---- usage ---------------------------------------------------------------------------------
 
-// usageSummary mirrors usage.Summary.
-type usageSummary struct {
-	TotalRequests int64   `json:"totalRequests"`
-	TotalTokens   int64   `json:"totalTokens"`
-	TotalCost     float64 `json:"totalCost"`
-}
-
-// providerUsage mirrors usage.ProviderUsage.
-type providerUsage struct {
-	Provider     string  `json:"provider"`
-	Model        string  `json:"model"`
-	RequestCount int64   `json:"requestCount"`
-	TotalTokens  int64   `json:"totalTokens"`
-	Cost         float64 `json:"cost"`
-}
-
 func (b *backend) addUsage(add addFunc) {
 	add("GET /api/ai/usage", "usage.Summary of the AI calls made to this mock", b.requireAuth(b.usageSummary))
 	add("GET /api/ai/usage/providers", "[]usage.ProviderUsage of the AI calls made to this mock", b.requireAuth(b.usageProviders))
 }
 
-// parseDays reads ?days= as the usage service does: 1..366, default 30.
+// parseDays reads ?days= with usage.ParseDays: 1..366, default 30.
 func parseDays(req *mock.Request) (int, *mock.Response) {
-	s := req.Query.Get("days")
-	if s == "" {
-		return 30, nil
-	}
-	n, err := strconv.Atoi(s)
-	switch {
-	case err != nil:
-		return 0, fail(http.StatusBadRequest, []string{"days must be an integer number"})
-	case n < 1:
-		return 0, fail(http.StatusBadRequest, []string{"days must not be less than 1"})
-	case n > 366:
-		return 0, fail(http.StatusBadRequest, []string{"days must not be greater than 366"})
+	n, err := usage.ParseDays(req.Query.Get("days"))
+	if err != nil {
+		msgs := []string{err.Error()}
+		if e := apperr.As(err); e != nil {
+			msgs = e.Messages
+		}
+		return 0, fail(http.StatusBadRequest, msgs)
 	}
 	return n, nil
 }
@@ -251,7 +174,7 @@ func (b *backend) usageSummary(ctx context.Context, req *mock.Request) (*mock.Re
 	if bad != nil {
 		return bad, nil
 	}
-	var s usageSummary
+	var s usage.Summary
 	for _, r := range b.rowsFor(callerFrom(ctx).ID, days) {
 		s.TotalRequests++
 		s.TotalTokens += r.tokens
@@ -266,19 +189,19 @@ func (b *backend) usageProviders(ctx context.Context, req *mock.Request) (*mock.
 	if bad != nil {
 		return bad, nil
 	}
-	by := map[[2]string]*providerUsage{}
+	by := map[[2]string]*usage.ProviderUsage{}
 	for _, r := range b.rowsFor(callerFrom(ctx).ID, days) {
 		k := [2]string{r.provider, r.model}
 		p := by[k]
 		if p == nil {
-			p = &providerUsage{Provider: r.provider, Model: r.model}
+			p = &usage.ProviderUsage{Provider: r.provider, Model: r.model}
 			by[k] = p
 		}
 		p.RequestCount++
 		p.TotalTokens += r.tokens
 		p.Cost += r.cost
 	}
-	out := make([]providerUsage, 0, len(by))
+	out := make([]usage.ProviderUsage, 0, len(by))
 	for _, p := range by {
 		p.Cost = math.Round(p.Cost*1e8) / 1e8
 		out = append(out, *p)

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/httpapi"
 	"github.com/acme/app/internal/templates"
+	"github.com/acme/app/internal/usage"
 )
 
 // strict decodes the body into T refusing unknown fields: the built-in mock must answer
@@ -138,7 +140,7 @@ func TestBuiltin_AIAndUsage(t *testing.T) {
 	bearer := "Bearer " + tok
 	for _, s := range aiSpecs {
 		a := do(t, "POST", hs.URL+s.path, `{"messages":[{"role":"user","content":"Hello there"}]}`, "Authorization", bearer)
-		c := strict[aiCompletion](t, a)
+		c := strict[ai.Completion](t, a)
 		if a.status != 200 || c.Provider != s.provider || c.Model != s.model || c.Text == "" || c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens || len(c.RequestID) != 36 {
 			t.Fatalf("%s: %d %+v", s.provider, a.status, c)
 		}
@@ -154,15 +156,15 @@ func TestBuiltin_AIAndUsage(t *testing.T) {
 	}
 
 	a = do(t, "GET", hs.URL+"/api/ai/usage?days=7", "", "Authorization", bearer)
-	if s := strict[usageSummary](t, a); a.status != 200 || s.TotalRequests != 3 || s.TotalTokens == 0 {
+	if s := strict[usage.Summary](t, a); a.status != 200 || s.TotalRequests != 3 || s.TotalTokens == 0 {
 		t.Fatalf("summary: %d %+v", a.status, s)
 	}
 	a = do(t, "GET", hs.URL+"/api/ai/usage/providers", "", "Authorization", bearer)
-	if rows := strict[[]providerUsage](t, a); a.status != 200 || len(rows) != 3 || rows[0].Provider != "anthropic" || rows[0].RequestCount != 1 {
+	if rows := strict[[]usage.ProviderUsage](t, a); a.status != 200 || len(rows) != 3 || rows[0].Provider != "anthropic" || rows[0].RequestCount != 1 {
 		t.Fatalf("providers: %d %+v", a.status, rows)
 	}
 	other := "Bearer " + login(t, hs, "other@example.com")
-	if s := strict[usageSummary](t, do(t, "GET", hs.URL+"/api/ai/usage", "", "Authorization", other)); s.TotalRequests != 0 {
+	if s := strict[usage.Summary](t, do(t, "GET", hs.URL+"/api/ai/usage", "", "Authorization", other)); s.TotalRequests != 0 {
 		t.Fatalf("another user's summary: %+v", s)
 	}
 	for q, msg := range map[string]string{"0": "days must not be less than 1", "367": "days must not be greater than 366", "week": "days must be an integer number"} {
