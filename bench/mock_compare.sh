@@ -22,6 +22,9 @@ BODY='{"id":"42","name":"Ada Lovelace","email":"ada@example.com"}'
 PIDS=()
 
 cleanup() {
+  local all=()
+  for p in "${PIDS[@]}"; do all+=($(descendants "$p") "$p"); done
+  PIDS=("${all[@]}")
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   sleep 0.5
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -102,7 +105,12 @@ start() { # start NAME PORT CMD...: runs CMD pinned to SERVER_CPU, waits for /ap
   echo "  $name did not start; log tail:" >&2; tail -5 "$log" >&2
   stop; return 1
 }
-stop() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; }
+descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
+stop() { # the server and its children (npx/node → java), by PID
+  local kids; kids="$(descendants "$SERVER_PID")"
+  kill $kids "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
+  sleep 0.3; kill -9 $kids 2>/dev/null
+}
 rss_mb() { # RSS of the server and its children, MB
   local total=0 p
   for p in $SERVER_PID $(pgrep -P "$SERVER_PID" 2>/dev/null) $(for c in $(pgrep -P "$SERVER_PID" 2>/dev/null); do pgrep -P "$c"; done); do
