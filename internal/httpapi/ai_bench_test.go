@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,6 +107,11 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	direct := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.7,"max_completion_tokens":1000}`)
 	ours := []byte(`{"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
 
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 128}}
+	b.Run("c32/ratio", func(b *testing.B) {
+		interleavedRatio(b, 32, poster(client, up.URL+"/v1/chat/completions", "", direct),
+			poster(client, proxy.URL+"/api/ai/openai/chat", token, ours))
+	})
 	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
 	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
 	b.Run("c1/direct", func(b *testing.B) { drive(b, 1, up.URL+"/v1/chat/completions", "", direct) })
@@ -118,4 +124,24 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.Cleanup(func() { _ = us.Close(context.Background()) })
 	recorded := newProxy(us)
 	b.Run("c32/proxied-recorded", func(b *testing.B) { drive(b, 32, recorded.URL+"/api/ai/openai/chat", token, ours) })
+}
+
+func poster(client *http.Client, url, token string, body []byte) func() error {
+	return func() error {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
 }

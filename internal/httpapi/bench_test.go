@@ -123,12 +123,12 @@ func measureP50(b *testing.B, fn func()) float64 {
 	return float64(d[len(d)/2].Microseconds()) / 1000
 }
 
-// throughput runs fn from 4 goroutines for d and returns calls per second.
-func throughput(fn func() error, d time.Duration) (float64, error) {
+// throughput runs fn from `clients` goroutines for d and returns calls per second.
+func throughput(clients int, fn func() error, d time.Duration) (float64, error) {
 	var n atomicCount
 	stop := time.Now().Add(d)
-	errc := make(chan error, 4)
-	for g := 0; g < 4; g++ {
+	errc := make(chan error, clients)
+	for g := 0; g < clients; g++ {
 		go func() {
 			for time.Now().Before(stop) {
 				if err := fn(); err != nil {
@@ -140,7 +140,7 @@ func throughput(fn func() error, d time.Duration) (float64, error) {
 			errc <- nil
 		}()
 	}
-	for g := 0; g < 4; g++ {
+	for g := 0; g < clients; g++ {
 		if err := <-errc; err != nil {
 			return 0, err
 		}
@@ -148,18 +148,19 @@ func throughput(fn func() error, d time.Duration) (float64, error) {
 	return float64(n.load()) / d.Seconds(), nil
 }
 
-// interleavedRatio measures base and subject in alternating 100 ms rounds, so that load from
-// elsewhere on a shared machine hits both alike, and reports subject/base requests per second.
-func interleavedRatio(b *testing.B, base, subject func() error) {
+// interleavedRatio measures base and subject from `clients` goroutines in alternating 100 ms
+// rounds, so that load from elsewhere on a shared machine hits both alike, and reports
+// subject/base requests per second.
+func interleavedRatio(b *testing.B, clients int, base, subject func() error) {
 	b.Helper()
 	var sumBase, sumSubject float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < 10; r++ {
-			x, err := throughput(base, 100*time.Millisecond)
+			x, err := throughput(clients, base, 100*time.Millisecond)
 			if err != nil {
 				b.Fatal(err)
 			}
-			y, err := throughput(subject, 100*time.Millisecond)
+			y, err := throughput(clients, subject, 100*time.Millisecond)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -212,10 +213,10 @@ func BenchmarkRatio(b *testing.B) {
 	stack := httptest.NewServer(observe(opts.Logger, 1<<20, rl.limit("", opts.RateLimit, opts.RateWindow)(notFound(mux))))
 	defer stack.Close()
 	b.Run("health-vs-bare", func(b *testing.B) {
-		interleavedRatio(b, getter(client, bare.URL+"/api/health", ""), getter(client, stack.URL+"/api/health", ""))
+		interleavedRatio(b, 4, getter(client, bare.URL+"/api/health", ""), getter(client, stack.URL+"/api/health", ""))
 	})
 	b.Run("protected-vs-health", func(b *testing.B) {
-		interleavedRatio(b, getter(client, stack.URL+"/api/health", ""), getter(client, stack.URL+"/api/protected", token))
+		interleavedRatio(b, 4, getter(client, stack.URL+"/api/health", ""), getter(client, stack.URL+"/api/protected", token))
 	})
 }
 

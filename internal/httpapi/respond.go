@@ -117,8 +117,7 @@ func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 			return nil, apperr.E(apperr.Invalid, "Content-Type must be application/json")
 		}
 	}
-	limit := maxBodyFrom(r.Context())
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readBody(w, r, maxBodyFrom(r.Context()))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -130,15 +129,32 @@ func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if len(trimmed) == 0 {
 		return []byte("{}"), nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		return nil, apperr.E(apperr.Invalid, "Unexpected token in JSON: "+jsonErrorText(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	// json.Valid accepts exactly one JSON value and nothing after it, without allocating; the
+	// decoder runs only to word the error of a bad body.
+	if !json.Valid(trimmed) {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, apperr.E(apperr.Invalid, "Unexpected token in JSON: "+jsonErrorText(err))
+		}
 		return nil, apperr.E(apperr.Invalid, "Unexpected data after the JSON body")
 	}
 	return trimmed, nil
+}
+
+// readBody reads the body up to limit bytes (past it: *http.MaxBytesError), into a buffer
+// sized from Content-Length when the client sent one.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf := make([]byte, n, n+1)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		// A body longer than its Content-Length is the server's to reject; nothing more is read.
+		return buf, nil
+	}
+	return io.ReadAll(rd)
 }
 
 func jsonErrorText(err error) string {
