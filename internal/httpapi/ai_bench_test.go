@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,8 +108,8 @@ func BenchmarkProxyOverhead(b *testing.B) {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 128}}
 	b.Run("c32/ratio", func(b *testing.B) {
-		interleavedRatio(b, 32, poster(client, up.URL+"/v1/chat/completions", "", direct),
-			poster(client, proxy.URL+"/api/ai/openai/chat", token, ours))
+		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
+			requester(client, "POST", proxy.URL+"/api/ai/openai/chat", token, ours))
 	})
 	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
 	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
@@ -124,24 +123,4 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.Cleanup(func() { _ = us.Close(context.Background()) })
 	recorded := newProxy(us)
 	b.Run("c32/proxied-recorded", func(b *testing.B) { drive(b, 32, recorded.URL+"/api/ai/openai/chat", token, ours) })
-}
-
-func poster(client *http.Client, url, token string, body []byte) func() error {
-	return func() error {
-		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return nil
-	}
 }

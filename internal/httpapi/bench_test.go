@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -173,9 +174,17 @@ func interleavedRatio(b *testing.B, clients int, base, subject func() error) {
 	b.ReportMetric(sumSubject/sumBase, "ratio")
 }
 
-func getter(client *http.Client, url, token string) func() error {
+// requester returns a function sending one request (body may be nil) and expecting 200.
+func requester(client *http.Client, method, url, token string, body []byte) func() error {
 	return func() error {
-		req, _ := http.NewRequest("GET", url, nil)
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, url, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
@@ -213,10 +222,10 @@ func BenchmarkRatio(b *testing.B) {
 	stack := httptest.NewServer(observe(opts.Logger, 1<<20, rl.limit("", opts.RateLimit, opts.RateWindow)(notFound(mux))))
 	defer stack.Close()
 	b.Run("health-vs-bare", func(b *testing.B) {
-		interleavedRatio(b, 4, getter(client, bare.URL+"/api/health", ""), getter(client, stack.URL+"/api/health", ""))
+		interleavedRatio(b, 4, requester(client, "GET", bare.URL+"/api/health", "", nil), requester(client, "GET", stack.URL+"/api/health", "", nil))
 	})
 	b.Run("protected-vs-health", func(b *testing.B) {
-		interleavedRatio(b, 4, getter(client, stack.URL+"/api/health", ""), getter(client, stack.URL+"/api/protected", token))
+		interleavedRatio(b, 4, requester(client, "GET", stack.URL+"/api/health", "", nil), requester(client, "GET", stack.URL+"/api/protected", token, nil))
 	})
 }
 
