@@ -390,3 +390,23 @@ func TestOptionsRefused(t *testing.T) {
 		t.Fatal("reload of the built-in mock was accepted")
 	}
 }
+
+// Ensure a request in flight during a reload is answered by the mock set it started with,
+// and the next request by the new one.
+func TestReload_InFlightFinishesOnOldSet(t *testing.T) {
+	t.Parallel()
+	s, hs, path := newTestServer(t, "m.yaml", "mocks:\n  \"GET /slow\": {delay: 400, data: {v: 1}}\n", nil)
+	got := make(chan answer, 1)
+	go func() { got <- do(t, "GET", hs.URL+"/slow", "") }()
+	time.Sleep(100 * time.Millisecond) // the request is now waiting out its delay
+	writeAtomically(t, path, "mocks:\n  \"GET /slow\": {data: {v: 2}}\n")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-got; a.status != 200 || a.body != `{"v":1}` {
+		t.Fatalf("in-flight answer = %d %s, want the old set's {\"v\":1}", a.status, a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/slow", ""); a.body != `{"v":2}` {
+		t.Fatalf("after reload = %s, want {\"v\":2}", a.body)
+	}
+}
