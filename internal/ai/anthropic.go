@@ -37,10 +37,7 @@ func (anthropic) newRequest(ctx context.Context, baseURL, apiKey string, c *call
 	for i, m := range c.messages {
 		body.Messages[i] = anthropicMessage(m)
 	}
-	if c.sendTemperature {
-		t := c.temperature
-		body.Temperature = &t
-	}
+	body.Temperature = c.temperatureField()
 	req, err := jsonRequest(ctx, baseURL+"/messages", body)
 	if err != nil {
 		return nil, err

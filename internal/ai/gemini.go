@@ -48,10 +48,7 @@ func (gemini) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (
 		body.Contents[i] = geminiContent{Role: role, Parts: []geminiPart{{Text: m.Content}}}
 	}
 	body.GenerationConfig.MaxOutputTokens = c.maxTokens
-	if c.sendTemperature {
-		t := c.temperature
-		body.GenerationConfig.Temperature = &t
-	}
+	body.GenerationConfig.Temperature = c.temperatureField()
 	// The model is validated against a strict pattern; escaping is a second guard.
 	req, err := jsonRequest(ctx, baseURL+"/models/"+url.PathEscape(c.model)+":generateContent", body)
 	if err != nil {

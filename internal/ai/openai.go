@@ -34,10 +34,7 @@ func (openAI) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (
 	for i, m := range c.messages {
 		body.Messages[i] = openAIMessage(m)
 	}
-	if c.sendTemperature {
-		t := c.temperature
-		body.Temperature = &t
-	}
+	body.Temperature = c.temperatureField()
 	req, err := jsonRequest(ctx, baseURL+"/chat/completions", body)
 	if err != nil {
 		return nil, err

@@ -49,6 +49,16 @@ type call struct {
 	maxTokens       int
 }
 
+// temperatureField is the request body's temperature: nil (left out) once the model refused a
+// non-default one.
+func (c *call) temperatureField() *float64 {
+	if !c.sendTemperature {
+		return nil
+	}
+	t := c.temperature
+	return &t
+}
+
 // result is a provider's answer, normalized.
 type result struct {
 	text              string

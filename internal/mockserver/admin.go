@@ -114,12 +114,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 	}
 	set, err := ParseMocks(b)
 	if err != nil {
-		var le *LoadError
-		if errors.As(err, &le) {
-			adminError(w, http.StatusBadRequest, "invalid mocks", le.Problems)
-			return
-		}
-		adminError(w, http.StatusBadRequest, err.Error(), nil)
+		adminLoadError(w, err)
 		return
 	}
 	if len(set.Routes) == 0 {
@@ -141,12 +136,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		var le *LoadError
-		if errors.As(err, &le) {
-			adminError(w, http.StatusBadRequest, "invalid mocks", le.Problems)
-			return
-		}
-		adminError(w, http.StatusBadRequest, err.Error(), nil)
+		adminLoadError(w, err)
 		return
 	}
 	writeAdmin(w, http.StatusCreated, map[string]any{"added": added, "warnings": nonNil(set.Warnings)})
@@ -399,4 +389,15 @@ func (s *Server) handleReload(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	writeAdmin(w, http.StatusOK, map[string]any{"reloaded": true, "routes": len(s.ic.Mocks())})
+}
+
+// adminLoadError answers a mock set that failed to load: 400 with its problems when it has
+// them, else with the error's text.
+func adminLoadError(w http.ResponseWriter, err error) {
+	var le *LoadError
+	if errors.As(err, &le) {
+		adminError(w, http.StatusBadRequest, "invalid mocks", le.Problems)
+		return
+	}
+	adminError(w, http.StatusBadRequest, err.Error(), nil)
 }
