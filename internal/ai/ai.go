@@ -203,8 +203,9 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	cost, prices := s.prices.Cost(providerName, rec.Model, Tokens{
 		Prompt: res.promptTokens, Completion: res.completionTokens, CacheRead: res.cacheReadTokens, CacheWrite: res.cacheWriteTokens,
 	})
+	total := res.promptTokens + res.completionTokens // one rule for every provider
 	rec.Status, rec.UpstreamStatus = usage.StatusSuccess, http.StatusOK
-	rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = res.promptTokens, res.completionTokens, res.totalTokens
+	rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = res.promptTokens, res.completionTokens, total
 	rec.CachedTokens, rec.CacheWriteTokens = res.cacheReadTokens, res.cacheWriteTokens
 	rec.Cost, rec.ProviderUsage, rec.ProviderRequestID = cost, res.rawUsage, res.providerRequestID
 	if prices.Entry != "" {
@@ -213,7 +214,7 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	s.record(ctx, rec)
 	return &Completion{
 		Text:      res.text,
-		Usage:     Usage{PromptTokens: res.promptTokens, CompletionTokens: res.completionTokens, TotalTokens: res.totalTokens},
+		Usage:     Usage{PromptTokens: res.promptTokens, CompletionTokens: res.completionTokens, TotalTokens: total},
 		Model:     rec.Model,
 		Provider:  providerName,
 		Cost:      cost,

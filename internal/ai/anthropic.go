@@ -21,22 +21,14 @@ func (anthropic) spec() spec {
 }
 
 type anthropicRequest struct {
-	Model       string             `json:"model"`
-	MaxTokens   int                `json:"max_tokens"` // required by the API
-	Messages    []anthropicMessage `json:"messages"`
-	Temperature *float64           `json:"temperature,omitempty"`
-}
-
-type anthropicMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Model       string    `json:"model"`
+	MaxTokens   int       `json:"max_tokens"` // required by the API
+	Messages    []Message `json:"messages"`
+	Temperature *float64  `json:"temperature,omitempty"`
 }
 
 func (anthropic) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
-	body := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: make([]anthropicMessage, len(c.messages))}
-	for i, m := range c.messages {
-		body.Messages[i] = anthropicMessage(m)
-	}
+	body := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: c.messages}
 	body.Temperature = c.temperatureField()
 	req, err := jsonRequest(ctx, baseURL+"/messages", body)
 	if err != nil {
@@ -74,10 +66,8 @@ func (anthropic) parse(_ int, header http.Header, body []byte, _ *call) (*result
 		return nil, malformed("anthropic answered with an error object")
 	}
 	var u anthropicUsage
-	if len(r.Usage) > 0 {
-		if err := json.Unmarshal(r.Usage, &u); err != nil {
-			return nil, malformed("anthropic sent an unreadable usage object")
-		}
+	if err := decodeUsage(r.Usage, &u, "anthropic sent an unreadable usage object"); err != nil {
+		return nil, err
 	}
 	var text strings.Builder
 	for _, b := range r.Content {
@@ -96,7 +86,6 @@ func (anthropic) parse(_ int, header http.Header, body []byte, _ *call) (*result
 		rawUsage:          usage.RawJSON(r.Usage),
 		providerRequestID: r.ID,
 	}
-	res.totalTokens = res.promptTokens + res.completionTokens
 	if res.providerRequestID == "" {
 		res.providerRequestID = header.Get("request-id")
 	}

@@ -94,10 +94,8 @@ func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error)
 		return nil, malformed("gemini answered with no candidates")
 	}
 	var u geminiUsage
-	if len(r.UsageMetadata) > 0 {
-		if err := json.Unmarshal(r.UsageMetadata, &u); err != nil {
-			return nil, malformed("gemini sent an unreadable usageMetadata")
-		}
+	if err := decodeUsage(r.UsageMetadata, &u, "gemini sent an unreadable usageMetadata"); err != nil {
+		return nil, err
 	}
 	var text strings.Builder
 	for _, p := range r.Candidates[0].Content.Parts {
@@ -114,7 +112,6 @@ func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error)
 		rawUsage:          usage.RawJSON(r.UsageMetadata),
 		providerRequestID: r.ResponseID,
 	}
-	res.totalTokens = res.promptTokens + res.completionTokens
 	return res, nil
 }
 

@@ -18,22 +18,14 @@ func (openAI) spec() spec {
 }
 
 type openAIRequest struct {
-	Model               string          `json:"model"`
-	Messages            []openAIMessage `json:"messages"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	MaxCompletionTokens int             `json:"max_completion_tokens"` // max_tokens is refused by reasoning models
-}
-
-type openAIMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Model               string    `json:"model"`
+	Messages            []Message `json:"messages"`
+	Temperature         *float64  `json:"temperature,omitempty"`
+	MaxCompletionTokens int       `json:"max_completion_tokens"` // max_tokens is refused by reasoning models
 }
 
 func (openAI) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
-	body := openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: make([]openAIMessage, len(c.messages))}
-	for i, m := range c.messages {
-		body.Messages[i] = openAIMessage(m)
-	}
+	body := openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: c.messages}
 	body.Temperature = c.temperatureField()
 	req, err := jsonRequest(ctx, baseURL+"/chat/completions", body)
 	if err != nil {
@@ -74,10 +66,8 @@ func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, e
 		return nil, malformed("openai answered with no choices")
 	}
 	var u openAIUsage
-	if len(r.Usage) > 0 {
-		if err := json.Unmarshal(r.Usage, &u); err != nil {
-			return nil, malformed("openai sent an unreadable usage object")
-		}
+	if err := decodeUsage(r.Usage, &u, "openai sent an unreadable usage object"); err != nil {
+		return nil, err
 	}
 	res := &result{
 		model:             r.Model,
@@ -87,7 +77,6 @@ func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, e
 		rawUsage:          usage.RawJSON(r.Usage),
 		providerRequestID: r.ID,
 	}
-	res.totalTokens = res.promptTokens + res.completionTokens
 	if c := r.Choices[0].Message.Content; c != nil {
 		res.text = *c // null content (a refusal or tool call) is an empty text
 	}

@@ -62,10 +62,9 @@ func (c *call) temperatureField() *float64 {
 // result is a provider's answer, normalized.
 type result struct {
 	text              string
-	model             string // as the provider reports it ("" = the requested one)
-	promptTokens      int64  // every prompt token, cached ones included
-	completionTokens  int64  // every completion token, reasoning/thinking included
-	totalTokens       int64
+	model             string        // as the provider reports it ("" = the requested one)
+	promptTokens      int64         // every prompt token, cached ones included
+	completionTokens  int64         // every completion token, reasoning/thinking included
 	cacheReadTokens   int64         // prompt tokens read from cache (billed at the cache rate)
 	cacheWriteTokens  int64         // prompt tokens written to cache (Anthropic)
 	rawUsage          usage.RawJSON // the provider's usage object, as received
@@ -96,6 +95,18 @@ func (e *upstreamError) Error() string {
 }
 
 // jsonRequest returns a POST of body (JSON) to url.
+// decodeUsage reads a provider's usage object into v; an absent one is zero usage, an
+// unreadable one a malformed answer described by unreadable.
+func decodeUsage(raw json.RawMessage, v any, unreadable string) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return malformed(unreadable)
+	}
+	return nil
+}
+
 func jsonRequest(ctx context.Context, url string, body any) (*http.Request, error) {
 	buf, err := json.Marshal(body)
 	if err != nil {
