@@ -30,6 +30,19 @@ func getField(fields map[string]json.RawMessage, name string) field {
 	return f
 }
 
+// nonEmptyString applies @IsString() @IsNotEmpty() to the field named name, in the order
+// class-validator reports them (bottom-to-top): absent, null and "" are empty.
+func (f field) nonEmptyString(name string) []string {
+	var msgs []string
+	if !f.present || f.isNull || (f.isString && f.str == "") {
+		msgs = append(msgs, name+" should not be empty")
+	}
+	if !f.isString {
+		msgs = append(msgs, name+" must be a string")
+	}
+	return msgs
+}
+
 // length counts characters as class-validator does: runes, not counting variation selectors.
 func length(s string) int {
 	n := utf8.RuneCountInString(s)
@@ -149,12 +162,7 @@ func ParseRegister(fields map[string]json.RawMessage) (RegisterInput, []string) 
 	case len(in.Password) > maxPasswordBytes:
 		msgs = append(msgs, "password must be shorter than or equal to 72 characters")
 	}
-	if !name.present || name.isNull || (name.isString && name.str == "") {
-		msgs = append(msgs, "name should not be empty")
-	}
-	if !name.isString {
-		msgs = append(msgs, "name must be a string")
-	}
+	msgs = append(msgs, name.nonEmptyString("name")...)
 	return in, msgs
 }
 
@@ -166,11 +174,6 @@ func ParseLogin(fields map[string]json.RawMessage) (LoginInput, []string) {
 	if !email.isString || !IsEmail(in.Email) {
 		msgs = append(msgs, "email must be an email")
 	}
-	if !password.present || password.isNull || (password.isString && password.str == "") {
-		msgs = append(msgs, "password should not be empty")
-	}
-	if !password.isString {
-		msgs = append(msgs, "password must be a string")
-	}
+	msgs = append(msgs, password.nonEmptyString("password")...)
 	return in, msgs
 }
