@@ -165,15 +165,6 @@ var keys = []key{
 	{name: "server.max_body_bytes", def: "1048576", kind: kInt, min: 1},
 }
 
-// KeyNames returns every configuration key, in documentation order.
-func KeyNames() []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.name
-	}
-	return out
-}
-
 // EnvName is the APP_* environment variable for a key ("ratelimit.limit" → "APP_RATELIMIT_LIMIT").
 func EnvName(name string) string {
 	return "APP_" + strings.ToUpper(strings.ReplaceAll(name, ".", "_"))

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,27 +20,9 @@ import (
 	"github.com/acme/app/internal/store/storetest"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// dbcheckServer returns the API with the dbcheck routes, a valid token and the log buffer.
-func dbcheckServer(t *testing.T, allowed []string) (*httptest.Server, string, *syncBuffer) {
+func dbcheckServer(t *testing.T, allowed []string) (*httptest.Server, string, *httpapi.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &httpapi.SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc, err := dbcheck.New(dbcheck.Options{AllowedHosts: allowed, Timeout: 2 * time.Second, Logger: log})
 	if err != nil {

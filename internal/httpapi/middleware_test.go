@@ -17,18 +17,18 @@ import (
 	"github.com/acme/app/internal/ratelimit"
 )
 
-// syncBuffer is a log sink safe for concurrent handlers.
-type syncBuffer struct {
+// SyncBuffer is a log sink safe for concurrent handlers (exported for the httpapi_test files).
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+func (s *SyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 type envelopeBody struct {
 	StatusCode int    `json:"statusCode"`
@@ -62,7 +62,7 @@ func newTestServer(opts Options) http.Handler {
 // Ensure a handler panic answers a 500 envelope, logs the stack, and the server keeps serving.
 func TestObserve_Panic(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	h := observe(log, 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/boom" {
@@ -92,7 +92,7 @@ func TestObserve_Panic(t *testing.T) {
 // Ensure the request id is taken from the request when sane, else generated, and logged.
 func TestObserve_RequestID(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &SyncBuffer{}
 	h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	tests := []struct{ in, want string }{
 		{"abc-123", "abc-123"},
