@@ -7,7 +7,6 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	protect := func(h http.Handler) http.Handler { return requireAuth(deps.Tokens, h) }
 	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
 	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
-	_ = admin
 
 	// Service.
 	mux.Handle("GET /api", handleRoot())

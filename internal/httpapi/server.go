@@ -41,12 +41,11 @@ type Pinger interface {
 
 // Deps are the services the API serves. A nil service leaves its routes unregistered.
 type Deps struct {
-	DB     Pinger         // health
-	Tokens TokenVerifier  // access tokens for protected routes
-	Auth   *auth.Service  // register, login, profile
-	AI     *ai.Service    // AI proxy
-	Usage  *usage.Service // usage summaries
-	// Service dependencies are added here by their issues.
+	DB        Pinger             // health
+	Tokens    TokenVerifier      // access tokens for protected routes
+	Auth      *auth.Service      // register, login, profile
+	AI        *ai.Service        // AI proxy
+	Usage     *usage.Service     // usage summaries
 	Templates *templates.Service // property templates
 	DBCheck   *dbcheck.Service   // MongoDB utilities
 }
