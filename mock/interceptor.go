@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -228,9 +229,7 @@ func (ic *Interceptor) Configure(cfg Config, defs Definitions) error {
 	return ic.update(func(c *Config, d Definitions) error {
 		*c = cfg.clone()
 		clear(d)
-		for k, h := range defs {
-			d[k] = h
-		}
+		maps.Copy(d, defs)
 		return nil
 	})
 }
@@ -241,9 +240,7 @@ func (ic *Interceptor) Configure(cfg Config, defs Definitions) error {
 func (ic *Interceptor) SetMocks(defs Definitions) error {
 	return ic.update(func(_ *Config, d Definitions) error {
 		clear(d)
-		for k, h := range defs {
-			d[k] = h
-		}
+		maps.Copy(d, defs)
 		return nil
 	})
 }
@@ -252,9 +249,7 @@ func (ic *Interceptor) SetMocks(defs Definitions) error {
 // seed's addMocks). On error nothing changes.
 func (ic *Interceptor) AddMocks(defs Definitions) error {
 	return ic.update(func(_ *Config, d Definitions) error {
-		for k, h := range defs {
-			d[k] = h
-		}
+		maps.Copy(d, defs)
 		return nil
 	})
 }
