@@ -59,7 +59,7 @@ type Options struct {
 	Prices    *Prices                   // nil: the embedded table
 	Recorder  Recorder                  // nil: nothing is recorded
 	Logger    *slog.Logger
-	Client    *http.Client // nil: a shared keep-alive client
+	Transport http.RoundTripper // nil: a shared keep-alive transport (NewTransport)
 
 	MaxRetries    int           // retries after the first attempt (default 2; negative: none)
 	RetryBase     time.Duration // first backoff (default 500ms), doubled per retry
@@ -75,7 +75,7 @@ type Service struct {
 	prices  *Prices
 	rec     Recorder
 	log     *slog.Logger
-	client  *http.Client
+	rt      http.RoundTripper
 	retries int
 	base    time.Duration
 	cap     time.Duration
@@ -85,10 +85,15 @@ type Service struct {
 	noTemperature sync.Map // provider|model → struct{}: models that refuse a non-default temperature
 }
 
-// NewClient returns the HTTP client shared by every provider call: keep-alive connections,
-// bounded dial and TLS handshakes; the per-call deadline comes from the context.
-func NewClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
+// NewTransport returns the HTTP transport shared by every provider call: keep-alive
+// connections, bounded dial and TLS handshakes; the per-call deadline comes from the context.
+//
+// Calls go to the transport directly, not through an http.Client: a provider's redirect is
+// answered as a failure and never followed, so a request carrying the API key (in headers an
+// http.Client would keep on a redirect to another host) is never re-sent elsewhere, and the
+// client's per-request header copy is saved.
+func NewTransport() *http.Transport {
+	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
@@ -97,14 +102,14 @@ func NewClient() *http.Client {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-	}}
+	}
 }
 
 // New returns the service.
 func New(opts Options) *Service {
 	s := &Service{
 		cfg: opts.Providers, timeout: opts.Timeout, prices: opts.Prices, rec: opts.Recorder, log: opts.Logger,
-		client: opts.Client, retries: opts.MaxRetries, base: opts.RetryBase, cap: opts.RetryCap,
+		rt: opts.Transport, retries: opts.MaxRetries, base: opts.RetryBase, cap: opts.RetryCap,
 		maxTok: opts.DefaultMaxTok, now: opts.Now,
 	}
 	if s.timeout <= 0 {
@@ -116,8 +121,8 @@ func New(opts Options) *Service {
 	if s.prices == nil {
 		s.prices, _ = LoadPrices("", s.log)
 	}
-	if s.client == nil {
-		s.client = NewClient()
+	if s.rt == nil {
+		s.rt = NewTransport()
 	}
 	if s.retries == 0 {
 		s.retries = 2
@@ -301,7 +306,7 @@ func (s *Service) attempt(ctx context.Context, p provider, cfg ProviderConfig, c
 	if err != nil {
 		return nil, &upstreamError{message: "could not build the request"}
 	}
-	resp, err := s.client.Do(req)
+	resp, err := s.rt.RoundTrip(req)
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,6 +407,53 @@ func TestComplete_Validation(t *testing.T) {
 			}
 			if len(fake.Calls()) != 0 {
 				t.Errorf("an invalid request reached the provider")
+			}
+		})
+	}
+}
+
+// Ensure a provider's redirect is an answer, never followed: the request carries the API key.
+func TestComplete_RedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer elsewhere.Close()
+	fake := aitest.New(t, "anthropic", func(w http.ResponseWriter, _ *http.Request, _ aitest.Call) {
+		w.Header().Set("Location", elsewhere.URL+"/v1/messages")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	})
+	svc, rec := newService(t, fake, "anthropic", nil)
+	_, err := svc.Complete(context.Background(), "u", "anthropic", input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+	if e := apperr.As(err); e == nil || e.Kind != apperr.Upstream || !strings.Contains(strings.Join(e.Messages, " "), "307") {
+		t.Fatalf("err=%v, want an upstream error naming the 307", err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the redirect was followed %d times", n)
+	}
+	if recs := rec.all(); len(recs) != 1 || recs[0].UpstreamStatus != http.StatusTemporaryRedirect {
+		t.Errorf("records %+v", recs)
+	}
+}
+
+// Ensure answers the fast JSON decoder refuses (invalid UTF-8, duplicate names) are still read,
+// as encoding/json reads them.
+func TestComplete_LenientAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, provider, body, want string }{
+		{"InvalidUTF8", "openai", "{\"model\":\"m\",\"choices\":[{\"message\":{\"content\":\"caf\xe9\"}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}", "caf\uFFFD"},
+		{"DuplicateNames", "anthropic", `{"model":"m","content":[{"type":"text","text":"a"}],"content":[{"type":"text","text":"b"}],"usage":{"input_tokens":1,"output_tokens":2}}`, "b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tt.provider, aitest.JSON(200, tt.body))
+			svc, _ := newService(t, fake, tt.provider, nil)
+			c, err := svc.Complete(context.Background(), "u", tt.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Text != tt.want || c.Usage.TotalTokens != 3 {
+				t.Errorf("text %q tokens %+v, want %q and 3", c.Text, c.Usage, tt.want)
 			}
 		})
 	}

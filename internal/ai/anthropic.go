@@ -24,19 +24,13 @@ type anthropicRequest struct {
 	Model       string    `json:"model"`
 	MaxTokens   int       `json:"max_tokens"` // required by the API
 	Messages    []Message `json:"messages"`
-	Temperature *float64  `json:"temperature,omitempty"`
+	Temperature *float64  `json:"temperature,omitzero"`
 }
 
 func (anthropic) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
 	body := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: c.messages}
 	body.Temperature = c.temperatureField()
-	req, err := jsonRequest(ctx, baseURL+"/messages", body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("x-api-key", apiKey)
-	req.Header.Set("anthropic-version", anthropicVersion)
-	return req, nil
+	return jsonRequest(ctx, baseURL+"/messages", body, "X-Api-Key", apiKey, "Anthropic-Version", anthropicVersion)
 }
 
 type anthropicResponse struct {
@@ -59,7 +53,7 @@ type anthropicUsage struct {
 
 func (anthropic) parse(_ int, header http.Header, body []byte, _ *call) (*result, error) {
 	var r anthropicResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("anthropic sent an answer that is not valid JSON")
 	}
 	if r.Type == "error" {

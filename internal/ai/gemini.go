@@ -21,7 +21,7 @@ func (gemini) spec() spec {
 
 type geminiPart struct {
 	Text    string `json:"text"`
-	Thought bool   `json:"thought,omitempty"`
+	Thought bool   `json:"thought,omitzero"`
 }
 
 type geminiContent struct {
@@ -32,7 +32,7 @@ type geminiContent struct {
 type geminiRequest struct {
 	Contents         []geminiContent `json:"contents"`
 	GenerationConfig struct {
-		Temperature     *float64 `json:"temperature,omitempty"`
+		Temperature     *float64 `json:"temperature,omitzero"`
 		MaxOutputTokens int      `json:"maxOutputTokens"`
 	} `json:"generationConfig"`
 }
@@ -50,12 +50,7 @@ func (gemini) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (
 	body.GenerationConfig.MaxOutputTokens = c.maxTokens
 	body.GenerationConfig.Temperature = c.temperatureField()
 	// The model is validated against a strict pattern; escaping is a second guard.
-	req, err := jsonRequest(ctx, baseURL+"/models/"+url.PathEscape(c.model)+":generateContent", body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("x-goog-api-key", apiKey)
-	return req, nil
+	return jsonRequest(ctx, baseURL+"/models/"+url.PathEscape(c.model)+":generateContent", body, "X-Goog-Api-Key", apiKey)
 }
 
 type geminiResponse struct {
@@ -84,7 +79,7 @@ type geminiUsage struct {
 
 func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error) {
 	var r geminiResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("gemini sent an answer that is not valid JSON")
 	}
 	if len(r.Candidates) == 0 {

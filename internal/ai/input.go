@@ -7,6 +7,8 @@ import (
 	"math"
 	"regexp"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Message is one chat message of a request.
@@ -38,7 +40,64 @@ const MaxTokensLimit = 1_000_000
 var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
 // UnmarshalJSON decodes the body, noting (not failing on) fields of the wrong type.
+//
+// A well-formed body (every field of its expected type, no duplicate names) takes one typed
+// pass; anything else takes the field-by-field path that words each problem. Both give the
+// same result for any body the typed pass accepts (FuzzChatInput holds them to it).
 func (in *ChatInput) UnmarshalJSON(data []byte) error {
+	if in.decodeTyped(data) {
+		return nil
+	}
+	return in.decodeFields(data)
+}
+
+// typedInput is a body whose every field has its expected type; pointers tell null from absent.
+type typedInput struct {
+	Messages []struct {
+		Role    *string `json:"role"`
+		Content *string `json:"content"`
+	} `json:"messages"`
+	Model       *string  `json:"model"`
+	Temperature *float64 `json:"temperature"`
+	MaxTokens   *float64 `json:"maxTokens"`
+}
+
+// decodeTyped decodes data in one pass of the (case-sensitive, strict) JSON v2 decoder. It
+// reports false, leaving in untouched, when the body needs decodeFields to word a problem: a
+// type error, a missing or null messages list or message field, or a non-integral maxTokens.
+func (in *ChatInput) decodeTyped(data []byte) bool {
+	var t typedInput
+	if jsonv2.Unmarshal(data, &t) != nil || len(t.Messages) == 0 {
+		return false
+	}
+	msgs := make([]Message, len(t.Messages))
+	for i, m := range t.Messages {
+		if m.Role == nil || m.Content == nil {
+			return false
+		}
+		msgs[i] = Message{Role: *m.Role, Content: *m.Content}
+	}
+	out := ChatInput{decoded: true, Messages: msgs, Temperature: t.Temperature}
+	if t.Model != nil {
+		out.Model = *t.Model
+		if !modelPattern.MatchString(out.Model) {
+			out.problems = append(out.problems, "model must match "+modelPattern.String()+" regular expression")
+		}
+	}
+	if f := t.MaxTokens; f != nil {
+		if *f != math.Trunc(*f) || math.Abs(*f) > 1<<53 {
+			return false
+		}
+		n := int(*f)
+		out.MaxTokens = &n
+	}
+	*in = out
+	return true
+}
+
+// decodeFields decodes data field by field, keeping each type problem in class-validator's
+// wording.
+func (in *ChatInput) decodeFields(data []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return err

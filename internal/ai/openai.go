@@ -20,19 +20,14 @@ func (openAI) spec() spec {
 type openAIRequest struct {
 	Model               string    `json:"model"`
 	Messages            []Message `json:"messages"`
-	Temperature         *float64  `json:"temperature,omitempty"`
+	Temperature         *float64  `json:"temperature,omitzero"`
 	MaxCompletionTokens int       `json:"max_completion_tokens"` // max_tokens is refused by reasoning models
 }
 
 func (openAI) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
 	body := openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: c.messages}
 	body.Temperature = c.temperatureField()
-	req, err := jsonRequest(ctx, baseURL+"/chat/completions", body)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	return req, nil
+	return jsonRequest(ctx, baseURL+"/chat/completions", body, "Authorization", "Bearer "+apiKey)
 }
 
 type openAIResponse struct {
@@ -59,7 +54,7 @@ type openAIUsage struct {
 
 func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, error) {
 	var r openAIResponse
-	if err := json.Unmarshal(body, &r); err != nil {
+	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("openai sent an answer that is not valid JSON")
 	}
 	if len(r.Choices) == 0 {

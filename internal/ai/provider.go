@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/usage"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // provider speaks one vendor's wire format. Adding a provider is one file that implements it
@@ -94,21 +96,35 @@ func (e *upstreamError) Error() string {
 	return "upstream status " + strconv.Itoa(e.status)
 }
 
-// jsonRequest returns a POST of body (JSON) to url.
+// decodeAnswer decodes a provider's JSON answer into v: the JSON v2 decoder first (several
+// times faster, fewer allocations), then encoding/json, which also takes what v2 refuses
+// (duplicate names, invalid UTF-8), so that no answer is lost to the faster path. Names match
+// exactly, as the providers' wire formats spell them.
+func decodeAnswer[T any](data []byte, v *T) error {
+	if jsonv2.Unmarshal(data, v) == nil {
+		return nil
+	}
+	var zero T
+	*v = zero
+	return json.Unmarshal(data, v)
+}
+
 // decodeUsage reads a provider's usage object into v; an absent one is zero usage, an
 // unreadable one a malformed answer described by unreadable.
-func decodeUsage(raw json.RawMessage, v any, unreadable string) error {
+func decodeUsage[T any](raw json.RawMessage, v *T, unreadable string) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := decodeAnswer(raw, v); err != nil {
 		return malformed(unreadable)
 	}
 	return nil
 }
 
-func jsonRequest(ctx context.Context, url string, body any) (*http.Request, error) {
-	buf, err := json.Marshal(body)
+// jsonRequest returns a POST of body (JSON) to url, with the headers given as canonical
+// name, value pairs besides Content-Type and Accept.
+func jsonRequest(ctx context.Context, url string, body any, headers ...string) (*http.Request, error) {
+	buf, err := jsonv2.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
@@ -116,10 +132,17 @@ func jsonRequest(ctx context.Context, url string, body any) (*http.Request, erro
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	h := make(http.Header, 2+len(headers)/2)
+	h["Content-Type"], h["Accept"] = jsonMediaType, jsonMediaType
+	for i := 0; i+1 < len(headers); i += 2 {
+		h[headers[i]] = []string{headers[i+1]}
+	}
+	req.Header = h
 	return req, nil
 }
+
+// jsonMediaType is shared by every request: the transport only reads headers.
+var jsonMediaType = []string{"application/json"}
 
 // defaultRetryable is the SDKs' rule: 408, 409, 429 and 5xx are retried; x-should-retry wins.
 func defaultRetryable(status int, header http.Header) bool {

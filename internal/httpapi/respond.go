@@ -174,7 +174,14 @@ func decodeInto(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	// readJSON has checked the syntax: a type that decodes itself is handed the bytes directly,
+	// sparing json.Unmarshal's second validation pass.
+	if u, ok := v.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(raw)
+	} else {
+		err = json.Unmarshal(raw, v)
+	}
+	if err != nil {
 		return apperr.Wrap(apperr.Invalid, err, "request body does not have the expected shape")
 	}
 	return nil
