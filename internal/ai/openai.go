@@ -35,8 +35,7 @@ type openAIResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
+			Content string `json:"content"` // null (a refusal or a tool call) is an empty text
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -65,15 +64,13 @@ func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, e
 		return nil, err
 	}
 	res := &result{
+		text:              r.Choices[0].Message.Content,
 		model:             r.Model,
 		promptTokens:      u.PromptTokens, // cached_tokens are a subset already
 		completionTokens:  u.CompletionTokens,
 		cacheReadTokens:   u.PromptTokensDetails.CachedTokens,
 		rawUsage:          usage.RawJSON(r.Usage),
 		providerRequestID: r.ID,
-	}
-	if c := r.Choices[0].Message.Content; c != nil {
-		res.text = *c // null content (a refusal or tool call) is an empty text
 	}
 	if id := header.Get("x-request-id"); id != "" && res.providerRequestID == "" {
 		res.providerRequestID = id

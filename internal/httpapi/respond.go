@@ -111,7 +111,7 @@ func decodeFields(w http.ResponseWriter, r *http.Request) (map[string]json.RawMe
 
 // readJSON returns the body after the checks of decodeFields, as bytes holding one JSON value.
 func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !(len(mt) > 5 && mt[len(mt)-5:] == "+json")) {
 			return nil, apperr.E(apperr.Invalid, "Content-Type must be application/json")
