@@ -25,6 +25,9 @@ type discardRecorder struct{}
 
 func (discardRecorder) Record(context.Context, usage.Record) error { return nil }
 
+// bareTransport serves the bare proxy of BenchmarkProxyOverhead, configured as the service's.
+var bareTransport = ai.NewTransport()
+
 // fastUpstream is an in-process OpenAI fake answering one fixed completion as fast as it can.
 func fastUpstream(b *testing.B) *httptest.Server {
 	answer, _ := json.Marshal(aitest.OpenAIAnswer("gpt-4o-mini-2024-07-18", "Hello! How can I help you today?", 12, 9, 0))
@@ -87,7 +90,8 @@ func drive(b *testing.B, clients int, url, token string, body []byte) {
 // BenchmarkProxyOverhead compares POST /api/ai/openai/chat through the whole stack (JWT, rate
 // limit, access log, validation, upstream call, normalization, pricing, recording) with the
 // same client calling the in-process fake upstream directly: 32 concurrent clients, then one
-// client (the added latency per request without queueing). "recorded" queues every request
+// client (the added latency per request without queueing). "bare-proxy-ratio" is the same
+// comparison for a proxy that does nothing but forward, the ceiling of "ratio". "recorded" queues every request
 // into the real recorder writing to the embedded store; the others use a discarding recorder.
 func BenchmarkProxyOverhead(b *testing.B) {
 	up := fastUpstream(b)
@@ -110,6 +114,27 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.Run("c32/ratio", func(b *testing.B) {
 		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
 			requester(client, "POST", proxy.URL+"/api/ai/openai/chat", token, ours))
+	})
+	// The floor of any net/http proxy on this machine: a handler that only forwards the body
+	// and copies the answer back (no auth, validation, JSON, pricing or logging).
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", up.URL+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := bareTransport.RoundTrip(req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
+	b.Cleanup(bare.Close)
+	b.Run("c32/bare-proxy-ratio", func(b *testing.B) {
+		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
+			requester(client, "POST", bare.URL+"/v1/chat/completions", "", direct))
 	})
 	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
 	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
