@@ -310,7 +310,7 @@ func (s *Service) attempt(ctx context.Context, p provider, cfg ProviderConfig, c
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	body, err := readAnswer(resp)
 	resp.Body.Close()
 	if err != nil {
 		u := transportError(ctx, err)
@@ -329,6 +329,17 @@ func (s *Service) attempt(ctx context.Context, p provider, cfg ProviderConfig, c
 		return res, nil
 	}
 	return nil, p.failure(resp.StatusCode, resp.Header, body)
+}
+
+// readAnswer reads a provider's answer, at most maxAnswerBytes of it, into one buffer of the
+// announced length when there is one.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxAnswerBytes {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, buf)
+		return buf, err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 }
 
 // transportError classifies a failure to get an answer: our deadline, the caller leaving, or
