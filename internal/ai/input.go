@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -171,7 +172,7 @@ func (in *ChatInput) validate(s spec) []string {
 		msgs = append(msgs, "messages should not be empty")
 	}
 	for i, m := range in.Messages {
-		if !contains(s.roles, m.Role) {
+		if !slices.Contains(s.roles, m.Role) {
 			msgs = append(msgs, fmt.Sprintf("messages.%d.role must be one of the following values: %s", i,
 				strings.Join(s.roles, ", ")))
 		}
@@ -196,15 +197,6 @@ func (in *ChatInput) validate(s spec) []string {
 		}
 	}
 	return msgs
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func hasPrefix(list []string, prefix string) bool {

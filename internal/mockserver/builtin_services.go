@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -256,7 +257,7 @@ func (b *backend) storageQuery(_ context.Context, req *mock.Request) (*mock.Resp
 	in, msgs := dbParser().ParseQuery(f)
 	for _, op := range refusedOps {
 		msg := fmt.Sprintf("filter must not use the %s operator: server-side JavaScript is not allowed", op)
-		if strings.Contains(string(in.Filter), `"`+op+`"`) && !contains(msgs, msg) {
+		if strings.Contains(string(in.Filter), `"`+op+`"`) && !slices.Contains(msgs, msg) {
 			msgs = append(msgs, msg)
 		}
 	}

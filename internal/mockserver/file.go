@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,7 +243,7 @@ func (p *parser) fields(n *yaml.Node, route, what string, known ...string) map[s
 			}
 			continue
 		}
-		if !contains(known, k.Value) {
+		if !slices.Contains(known, k.Value) {
 			hint := ""
 			if s := closest(k.Value, known); s != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", s)
@@ -253,15 +254,6 @@ func (p *parser) fields(n *yaml.Node, route, what string, known ...string) map[s
 		out[k.Value] = v
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // closest returns the known key nearest to s when it is a likely typo.
@@ -275,6 +267,8 @@ func closest(s string, known []string) string {
 	return best
 }
 
+// levenshtein is the edit distance of a and b. mock.editDistance is its unexported twin: the
+// public package exports no string helpers and imports nothing of internal/.
 func levenshtein(a, b string) int {
 	prev := make([]int, len(b)+1)
 	for j := range prev {
@@ -857,7 +851,7 @@ func (p *parser) generate(key string, n *yaml.Node) *tree {
 	if !ok {
 		return nil
 	}
-	if !contains(generateKinds, kind) {
+	if !slices.Contains(generateKinds, kind) {
 		p.fail(kn, key, CodeGenerate, "unknown generate kind %q: one of %s", kind, strings.Join(generateKinds, ", "))
 		return nil
 	}
