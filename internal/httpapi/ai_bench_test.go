@@ -52,27 +52,16 @@ func drive(b *testing.B, clients int, url, token string, body []byte) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
+	post := requester(client, "POST", url, token, body)
 	b.RunParallel(func(pb *testing.PB) {
 		mine := make([]time.Duration, 0, 1024)
 		for pb.Next() {
-			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
 			t := time.Now()
-			resp, err := client.Do(req)
-			if err != nil {
+			if err := post(); err != nil {
 				b.Error(err)
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
 			mine = append(mine, time.Since(t))
-			if resp.StatusCode != 200 {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
 		}
 		mu.Lock()
 		lat = append(lat, mine...)
