@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,14 +18,7 @@ type Caller struct {
 }
 
 // HasRole reports whether the caller holds role.
-func (c Caller) HasRole(role string) bool {
-	for _, r := range c.Roles {
-		if r == role {
-			return true
-		}
-	}
-	return false
-}
+func (c Caller) HasRole(role string) bool { return slices.Contains(c.Roles, role) }
 
 // ErrInvalidToken is returned by Verify for any token that must not be accepted.
 var ErrInvalidToken = errors.New("auth: invalid token")

@@ -62,7 +62,7 @@ func IsEmail(s string) bool {
 		return false
 	}
 	local, domain := s[:at], s[at+1:]
-	if len(local) > 64 || len(domain) > 254 {
+	if len(local) > 64 { // the domain is within the 254 checked above
 		return false
 	}
 	if !validLocal(local) {

@@ -170,7 +170,7 @@ func FuzzAuthDecoders(f *testing.F) {
 				t.Fatalf("%s %q = %d %s", path, body, rec.Code, rec.Body)
 			}
 			if rec.Code >= 400 {
-				var env envelopeBody
+				var env envelope
 				if json.Unmarshal(rec.Body.Bytes(), &env) != nil || env.StatusCode != rec.Code {
 					t.Fatalf("%s %q: not an envelope: %s", path, body, rec.Body)
 				}

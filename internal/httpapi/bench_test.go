@@ -116,7 +116,7 @@ func measureP50(b *testing.B, fn func()) float64 {
 
 // throughput runs fn from `clients` goroutines for d and returns calls per second.
 func throughput(clients int, fn func() error, d time.Duration) (float64, error) {
-	var n atomicCount
+	var n atomic.Int64
 	stop := time.Now().Add(d)
 	errc := make(chan error, clients)
 	for g := 0; g < clients; g++ {
@@ -126,7 +126,7 @@ func throughput(clients int, fn func() error, d time.Duration) (float64, error) 
 					errc <- err
 					return
 				}
-				n.add()
+				n.Add(1)
 			}
 			errc <- nil
 		}()
@@ -136,7 +136,7 @@ func throughput(clients int, fn func() error, d time.Duration) (float64, error) 
 			return 0, err
 		}
 	}
-	return float64(n.load()) / d.Seconds(), nil
+	return float64(n.Load()) / d.Seconds(), nil
 }
 
 // interleavedRatio measures base and subject from `clients` goroutines in alternating 100 ms
@@ -219,7 +219,3 @@ func BenchmarkRatio(b *testing.B) {
 	})
 }
 
-type atomicCount struct{ v atomic.Int64 }
-
-func (a *atomicCount) add()        { a.v.Add(1) }
-func (a *atomicCount) load() int64 { return a.v.Load() }

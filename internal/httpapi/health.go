@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,8 +26,9 @@ type Health struct {
 // state is refreshed in the background while the last known one is answered.
 type dbState struct {
 	db         Pinger
+	first      sync.Once // the first check, which every request waits for
 	ok         atomic.Bool
-	checked    atomic.Int64 // unix nanos of the last finished check; 0 = never
+	checked    atomic.Int64 // unix nanos of the last finished check
 	refreshing atomic.Bool
 }
 
@@ -41,19 +43,8 @@ func (s *dbState) healthy() bool {
 	if s.db == nil {
 		return true
 	}
-	last := s.checked.Load()
-	if last == 0 {
-		if s.refreshing.CompareAndSwap(false, true) {
-			s.check()
-			s.refreshing.Store(false)
-		} else {
-			for s.checked.Load() == 0 { // another request runs the first check
-				time.Sleep(time.Millisecond)
-			}
-		}
-		return s.ok.Load()
-	}
-	if time.Since(time.Unix(0, last)) > healthTTL && s.refreshing.CompareAndSwap(false, true) {
+	s.first.Do(s.check)
+	if time.Since(time.Unix(0, s.checked.Load())) > healthTTL && s.refreshing.CompareAndSwap(false, true) {
 		go func() {
 			defer s.refreshing.Store(false)
 			s.check()

@@ -194,11 +194,12 @@ func requireAuth(v TokenVerifier, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")
 		scheme, token, ok := strings.Cut(h, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" || v == nil {
+		token = strings.TrimSpace(token)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || v == nil {
 			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
-		c, err := v.Verify(strings.TrimSpace(token))
+		c, err := v.Verify(token)
 		if err != nil {
 			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
 			return

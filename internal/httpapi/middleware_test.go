@@ -30,18 +30,12 @@ func (s *SyncBuffer) Write(p []byte) (int, error) {
 }
 func (s *SyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-type envelopeBody struct {
-	StatusCode int    `json:"statusCode"`
-	Message    any    `json:"message"`
-	Error      string `json:"error"`
-}
-
-func decodeEnvelope(t *testing.T, rec *httptest.ResponseRecorder) envelopeBody {
+func decodeEnvelope(t *testing.T, rec *httptest.ResponseRecorder) envelope {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("Content-Type = %q, want JSON", ct)
 	}
-	var e envelopeBody
+	var e envelope
 	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
 		t.Fatalf("body %q is not JSON: %v", rec.Body.String(), err)
 	}

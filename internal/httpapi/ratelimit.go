@@ -22,13 +22,13 @@ type rateLimiter struct {
 // limit returns a middleware allowing limit requests per window per client under name. A limit
 // of 0 turns it off.
 func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(http.Handler) http.Handler {
+	if limit <= 0 || window <= 0 {
+		return func(next http.Handler) http.Handler { return next }
+	}
+	limitVal := []string{strconv.Itoa(limit)}
+	counts := smallInts(limit)                            // remaining: 0..limit
+	resets := smallInts(int(math.Ceil(window.Seconds()))) // reset: 0..window seconds
 	return func(next http.Handler) http.Handler {
-		if limit <= 0 || window <= 0 {
-			return next
-		}
-		limitVal := []string{strconv.Itoa(limit)}
-		counts := smallInts(limit)                            // remaining: 0..limit
-		resets := smallInts(int(math.Ceil(window.Seconds()))) // reset: 0..window seconds
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			key := name + "|" + rl.clientIP(r)
 			d, err := rl.limiter.Take(r.Context(), key, limit, window)
@@ -91,24 +91,25 @@ func (rl *rateLimiter) clientIP(r *http.Request) string {
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	if len(rl.trusted) == 0 || !rl.isTrusted(host) {
+	if len(rl.trusted) == 0 || !rl.isTrusted(net.ParseIP(host)) {
 		return host
 	}
 	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		hop := strings.TrimSpace(hops[i])
-		if net.ParseIP(hop) == nil {
+		ip := net.ParseIP(hop)
+		if ip == nil {
 			break
 		}
-		if !rl.isTrusted(hop) {
+		if !rl.isTrusted(ip) {
 			return hop
 		}
 	}
 	return host
 }
 
-func (rl *rateLimiter) isTrusted(addr string) bool {
-	ip := net.ParseIP(addr)
+// isTrusted reports whether ip (nil: not an address) is in a trusted proxy range.
+func (rl *rateLimiter) isTrusted(ip net.IP) bool {
 	if ip == nil {
 		return false
 	}

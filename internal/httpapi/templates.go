@@ -12,39 +12,34 @@ import (
 // unavailable, from the space's own templates.
 const sourceHeader = "X-Templates-Source"
 
+// answerTemplates writes a template operation's result with the source it came from, or err.
+func answerTemplates(w http.ResponseWriter, r *http.Request, status int, v any, src templates.Source, err error) {
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set(sourceHeader, string(src))
+	encode(w, status, v)
+}
+
 func handleTemplatesList(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ts, src, err := svc.List(r.Context(), r.PathValue("spaceId"), r.URL.Query().Get("widgetType"))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		w.Header().Set(sourceHeader, string(src))
-		encode(w, http.StatusOK, ts)
+		answerTemplates(w, r, http.StatusOK, ts, src, err)
 	})
 }
 
 func handleTemplateGet(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, src, err := svc.Get(r.Context(), r.PathValue("spaceId"), r.PathValue("templateId"))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		w.Header().Set(sourceHeader, string(src))
-		encode(w, http.StatusOK, t)
+		answerTemplates(w, r, http.StatusOK, t, src, err)
 	})
 }
 
 func handleTemplateForWidget(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, src, err := svc.ForWidget(r.Context(), r.PathValue("spaceId"), r.PathValue("widgetType"))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		w.Header().Set(sourceHeader, string(src))
-		encode(w, http.StatusOK, t)
+		answerTemplates(w, r, http.StatusOK, t, src, err)
 	})
 }
 
@@ -56,12 +51,7 @@ func handleTemplateCreate(svc *templates.Service) http.Handler {
 			return
 		}
 		t, err := svc.Create(r.Context(), in)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		w.Header().Set(sourceHeader, string(templates.SourceCore))
-		encode(w, http.StatusCreated, t)
+		answerTemplates(w, r, http.StatusCreated, t, templates.SourceCore, err)
 	})
 }
 
@@ -73,24 +63,14 @@ func handleTemplateUpdate(svc *templates.Service) http.Handler {
 			return
 		}
 		t, err := svc.Update(r.Context(), r.PathValue("templateId"), in)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		w.Header().Set(sourceHeader, string(templates.SourceCore))
-		encode(w, http.StatusOK, t)
+		answerTemplates(w, r, http.StatusOK, t, templates.SourceCore, err)
 	})
 }
 
 func handleTemplateDelete(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, err := svc.Delete(r.Context(), r.PathValue("templateId"))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		w.Header().Set(sourceHeader, string(templates.SourceCore))
-		encode(w, http.StatusOK, t)
+		answerTemplates(w, r, http.StatusOK, t, templates.SourceCore, err)
 	})
 }
 
