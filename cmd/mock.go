@@ -148,24 +148,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	for _, w := range srv.Warnings() {
 		f.log.Warn("mock file", "warning", w.String())
 	}
-	if f.onListen != nil {
-		f.onListen(ln.Addr().String())
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	stop()
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shutCtx); err != nil {
-		_ = hs.Close()
-	}
-	<-errc
-	return nil
+	return serveUntilDone(ctx, f, hs, ln, stop, 10*time.Second, func(error) error { return nil })
 }
 
 // printBanner writes the short start banner: URL, routes, fallback, admin URL.

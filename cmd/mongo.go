@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -180,22 +181,26 @@ func withMongoTarget(ctx context.Context, f *factory, t mongoTarget, fn func(*db
 	if t.URI != "" {
 		return run()
 	}
-	return withServices(ctx, f, func(s *services) error {
-		t.URI = s.store.URI()
-		return run()
-	})
+	st, err := openStore(ctx, f, false) // only its address is needed: no other service
+	if err != nil {
+		return err
+	}
+	defer st.Close(context.WithoutCancel(ctx))
+	t.URI = st.URI()
+	return run()
 }
 
 // cliError maps a service error to the CLI's exit codes: bad input is a usage error (exit 2).
 func cliError(err error) error {
-	if apperr.KindOf(err) == apperr.Invalid {
-		if e := apperr.As(err); e != nil && len(e.Messages) > 0 {
-			return usageError{fmt.Errorf("%s", strings.Join(e.Messages, "; "))}
-		}
-		return usageError{err}
+	e := apperr.As(err)
+	if e == nil {
+		return err
 	}
-	if e := apperr.As(err); e != nil && len(e.Messages) > 0 {
-		return fmt.Errorf("%s", strings.Join(e.Messages, "; "))
+	if len(e.Messages) > 0 {
+		err = errors.New(strings.Join(e.Messages, "; "))
+	}
+	if e.Kind == apperr.Invalid {
+		return usageError{err}
 	}
 	return err
 }

@@ -6,22 +6,17 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 
 	"github.com/acme/app/internal/store/storetest"
 )
 
-// runApp runs the program with a hermetic environment and returns exit code, stdout, stderr.
+// runMongoApp is runApp with the environment given as a map.
 func runMongoApp(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	getenv := func(k string) string { return env[k] }
-	code := Run(ctx, args, getenv, strings.NewReader(""), &out, &errOut)
-	return code, out.String(), errOut.String()
+	r := runApp(t, func(k string) string { return env[k] }, args...)
+	return r.code, r.out, r.errOut
 }
 
 // Ensure flags build the options the run functions get.

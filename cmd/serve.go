@@ -83,29 +83,44 @@ func runServe(ctx context.Context, f *factory) error {
 	}
 	f.log.Info("serving", "addr", ln.Addr().String(), "version", version.Version,
 		"embedded_store", svc.store.Embedded(), "startup", time.Since(started).Round(time.Millisecond).String())
+	onSignal := func() {
+		stop()
+		f.log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.String())
+	}
+	return serveUntilDone(ctx, f, srv, ln, onSignal, cfg.Server.ShutdownGrace, func(err error) error {
+		cancelBase()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		f.log.Warn("grace period over: open requests were cut off")
+		return nil
+	})
+}
+
+// serveUntilDone serves hs on ln until ctx ends (a signal), then calls onSignal (which
+// releases the signal context, so that a second signal kills the process) and shuts hs
+// down within grace. When open requests outlast grace, cutOff is told the Shutdown error,
+// every connection is closed and cutOff's answer is returned.
+func serveUntilDone(ctx context.Context, f *factory, hs *http.Server, ln net.Listener, onSignal func(),
+	grace time.Duration, cutOff func(error) error) error {
 	if f.onListen != nil {
 		f.onListen(ln.Addr().String())
 	}
-
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	stop() // a second signal kills the process
-	f.log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.String())
-	shutCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace)
+	onSignal()
+	shutCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		cancelBase()
-		_ = srv.Close()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("shutdown: %w", err)
-		}
-		f.log.Warn("grace period over: open requests were cut off")
+	var err error
+	if serr := hs.Shutdown(shutCtx); serr != nil {
+		err = cutOff(serr)
+		_ = hs.Close()
 	}
 	<-errc
-	return nil
+	return err
 }

@@ -29,11 +29,16 @@ type services struct {
 	closers []func(context.Context) error
 }
 
+// openStore opens the application's store (mongodb.uri, else the embedded one).
+func openStore(ctx context.Context, f *factory, exclusive bool) (*store.Store, error) {
+	return store.Open(ctx, store.Options{URI: f.cfg.MongoDB.URI, DataDir: f.cfg.DataDir, Shared: !exclusive, Logger: f.log})
+}
+
 // openServices opens the store and builds every service on it. exclusive is set by `serve`:
 // it must own the embedded store; operator commands may share a running server's store.
 func openServices(ctx context.Context, f *factory, exclusive bool) (*services, error) {
 	cfg := f.cfg
-	st, err := store.Open(ctx, store.Options{URI: cfg.MongoDB.URI, DataDir: cfg.DataDir, Shared: !exclusive, Logger: f.log})
+	st, err := openStore(ctx, f, exclusive)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOption
 			"daily rollup, for every user or one (--user EMAIL). --json prints the report as JSON.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := usage.ParseDays(strconv.Itoa(opts.days)); err != nil {
+			if _, err := usage.CheckDays(opts.days); err != nil {
 				return usageError{fmt.Errorf("--days: %s", strings.Join(apperr.As(err).Messages, "; "))}
 			}
 			if runF != nil {
@@ -57,11 +57,11 @@ func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOption
 func runUsageReport(ctx context.Context, f *factory, svc *usage.Service, users *auth.Service, opts *usageReportOptions) error {
 	ro := usage.ReportOptions{Days: opts.days}
 	if opts.user != "" {
-		id, err := userIDByEmail(ctx, users, opts.user)
+		u, err := users.UserByEmail(ctx, opts.user)
 		if err != nil {
 			return err
 		}
-		ro.UserID, ro.User = id, opts.user
+		ro.UserID, ro.User = u.ID, opts.user
 	}
 	rep, err := svc.Report(ctx, ro)
 	if err != nil {
@@ -86,20 +86,6 @@ func runUsageReport(ctx context.Context, f *factory, svc *usage.Service, users *
 		formatCost(t.TotalCost)})
 	p.table([]string{"PROVIDER", "MODEL", "REQUESTS", "TOKENS", "COST (USD)"}, rows)
 	return nil
-}
-
-// userIDByEmail finds a user's id through the auth service (which owns the users collection).
-func userIDByEmail(ctx context.Context, users *auth.Service, email string) (string, error) {
-	all, err := users.List(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, u := range all {
-		if strings.EqualFold(u.Email, email) {
-			return u.ID, nil
-		}
-	}
-	return "", apperr.E(apperr.NotFound, "no user with e-mail "+email)
 }
 
 func formatCost(c float64) string {

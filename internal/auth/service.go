@@ -179,10 +179,7 @@ func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*Use
 	if role == "" {
 		return nil, apperr.E(apperr.Invalid, "role should not be empty")
 	}
-	u, err := s.byEmail(ctx, email)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, apperr.E(apperr.NotFound, fmt.Sprintf("no user with e-mail %s", email))
-	}
+	u, err := s.knownEmail(ctx, email)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +192,26 @@ func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*Use
 	}
 	v := out.view()
 	return &v, nil
+}
+
+// UserByEmail returns the user with email, in any casing. Returns NotFound for an unknown
+// e-mail.
+func (s *Service) UserByEmail(ctx context.Context, email string) (*UserView, error) {
+	u, err := s.knownEmail(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	v := u.view()
+	return &v, nil
+}
+
+// knownEmail is byEmail with an unknown e-mail as NotFound, naming it.
+func (s *Service) knownEmail(ctx context.Context, email string) (*user, error) {
+	u, err := s.byEmail(ctx, email)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, apperr.E(apperr.NotFound, fmt.Sprintf("no user with e-mail %s", email))
+	}
+	return u, err
 }
 
 // byEmail finds a user by e-mail, case-insensitively: new users are stored lower-cased, and

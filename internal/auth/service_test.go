@@ -266,6 +266,13 @@ func TestGrantRevoke(t *testing.T) {
 	if apperr.KindOf(err) != apperr.NotFound || !strings.Contains(err.Error(), "ghost@example.com") {
 		t.Fatalf("unknown user err = %v", err)
 	}
+	if u, err := s.UserByEmail(ctx, "R@Example.com"); err != nil || u.Email != "r@example.com" {
+		t.Fatalf("UserByEmail = %+v, %v", u, err)
+	}
+	if _, err := s.UserByEmail(ctx, "ghost@example.com"); apperr.KindOf(err) != apperr.NotFound ||
+		!strings.Contains(err.Error(), "ghost@example.com") {
+		t.Fatalf("UserByEmail(unknown) err = %v", err)
+	}
 	list, err := s.List(ctx)
 	if err != nil || len(list) != 1 || list[0].Email != "r@example.com" {
 		t.Fatalf("list = %+v, %v", list, err)

@@ -202,11 +202,12 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		}
 	}
 	raw := make(map[string]string, len(keys))
+	set := make(map[string]bool, len(keys))
 	for _, k := range keys {
-		raw[k.name] = resolve(k, fs, getenv, v)
+		raw[k.name], set[k.name] = resolve(k, fs, getenv, v)
 	}
 	// PORT is the platform convention: used for addr only when nothing more specific set it.
-	if !setExplicitly(keys[0], fs, getenv, v) {
+	if !set["addr"] {
 		if p := getenv("PORT"); p != "" {
 			raw["addr"] = ":" + p
 		}
@@ -217,24 +218,17 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 	return parse(raw)
 }
 
-func setExplicitly(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Viper) bool {
+// resolve returns k's text, from the first source that sets it: its flag, its environment
+// names, the config file; else its default, with set false.
+func resolve(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Viper) (val string, set bool) {
 	if fs != nil && k.flag != "" {
 		if f := fs.Lookup(k.flag); f != nil && f.Changed {
-			return true
-		}
-	}
-	return getenv(EnvName(k.name)) != "" || v.IsSet(k.name)
-}
-
-func resolve(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Viper) string {
-	if fs != nil && k.flag != "" {
-		if f := fs.Lookup(k.flag); f != nil && f.Changed {
-			return f.Value.String()
+			return f.Value.String(), true
 		}
 	}
 	for _, name := range append([]string{EnvName(k.name)}, k.env...) {
-		if val, ok := lookupEnv(getenv, name); ok {
-			return val
+		if val := getenv(name); val != "" {
+			return val, true
 		}
 	}
 	if v.IsSet(k.name) {
@@ -245,17 +239,12 @@ func resolve(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Vipe
 			for i, p := range t {
 				parts[i] = fmt.Sprint(p)
 			}
-			return strings.Join(parts, ",")
+			return strings.Join(parts, ","), true
 		default:
-			return fmt.Sprint(t)
+			return fmt.Sprint(t), true
 		}
 	}
-	return k.def
-}
-
-func lookupEnv(getenv func(string) string, name string) (string, bool) {
-	val := getenv(name)
-	return val, val != ""
+	return k.def, false
 }
 
 func parse(raw map[string]string) (*Config, error) {

@@ -218,4 +218,3 @@ func BenchmarkRatio(b *testing.B) {
 		interleavedRatio(b, 4, requester(client, "GET", stack.URL+"/api/health", "", nil), requester(client, "GET", stack.URL+"/api/protected", token, nil))
 	})
 }
-

@@ -63,7 +63,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.client = client
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := client.Ping(pingCtx, readpref.Primary()); err != nil {
+	if err := s.Ping(pingCtx); err != nil {
 		_ = s.Close(context.Background())
 		return nil, fmt.Errorf("store: ping %s: %w", Redact(s.uri), err)
 	}

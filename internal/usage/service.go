@@ -150,10 +150,11 @@ func ParseDays(raw string) (int, error) {
 		}
 		return 0, apperr.Validation("days must be an integer number")
 	}
-	return checkDays(n)
+	return CheckDays(n)
 }
 
-func checkDays(n int) (int, error) {
+// CheckDays returns n when it is a whole number of days usage can be read over (1 to MaxDays).
+func CheckDays(n int) (int, error) {
 	switch {
 	case n < 1:
 		return 0, apperr.Validation("days must not be less than 1")
@@ -182,7 +183,7 @@ func (s *Service) Summary(ctx context.Context, userID string, days int) (Summary
 // ByProvider returns the caller's usage per provider and model over the last `days` UTC days,
 // the largest cost first. Returns Invalid for days outside 1..366.
 func (s *Service) ByProvider(ctx context.Context, userID string, days int) ([]ProviderUsage, error) {
-	if _, err := checkDays(days); err != nil {
+	if _, err := CheckDays(days); err != nil {
 		return nil, err
 	}
 	from, to := s.window(days)
@@ -243,7 +244,7 @@ func (s *Service) readUser(ctx context.Context, userID, from, to string) ([]Prov
 // Report returns usage per provider and model with totals, for one user or all of them.
 // Returns Invalid for days outside 1..366.
 func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, error) {
-	if _, err := checkDays(opts.Days); err != nil {
+	if _, err := CheckDays(opts.Days); err != nil {
 		return nil, err
 	}
 	from, to := s.window(opts.Days)
