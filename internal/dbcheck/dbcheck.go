@@ -243,10 +243,6 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 	if msgs := in.validate(s.opts.MaxLimit); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
-	filter, err := parseFilter(in.Filter)
-	if err != nil {
-		return nil, apperr.Validation(err.Error())
-	}
 	limit := DefaultLimit
 	if in.Limit != nil {
 		limit = *in.Limit
@@ -261,7 +257,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 
 	coll := e.client.Database(in.Database).Collection(in.Collection)
 	fo := options.Find().SetLimit(int64(limit)).SetMaxTime(s.opts.MaxTime).SetBatchSize(int32(min(limit, 1000)))
-	cur, err := coll.Find(ctx, filter, fo)
+	cur, err := coll.Find(ctx, in.filter, fo)
 	if err != nil {
 		return nil, s.queryError(e, in.ConnectionString, err)
 	}

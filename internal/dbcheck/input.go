@@ -25,6 +25,11 @@ type QueryInput struct {
 	Filter []byte
 	// Limit is the number of documents to return at most; nil means DefaultLimit.
 	Limit *int
+
+	// filter is filterText parsed by validate; validate reuses it while Filter still holds
+	// the same text, so that ParseQuery and then Query parse a filter once.
+	filter     bson.Raw
+	filterText []byte
 }
 
 // DefaultLimit is the query limit when none is given.
@@ -119,8 +124,9 @@ func (in TestInput) validate() []string {
 	return msgs
 }
 
-// validate returns the failed rules of a query input; maxLimit is dbcheck.max_limit.
-func (in QueryInput) validate(maxLimit int) []string {
+// validate returns the failed rules of a query input; maxLimit is dbcheck.max_limit. When
+// Filter parses, in.filter holds the parsed filter.
+func (in *QueryInput) validate(maxLimit int) []string {
 	msgs := TestInput{ConnectionString: in.ConnectionString, Database: in.Database}.validate()
 	msgs = append(msgs, collectionRules(in.Collection)...)
 	if in.Limit != nil {
@@ -130,9 +136,11 @@ func (in QueryInput) validate(maxLimit int) []string {
 			msgs = append(msgs, fmt.Sprintf("limit must not be greater than %d", maxLimit))
 		}
 	}
-	if len(in.Filter) > 0 {
-		if _, err := parseFilter(in.Filter); err != nil {
+	if in.filter == nil || !bytes.Equal(in.filterText, in.Filter) {
+		if filter, err := parseFilter(in.Filter); err != nil {
 			msgs = append(msgs, err.Error())
+		} else {
+			in.filter, in.filterText = filter, in.Filter
 		}
 	}
 	return msgs

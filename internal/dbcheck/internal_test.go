@@ -2,6 +2,7 @@ package dbcheck
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/netip"
@@ -180,5 +181,30 @@ func TestCache_BoundAndIdle(t *testing.T) {
 	}
 	if _, _, err := s.cache.acquire("mongodb://192.0.2.9:1/", func() (*entry, error) { return s.connect(ctx, "mongodb://192.0.2.9:1/") }); err == nil {
 		t.Fatal("acquire after Close succeeded, want an error")
+	}
+}
+
+// Ensure a filter parsed by ParseQuery is reused by the validation Query runs, and parsed
+// again when Filter was changed in between.
+func TestQueryInput_FilterParsedOnce(t *testing.T) {
+	t.Parallel()
+	in, msgs := parseQuery(map[string]json.RawMessage{
+		"connectionString": json.RawMessage(`"mongodb://h"`), "database": json.RawMessage(`"d"`),
+		"collection": json.RawMessage(`"c"`), "filter": json.RawMessage(`{"a":1}`),
+	}, 10)
+	if len(msgs) > 0 || in.filter == nil {
+		t.Fatalf("parseQuery: msgs %v, filter %v", msgs, in.filter)
+	}
+	parsed := in.filter
+	if msgs := in.validate(10); len(msgs) > 0 || &in.filter[0] != &parsed[0] {
+		t.Fatalf("validate: msgs %v; filter parsed again", msgs)
+	}
+	in.Filter = []byte(`{"b":2}`)
+	if msgs := in.validate(10); len(msgs) > 0 || in.filter.Lookup("b").Int32() != 2 {
+		t.Fatalf("validate after a new Filter: msgs %v, filter %v", msgs, in.filter)
+	}
+	in.Filter = []byte(`{"$where":"1"}`)
+	if msgs := in.validate(10); len(msgs) != 1 {
+		t.Fatalf("validate of a refused filter: msgs %v", msgs)
 	}
 }
