@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,7 +146,7 @@ func New(opts Options) *Service {
 }
 
 // Providers returns the names of the providers the service knows.
-func Providers() []string { return []string{"openai", "anthropic", "gemini"} }
+func Providers() []string { return slices.Clone(providerNames) }
 
 // Complete sends in to the named provider on behalf of userID and returns the normalized answer.
 // Every call that reaches a provider is recorded, success or failure, even if ctx is canceled.
@@ -157,11 +158,11 @@ func Providers() []string { return []string{"openai", "anthropic", "gemini"} }
 // Upstream when the key is refused, the provider keeps failing or answers nonsense;
 // UpstreamTimeout past ai.timeout.
 func (s *Service) Complete(ctx context.Context, userID, providerName string, in ChatInput) (*Completion, error) {
-	p, ok := providers[providerName]
+	ep, ok := providers[providerName]
 	if !ok {
 		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
 	}
-	sp := p.spec()
+	sp := &ep.spec
 	if msgs := in.validate(sp); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
@@ -189,7 +190,7 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	}
 
 	start := s.now()
-	res, attempts, uerr := s.do(ctx, p, cfg, c)
+	res, attempts, uerr := s.do(ctx, ep, cfg, c)
 	rec := usage.Record{
 		RequestID: id, UserID: userID, Provider: providerName, Model: c.model, Attempts: attempts,
 		LatencyMs: s.now().Sub(start).Milliseconds(), CreatedAt: start.UTC(),
@@ -238,13 +239,13 @@ func (s *Service) record(ctx context.Context, rec usage.Record) {
 }
 
 // do calls the provider, retrying what may succeed on a second try, all within ai.timeout.
-func (s *Service) do(parent context.Context, p provider, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
+func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
 	attempts, retries := 0, 0
 	for {
 		attempts++
-		res, uerr := s.attempt(ctx, p, cfg, c)
+		res, uerr := s.attempt(ctx, ep.provider, cfg, c)
 		if uerr == nil {
 			return res, attempts, nil
 		}
@@ -257,8 +258,8 @@ func (s *Service) do(parent context.Context, p provider, cfg ProviderConfig, c *
 		}
 		if uerr.dropParam == "temperature" && c.sendTemperature {
 			// The model only takes its default temperature: remember it and resend at once.
-			s.noTemperature.Store(p.spec().name+"|"+c.model, struct{}{})
-			s.log.Info("ai: model refuses a non-default temperature; it is no longer sent", "provider", p.spec().name, "model", c.model)
+			s.noTemperature.Store(ep.spec.name+"|"+c.model, struct{}{})
+			s.log.Info("ai: model refuses a non-default temperature; it is no longer sent", "provider", ep.spec.name, "model", c.model)
 			c.sendTemperature = false
 			continue
 		}

@@ -163,7 +163,7 @@ func (in *ChatInput) decodeFields(data []byte) error {
 }
 
 // validate returns the class-validator messages for in against an endpoint's rules.
-func (in *ChatInput) validate(s spec) []string {
+func (in *ChatInput) validate(s *spec) []string {
 	msgs := append([]string(nil), in.problems...)
 	switch {
 	case in.Messages == nil && !in.decoded:

@@ -15,9 +15,9 @@ import (
 )
 
 // provider speaks one vendor's wire format. Adding a provider is one file that implements it
-// and one line in providers.
+// and one line in providerList.
 type provider interface {
-	// spec returns the endpoint's rules and defaults.
+	// spec returns the endpoint's rules and defaults; it is called once, at package init.
 	spec() spec
 	// newRequest builds the upstream HTTP request for c.
 	newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error)
@@ -27,11 +27,28 @@ type provider interface {
 	failure(status int, header http.Header, body []byte) *upstreamError
 }
 
-// providers lists every provider by its path segment.
-var providers = map[string]provider{
-	"openai":    openAI{},
-	"anthropic": anthropic{},
-	"gemini":    gemini{},
+// providerList is every provider, in the order Providers names them.
+var providerList = []provider{openAI{}, anthropic{}, gemini{}}
+
+// endpoint is a provider with its spec, computed once.
+type endpoint struct {
+	provider provider
+	spec     spec
+}
+
+// providers is every provider by its path segment (spec.name); providerNames is their names
+// in providerList's order.
+var providers, providerNames = indexProviders(providerList)
+
+func indexProviders(list []provider) (map[string]*endpoint, []string) {
+	byName := make(map[string]*endpoint, len(list))
+	names := make([]string, len(list))
+	for i, p := range list {
+		sp := p.spec()
+		byName[sp.name] = &endpoint{provider: p, spec: sp}
+		names[i] = sp.name
+	}
+	return byName, names
 }
 
 // spec is what the service needs to know about an endpoint.

@@ -1,0 +1,29 @@
+package ai
+
+import (
+	"slices"
+	"testing"
+)
+
+// Ensure every provider is indexed under its spec's name, Providers keeps providerList's
+// order, and a caller changing the list it got does not change the next one.
+func TestProviders(t *testing.T) {
+	want := []string{"openai", "anthropic", "gemini"}
+	got := Providers()
+	if !slices.Equal(got, want) {
+		t.Fatalf("Providers() = %v, want %v", got, want)
+	}
+	if len(providers) != len(want) {
+		t.Fatalf("providers holds %d entries, want %d", len(providers), len(want))
+	}
+	for i, name := range want {
+		ep := providers[name]
+		if ep == nil || ep.spec.name != name || ep.provider != providerList[i] {
+			t.Errorf("providers[%q] = %+v", name, ep)
+		}
+	}
+	got[0] = "changed"
+	if Providers()[0] != "openai" {
+		t.Error("Providers returned its own list, not a copy")
+	}
+}
