@@ -319,7 +319,7 @@ func (s *Service) attempt(ctx context.Context, p provider, cfg ProviderConfig, c
 		return nil, u
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		res, err := p.parse(resp.StatusCode, resp.Header, body, c)
+		res, err := p.parse(resp.Header, body)
 		if err != nil {
 			var u *upstreamError
 			if errors.As(err, &u) {

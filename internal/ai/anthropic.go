@@ -51,7 +51,7 @@ type anthropicUsage struct {
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 }
 
-func (anthropic) parse(_ int, header http.Header, body []byte, _ *call) (*result, error) {
+func (anthropic) parse(header http.Header, body []byte) (*result, error) {
 	var r anthropicResponse
 	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("anthropic sent an answer that is not valid JSON")
@@ -99,7 +99,7 @@ type anthropicError struct {
 func (anthropic) failure(status int, header http.Header, body []byte) *upstreamError {
 	var e anthropicError
 	_ = json.Unmarshal(body, &e)
-	u := &upstreamError{status: status, message: e.Error.Message, code: e.Error.Type,
+	u := &upstreamError{status: status, message: e.Error.Message,
 		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
 	switch {
 	case status == http.StatusUnauthorized || e.Error.Type == "authentication_error":

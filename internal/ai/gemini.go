@@ -58,6 +58,8 @@ type geminiResponse struct {
 		Content struct {
 			Parts []geminiPart `json:"parts"`
 		} `json:"content"`
+		// FinishReason is not read; it is decoded so that an answer where it is not a string
+		// is refused as malformed.
 		FinishReason string `json:"finishReason"`
 	} `json:"candidates"`
 	PromptFeedback struct {
@@ -74,10 +76,10 @@ type geminiUsage struct {
 	ThoughtsTokenCount      int64 `json:"thoughtsTokenCount"`
 	ToolUsePromptTokenCount int64 `json:"toolUsePromptTokenCount"`
 	CachedContentTokenCount int64 `json:"cachedContentTokenCount"`
-	TotalTokenCount         int64 `json:"totalTokenCount"`
+	TotalTokenCount         int64 `json:"totalTokenCount"` // not read; decoded so that a non-integer is refused
 }
 
-func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error) {
+func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 	var r geminiResponse
 	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("gemini sent an answer that is not valid JSON")
@@ -112,9 +114,7 @@ func (gemini) parse(_ int, _ http.Header, body []byte, _ *call) (*result, error)
 
 type geminiError struct {
 	Error struct {
-		Code    int    `json:"code"`
 		Message string `json:"message"`
-		Status  string `json:"status"`
 		Details []struct {
 			Type       string `json:"@type"`
 			Reason     string `json:"reason"`
@@ -126,7 +126,7 @@ type geminiError struct {
 func (gemini) failure(status int, header http.Header, body []byte) *upstreamError {
 	var e geminiError
 	_ = json.Unmarshal(body, &e)
-	u := &upstreamError{status: status, message: e.Error.Message, code: e.Error.Status,
+	u := &upstreamError{status: status, message: e.Error.Message,
 		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
 	for _, d := range e.Error.Details {
 		if d.Reason == "API_KEY_INVALID" {

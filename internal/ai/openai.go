@@ -37,6 +37,8 @@ type openAIResponse struct {
 		Message struct {
 			Content string `json:"content"` // null (a refusal or a tool call) is an empty text
 		} `json:"message"`
+		// FinishReason is not read; it is decoded so that an answer where it is not a string
+		// is refused as malformed.
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage json.RawMessage `json:"usage"`
@@ -45,13 +47,13 @@ type openAIResponse struct {
 type openAIUsage struct {
 	PromptTokens        int64 `json:"prompt_tokens"`
 	CompletionTokens    int64 `json:"completion_tokens"`
-	TotalTokens         int64 `json:"total_tokens"`
+	TotalTokens         int64 `json:"total_tokens"` // not read; decoded so that a non-integer is refused
 	PromptTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
 }
 
-func (openAI) parse(_ int, header http.Header, body []byte, _ *call) (*result, error) {
+func (openAI) parse(header http.Header, body []byte) (*result, error) {
 	var r openAIResponse
 	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("openai sent an answer that is not valid JSON")
@@ -91,11 +93,8 @@ func (openAI) failure(status int, header http.Header, body []byte) *upstreamErro
 	var e openAIError
 	_ = json.Unmarshal(body, &e)
 	code, _ := e.Error.Code.(string)
-	u := &upstreamError{status: status, message: e.Error.Message, code: code, retryable: defaultRetryable(status, header),
+	u := &upstreamError{status: status, message: e.Error.Message, retryable: defaultRetryable(status, header),
 		retryAfter: retryAfter(header, time.Now())}
-	if u.code == "" {
-		u.code = e.Error.Type
-	}
 	switch {
 	case status == http.StatusUnauthorized:
 		u.authRejected, u.retryable = true, false

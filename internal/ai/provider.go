@@ -22,7 +22,7 @@ type provider interface {
 	// newRequest builds the upstream HTTP request for c.
 	newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error)
 	// parse reads a 2xx answer. An error is an *upstreamError.
-	parse(status int, header http.Header, body []byte, c *call) (*result, error)
+	parse(header http.Header, body []byte) (*result, error)
 	// failure classifies a non-2xx answer.
 	failure(status int, header http.Header, body []byte) *upstreamError
 }
@@ -94,7 +94,6 @@ type result struct {
 type upstreamError struct {
 	status       int    // upstream HTTP status (0: no answer)
 	message      string // the provider's message (may be shown for 4xx)
-	code         string // the provider's error code or type
 	retryable    bool
 	retryAfter   time.Duration // the provider's hint (0: none)
 	billing      bool          // the account is out of money: do not retry

@@ -92,10 +92,9 @@ const (
 
 // modelTotals are the counters of one provider and model.
 type modelTotals struct {
-	Provider, Model string
-	Requests        int64
-	TotalTokens     int64
-	Cost            float64
+	Requests    int64
+	TotalTokens int64
+	Cost        float64
 }
 
 // A rollup document of ai_usage_daily is one per user and UTC day:

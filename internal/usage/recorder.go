@@ -248,7 +248,7 @@ func rollup(batch []Record) []*dailyDelta {
 		key := modelKey(rec.Provider, rec.Model)
 		m := d.models[key]
 		if m == nil {
-			m = &modelTotals{Provider: rec.Provider, Model: rec.Model}
+			m = &modelTotals{}
 			d.models[key] = m
 		}
 		m.Requests++
