@@ -2,7 +2,6 @@ package templates
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -11,11 +10,11 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
-	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/x/bsonx/bsoncore"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
 )
 
 // MigrateOptions configures Migrate.
@@ -320,16 +319,14 @@ func (s *Service) insertMissing(ctx context.Context, ids []string, found map[str
 		_, err := s.core.InsertMany(ctx, docs, opts)
 		dups := 0
 		if err != nil {
-			var bwe mongo.BulkWriteException
-			if !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+			n, others, ok := store.DuplicateKeys(err)
+			switch {
+			case !ok:
 				return inserted, coreError(err)
+			case others > 0:
+				return inserted, fmt.Errorf("templates: migrate: insert into core: %w", err)
 			}
-			for _, we := range bwe.WriteErrors {
-				if we.Code != 11000 {
-					return inserted, fmt.Errorf("templates: migrate: insert into core: %w", err)
-				}
-				dups++
-			}
+			dups = n // a concurrent run inserted these first
 		}
 		inserted += len(batch) - dups
 	}

@@ -13,6 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/acme/app/internal/store"
 )
 
 // ErrClosed is returned by Record after Close.
@@ -274,25 +276,14 @@ func (s mongoSink) insertLog(ctx context.Context, recs []Record) error {
 		docs[i] = recs[i]
 	}
 	_, err := s.requests.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-	if err == nil || onlyDuplicates(err) {
+	if err == nil {
+		return nil
+	}
+	// Records refused on a duplicate key were stored by an earlier attempt whose answer was lost.
+	if dups, others, ok := store.DuplicateKeys(err); ok && others == 0 && dups > 0 {
 		return nil
 	}
 	return fmt.Errorf("insert %d records: %w", len(recs), err)
-}
-
-// onlyDuplicates reports whether every failure in err is a duplicate key: those records were
-// stored by an earlier attempt whose answer was lost.
-func onlyDuplicates(err error) bool {
-	var bwe mongo.BulkWriteException
-	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
-		return false
-	}
-	for _, we := range bwe.WriteErrors {
-		if we.Code != 11000 {
-			return false
-		}
-	}
-	return true
 }
 
 func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
