@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -174,13 +176,11 @@ func (r *recorder) loop() {
 					if len(batch) >= r.opts.BatchSize {
 						flush()
 					}
-					continue
 				default:
+					flush()
+					return
 				}
-				break
 			}
-			flush()
-			return
 		}
 	}
 }
@@ -289,12 +289,7 @@ func (s mongoSink) insertLog(ctx context.Context, recs []Record) error {
 func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	inc := bson.D{}
 	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}}
-	keys := make([]string, 0, len(d.models))
-	for k := range d.models {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(d.models)) {
 		m := d.models[k]
 		p := "m." + k + "|"
 		inc = append(inc,

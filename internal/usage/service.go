@@ -248,17 +248,12 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 		return nil, err
 	}
 	from, to := s.window(opts.Days)
-	filter := bson.D{}
-	if opts.UserID != "" {
-		filter = append(filter, bson.E{Key: "userId", Value: opts.UserID})
-	}
-	filter = append(filter, bson.E{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}})
 	var rows []ProviderUsage
 	var err error
 	if opts.UserID != "" {
 		rows, err = s.readUser(ctx, opts.UserID, from, to)
 	} else {
-		rows, err = s.read(ctx, filter)
+		rows, err = s.read(ctx, bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}})
 	}
 	if err != nil {
 		return nil, err
@@ -379,9 +374,11 @@ func (acc accumulator) add(doc bson.Raw) error {
 		v := e.Value()
 		switch field {
 		case fieldRequests:
-			row.RequestCount += asInt(v)
+			n, _ := v.AsInt64OK() // a counter that is not a number counts 0
+			row.RequestCount += n
 		case fieldTokens:
-			row.TotalTokens += asInt(v)
+			n, _ := v.AsInt64OK()
+			row.TotalTokens += n
 		case fieldCost:
 			row.Cost += asFloat(v)
 		}
@@ -433,18 +430,6 @@ func totals(rows []ProviderUsage) Summary {
 		t.TotalCost += r.Cost
 	}
 	return t
-}
-
-func asInt(v bson.RawValue) int64 {
-	switch v.Type {
-	case bson.TypeInt64:
-		return v.Int64()
-	case bson.TypeInt32:
-		return int64(v.Int32())
-	case bson.TypeDouble:
-		return int64(v.Double())
-	}
-	return 0
 }
 
 func asFloat(v bson.RawValue) float64 {
