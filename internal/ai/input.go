@@ -7,6 +7,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -176,8 +177,11 @@ func (in *ChatInput) validate(s *spec) []string {
 			msgs = append(msgs, fmt.Sprintf("messages.%d.role must be one of the following values: %s", i,
 				strings.Join(s.roles, ", ")))
 		}
-		if m.Content == "" && !hasPrefix(in.problems, fmt.Sprintf("messages.%d.content", i)) {
-			msgs = append(msgs, fmt.Sprintf("messages.%d.content should not be empty", i))
+		if m.Content == "" {
+			prefix := fmt.Sprintf("messages.%d.content", i)
+			if !slices.ContainsFunc(in.problems, func(p string) bool { return strings.HasPrefix(p, prefix) }) {
+				msgs = append(msgs, fmt.Sprintf("messages.%d.content should not be empty", i))
+			}
 		}
 	}
 	if t := in.Temperature; t != nil {
@@ -185,7 +189,7 @@ func (in *ChatInput) validate(s *spec) []string {
 			msgs = append(msgs, "temperature must not be less than 0")
 		}
 		if *t > s.maxTemperature {
-			msgs = append(msgs, "temperature must not be greater than "+trimFloat(s.maxTemperature))
+			msgs = append(msgs, "temperature must not be greater than "+strconv.FormatFloat(s.maxTemperature, 'f', -1, 64))
 		}
 	}
 	if n := in.MaxTokens; n != nil {
@@ -197,17 +201,4 @@ func (in *ChatInput) validate(s *spec) []string {
 		}
 	}
 	return msgs
-}
-
-func hasPrefix(list []string, prefix string) bool {
-	for _, x := range list {
-		if strings.HasPrefix(x, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
-func trimFloat(f float64) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.6f", f), "0"), ".")
 }
