@@ -196,12 +196,13 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 		LatencyMs: s.now().Sub(start).Milliseconds(), CreatedAt: start.UTC(),
 	}
 	if uerr != nil {
-		rec.Status, rec.UpstreamStatus, rec.Error = usage.StatusError, uerr.status, s.describe(uerr, cfg)
+		msg := s.describe(uerr, cfg)
+		rec.Status, rec.UpstreamStatus, rec.Error = usage.StatusError, uerr.status, msg
 		if uerr.canceled {
 			rec.Status = usage.StatusCanceled
 		}
 		s.record(ctx, rec)
-		return nil, s.toAppErr(providerName, uerr, cfg)
+		return nil, s.toAppErr(providerName, uerr, msg)
 	}
 	if res.model != "" {
 		rec.Model = res.model
@@ -374,9 +375,9 @@ func netReason(err error) string {
 	return "network error"
 }
 
-// toAppErr maps a classified failure to the answer the client gets.
-func (s *Service) toAppErr(name string, u *upstreamError, cfg ProviderConfig) error {
-	msg := s.describe(u, cfg)
+// toAppErr maps a classified failure to the answer the client gets; msg is describe's text
+// of it.
+func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	switch {
 	case u.canceled:
 		return apperr.Wrap(apperr.Unavailable, u, "the request was canceled")
