@@ -94,47 +94,45 @@ func (p *Prices) add(data []byte) error {
 		var pr Price
 		tiers := map[int64]*tier{}
 		for name, v := range fields {
-			var f float64
-			known := true
+			var base *float64 // the Price field name sets, or nil for a tier field
+			var m []string    // a tier field's submatches
 			switch name {
-			case "input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost", "cache_creation_input_token_cost":
+			case "input_cost_per_token":
+				base = &pr.Input
+			case "output_cost_per_token":
+				base = &pr.Output
+			case "cache_read_input_token_cost":
+				base = &pr.CacheRead
+			case "cache_creation_input_token_cost":
+				base = &pr.CacheWrite
 			default:
-				known = tierField.MatchString(name)
+				if m = tierField.FindStringSubmatch(name); m == nil {
+					continue // other LiteLLM fields (context window, provider, …)
+				}
 			}
-			if !known {
-				continue // other LiteLLM fields (context window, provider, …)
-			}
+			var f float64
 			if err := json.Unmarshal(v, &f); err != nil || f < 0 {
 				return fmt.Errorf("%s.%s must be a non-negative number", key, name)
 			}
-			switch name {
+			if base != nil {
+				*base = f
+				continue
+			}
+			k, _ := strconv.ParseInt(m[2], 10, 64)
+			t := tiers[k]
+			if t == nil {
+				t = &tier{above: k * 1000}
+				tiers[k] = t
+			}
+			switch m[1] {
 			case "input_cost_per_token":
-				pr.Input = f
+				t.input = &f
 			case "output_cost_per_token":
-				pr.Output = f
+				t.output = &f
 			case "cache_read_input_token_cost":
-				pr.CacheRead = f
+				t.cacheRead = &f
 			case "cache_creation_input_token_cost":
-				pr.CacheWrite = f
-			default:
-				m := tierField.FindStringSubmatch(name)
-				k, _ := strconv.ParseInt(m[2], 10, 64)
-				t := tiers[k]
-				if t == nil {
-					t = &tier{above: k * 1000}
-					tiers[k] = t
-				}
-				val := f
-				switch m[1] {
-				case "input_cost_per_token":
-					t.input = &val
-				case "output_cost_per_token":
-					t.output = &val
-				case "cache_read_input_token_cost":
-					t.cacheRead = &val
-				case "cache_creation_input_token_cost":
-					t.cacheWrite = &val
-				}
+				t.cacheWrite = &f
 			}
 		}
 		for _, t := range tiers {
