@@ -291,9 +291,8 @@ func (s *Service) queryError(e *entry, uri string, err error) error {
 	}
 	var ce mongo.CommandError
 	switch {
-	case errors.As(err, &ce) && ce.Code == 50: // MaxTimeMSExpired
-		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
-	case errors.Is(err, context.DeadlineExceeded) && !isSelection(err):
+	case errors.As(err, &ce) && ce.Code == 50, // MaxTimeMSExpired
+		errors.Is(err, context.DeadlineExceeded) && !isSelection(err):
 		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
 	case errors.As(err, &ce) && !isAuth(err):
 		return apperr.Wrap(apperr.Invalid, errors.New(redact(err.Error(), uri)), "the server refused the query: "+redact(commandText(ce), uri))
@@ -311,10 +310,17 @@ func commandText(ce mongo.CommandError) string {
 	return ce.Message
 }
 
-func isSelection(err error) bool {
+// selectionError returns the server selection failure in err's chain, if there is one. The
+// driver returns it as a value, never as a pointer.
+func selectionError(err error) (topology.ServerSelectionError, bool) {
 	var sse topology.ServerSelectionError
-	var psse *topology.ServerSelectionError
-	return errors.As(err, &sse) || errors.As(err, &psse) || errors.Is(err, topology.ErrServerSelectionTimeout)
+	ok := errors.As(err, &sse)
+	return sse, ok
+}
+
+func isSelection(err error) bool {
+	_, ok := selectionError(err)
+	return ok || errors.Is(err, topology.ErrServerSelectionTimeout)
 }
 
 func isAuth(err error) bool {
@@ -325,13 +331,9 @@ func isAuth(err error) bool {
 // describe turns a driver error into one clear, redacted line.
 func (s *Service) describe(err error, uri string, selection time.Duration) string {
 	var reason string
-	var sse topology.ServerSelectionError
-	var psse *topology.ServerSelectionError
-	if errors.As(err, &psse) {
-		sse, psse = *psse, nil
-	}
+	sse, selectionFailed := selectionError(err)
 	switch {
-	case sse.Desc.Servers != nil || errors.As(err, &sse):
+	case selectionFailed:
 		var parts []string
 		for _, srv := range sse.Desc.Servers {
 			if srv.LastError != nil {
