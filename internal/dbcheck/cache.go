@@ -109,9 +109,7 @@ func (c *cache) acquire(uri string, create func() (*entry, error)) (e *entry, fr
 	}
 	if other := c.entries[key]; other != nil { // another request created it meanwhile
 		c.disconnectLocked(created)
-		other.refs++
-		other.lastUsed = c.now()
-		c.lru.MoveToFront(other.elem)
+		c.useLocked(other)
 		return other, false, nil
 	}
 	created.refs = 1
@@ -131,10 +129,15 @@ func (c *cache) get(key [32]byte) *entry {
 	if e == nil {
 		return nil
 	}
+	c.useLocked(e)
+	return e
+}
+
+// useLocked marks a cached e as in use and most recently used.
+func (c *cache) useLocked(e *entry) {
 	e.refs++
 	e.lastUsed = c.now()
 	c.lru.MoveToFront(e.elem)
-	return e
 }
 
 // release ends a use of e; an evicted entry is closed by its last user.
