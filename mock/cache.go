@@ -157,18 +157,16 @@ func (c *cache) get(key string, now time.Time) (*Response, bool) {
 	return e.response(), true
 }
 
-// put stores resp under key. The memory tier is updated even when the
-// persistent tier fails; the failure is returned.
+// put stores resp under key. resp.Body holds the encoded body: put does
+// not encode Data, the caller did it with the Content-Type the response is
+// answered with. The memory tier is updated even when the persistent tier
+// fails; the failure is returned.
 func (c *cache) put(key string, resp *Response, now time.Time) error {
-	b, err := encodeBody(resp, resp.Headers["Content-Type"])
-	if err != nil {
-		return err
-	}
 	h := make(map[string]string, len(resp.Headers))
 	for k, v := range resp.Headers {
 		h[k] = v
 	}
-	e := &cachedEntry{Key: key, Status: statusOf(resp), StatusText: resp.StatusText, Headers: h, Body: b,
+	e := &cachedEntry{Key: key, Status: statusOf(resp), StatusText: resp.StatusText, Headers: h, Body: resp.Body,
 		Delay: resp.Delay, StoredAt: now, ExpiresAt: now.Add(c.cfg.TTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()

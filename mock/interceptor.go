@@ -647,7 +647,16 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 		return nil, err
 	}
 	if c != nil {
-		if err := c.put(key, resp, ic.now()); err != nil {
+		// Encode the body once, as render would, and answer the bytes that
+		// are stored, so that a hit answers exactly what the miss did.
+		b, err := encodeBody(resp, responseHeader(st, resp).Get("Content-Type"))
+		if err == nil {
+			r := *resp
+			r.Body = b
+			resp = &r
+			err = c.put(key, resp, ic.now())
+		}
+		if err != nil {
 			ic.log(st, slog.LevelError, "cache store failed", "route", req.Route,
 				"err", &Error{Code: CodePersistence, Route: req.Route, Message: "store response", Err: err})
 		}
@@ -710,8 +719,9 @@ func statusOf(r *Response) int {
 	return r.Status
 }
 
-// render turns a response into status, header and body bytes.
-func render(st *state, r *Response) (int, http.Header, []byte, error) {
+// responseHeader returns the default headers overlaid with the
+// response's own.
+func responseHeader(st *state, r *Response) http.Header {
 	h := st.defHeader.Clone()
 	if h == nil {
 		h = http.Header{}
@@ -719,6 +729,12 @@ func render(st *state, r *Response) (int, http.Header, []byte, error) {
 	for k, v := range r.Headers {
 		h.Set(k, v)
 	}
+	return h
+}
+
+// render turns a response into status, header and body bytes.
+func render(st *state, r *Response) (int, http.Header, []byte, error) {
+	h := responseHeader(st, r)
 	body, err := encodeBody(r, h.Get("Content-Type"))
 	if err != nil {
 		return 0, nil, nil, err
