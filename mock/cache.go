@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,12 +118,10 @@ func openCache(cfg PersistenceConfig, event func(op, key string, err error)) (*c
 	return c, nil
 }
 
+// sortEntries orders entries oldest first, keeping the order of entries
+// stored at the same time.
 func sortEntries(es []*cachedEntry) {
-	for i := 1; i < len(es); i++ {
-		for j := i; j > 0 && es[j].StoredAt.Before(es[j-1].StoredAt); j-- {
-			es[j], es[j-1] = es[j-1], es[j]
-		}
-	}
+	slices.SortStableFunc(es, func(a, b *cachedEntry) int { return a.StoredAt.Compare(b.StoredAt) })
 }
 
 // get returns the unexpired response stored under key.

@@ -281,3 +281,20 @@ func TestCache_HitEqualsMiss(t *testing.T) {
 		})
 	}
 }
+
+// Ensure entries sort oldest first, and entries stored at the same time
+// keep their order.
+func TestSortEntries(t *testing.T) {
+	t.Parallel()
+	t0 := newClock().Now()
+	at := func(key string, d time.Duration) *cachedEntry { return &cachedEntry{Key: key, StoredAt: t0.Add(d)} }
+	es := []*cachedEntry{at("c", 2), at("a1", 0), at("b", 1), at("a2", 0), at("a3", 0)}
+	sortEntries(es)
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Key)
+	}
+	if want := "a1 a2 a3 b c"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}
