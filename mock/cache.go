@@ -29,11 +29,7 @@ type cachedEntry struct {
 }
 
 func (e *cachedEntry) response() *Response {
-	h := make(map[string]string, len(e.Headers))
-	for k, v := range e.Headers {
-		h[k] = v
-	}
-	return &Response{Status: e.Status, StatusText: e.StatusText, Headers: h, Body: e.Body, Delay: e.Delay}
+	return &Response{Status: e.Status, StatusText: e.StatusText, Headers: cloneHeaders(e.Headers), Body: e.Body, Delay: e.Delay}
 }
 
 // backend is a persistent tier of the cache.
@@ -161,11 +157,7 @@ func (c *cache) get(key string, now time.Time) (*Response, bool) {
 // answered with. The memory tier is updated even when the persistent tier
 // fails; the failure is returned.
 func (c *cache) put(key string, resp *Response, now time.Time) error {
-	h := make(map[string]string, len(resp.Headers))
-	for k, v := range resp.Headers {
-		h[k] = v
-	}
-	e := &cachedEntry{Key: key, Status: statusOf(resp), StatusText: resp.StatusText, Headers: h, Body: resp.Body,
+	e := &cachedEntry{Key: key, Status: statusOf(resp), StatusText: resp.StatusText, Headers: cloneHeaders(resp.Headers), Body: resp.Body,
 		Delay: resp.Delay, StoredAt: now, ExpiresAt: now.Add(c.cfg.TTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()

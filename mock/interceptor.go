@@ -62,11 +62,7 @@ type Option func(*Interceptor, *Definitions)
 // WithMocks registers an initial definition set. New panics if it is
 // invalid; use [Interceptor.SetMocks] to get an error instead.
 func WithMocks(defs Definitions) Option {
-	return func(_ *Interceptor, d *Definitions) {
-		for k, h := range defs {
-			(*d)[k] = h
-		}
-	}
+	return func(_ *Interceptor, d *Definitions) { maps.Copy(*d, defs) }
 }
 
 // WithTransport sets the transport unmatched requests fall back to (the
