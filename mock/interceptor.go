@@ -592,8 +592,7 @@ func (ic *Interceptor) execute(ctx context.Context, st *state, h Handler, req *R
 		r := resp
 		out, herr := callHook(func() (*Response, error) { return mw.OnResponse(ctx, r, req) })
 		if herr != nil {
-			return ic.recover(ctx, st, req, &Error{Code: CodeMiddleware, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("middleware %q OnResponse failed", mw.Name), Err: herr})
+			return ic.recover(ctx, st, req, reqError(CodeMiddleware, req, fmt.Sprintf("middleware %q OnResponse failed", mw.Name), herr))
 		}
 		if out != nil {
 			resp = out
@@ -621,8 +620,7 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 		mw := mw
 		resp, err := callHook(func() (*Response, error) { return mw.OnRequest(ctx, req) })
 		if err != nil {
-			return nil, &Error{Code: CodeMiddleware, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("middleware %q OnRequest failed", mw.Name), Err: err}
+			return nil, reqError(CodeMiddleware, req, fmt.Sprintf("middleware %q OnRequest failed", mw.Name), err)
 		}
 		if resp != nil {
 			return resp, nil
@@ -665,8 +663,7 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 func callHandler(ctx context.Context, h Handler, req *Request) (resp *Response, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp, err = nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("handler for %q panicked", req.Route), Err: fmt.Errorf("panic: %v", p)}
+			resp, err = nil, reqError(CodeHandlerExecution, req, fmt.Sprintf("handler for %q panicked", req.Route), fmt.Errorf("panic: %v", p))
 		}
 	}()
 	resp, err = h(ctx, req)
@@ -674,12 +671,10 @@ func callHandler(ctx context.Context, h Handler, req *Request) (resp *Response, 
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, err
 		}
-		return nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Method: req.Method, URL: req.URL,
-			Message: fmt.Sprintf("handler for %q failed", req.Route), Err: err}
+		return nil, reqError(CodeHandlerExecution, req, fmt.Sprintf("handler for %q failed", req.Route), err)
 	}
 	if resp == nil {
-		return nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Method: req.Method, URL: req.URL,
-			Message: fmt.Sprintf("handler for %q returned no response", req.Route)}
+		return nil, reqError(CodeHandlerExecution, req, fmt.Sprintf("handler for %q returned no response", req.Route), nil)
 	}
 	return resp, nil
 }
@@ -693,8 +688,7 @@ func (ic *Interceptor) recover(ctx context.Context, st *state, req *Request, cau
 		mw := mw
 		resp, err := callHook(func() (*Response, error) { return mw.OnError(ctx, cause, req) })
 		if err != nil {
-			return nil, &Error{Code: CodeMiddleware, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("middleware %q OnError failed", mw.Name), Err: err}
+			return nil, reqError(CodeMiddleware, req, fmt.Sprintf("middleware %q OnError failed", mw.Name), err)
 		}
 		if resp != nil {
 			return resp, nil

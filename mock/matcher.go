@@ -453,7 +453,6 @@ func (n *node) lookup(segs, folded []string, i int) *entry {
 
 // table is an immutable compiled definition set.
 type table struct {
-	m       *Matcher
 	methods map[string]*node
 	any     *node
 	entries map[string]*entry
@@ -461,7 +460,7 @@ type table struct {
 }
 
 func newTable(m *Matcher, defs map[string]Handler) *table {
-	t := &table{m: m, methods: make(map[string]*node), entries: make(map[string]*entry, len(defs))}
+	t := &table{methods: make(map[string]*node), entries: make(map[string]*entry, len(defs))}
 	t.keys = make([]string, 0, len(defs))
 	for k := range defs {
 		t.keys = append(t.keys, k)

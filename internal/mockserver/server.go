@@ -57,11 +57,10 @@ type overrides struct {
 // Server is `app mock serve`: a mock.Interceptor fed from a mock file (or the built-in /api
 // mock), with reload, record, an admin API and CORS around it. It is an http.Handler.
 type Server struct {
-	opts     Options
-	log      *slog.Logger
-	ic       *mock.Interceptor
-	recorder *recorder
-	admin    http.Handler
+	opts  Options
+	log   *slog.Logger
+	ic    *mock.Interceptor
+	admin http.Handler
 
 	mu      sync.Mutex // guards the fields below and serialises reconfiguration
 	set     *Set       // the file's (or the built-in) mocks
@@ -100,7 +99,6 @@ func New(opts Options) (*Server, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.recorder = rec
 			rt = rec
 		}
 		icOpts = append(icOpts, mock.WithTarget(opts.Target), mock.WithTransport(rt))
@@ -317,7 +315,8 @@ func (s *Server) Warnings() []Problem {
 // Interceptor returns the interceptor behind the server.
 func (s *Server) Interceptor() *mock.Interceptor { return s.ic }
 
-// Close releases the interceptor (its cache files) and flushes the recorder.
+// Close releases the interceptor (its cache files). A recorder has nothing to flush: it
+// rewrites its file after every exchange.
 func (s *Server) Close() error {
 	return s.ic.Close()
 }
