@@ -487,8 +487,9 @@ func closestRoutes(keys []string, want string, n int) []string {
 	}
 	limit := min(len(keys), 5000)
 	cands := make([]cand, 0, limit)
+	want = strings.ToLower(want)
 	for _, k := range keys[:limit] {
-		cands = append(cands, cand{k, editDistance(strings.ToLower(k), strings.ToLower(want))})
+		cands = append(cands, cand{k, editDistance(strings.ToLower(k), want)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
 	out := make([]string, 0, n)
