@@ -246,7 +246,7 @@ func (s *Server) configView() configView {
 		Record:            s.opts.Record,
 		BaseURL:           cfg.BaseURL,
 		Persistence:       cfg.Persistence.Enabled,
-		LoadedAt:          s.loaded.UTC().Format("2006-01-02T15:04:05.000Z"),
+		LoadedAt:          stamp(s.loaded),
 		Warnings:          nonNil(s.set.Warnings),
 		RouteMatching: matchView{
 			CaseSensitive: cfg.RouteMatching.CaseSensitive, ExactMatch: cfg.RouteMatching.ExactMatch,
