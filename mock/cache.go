@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,11 +29,7 @@ type cachedEntry struct {
 }
 
 func (e *cachedEntry) response() *Response {
-	h := make(map[string]string, len(e.Headers))
-	for k, v := range e.Headers {
-		h[k] = v
-	}
-	return &Response{Status: e.Status, StatusText: e.StatusText, Headers: h, Body: e.Body, Delay: e.Delay}
+	return &Response{Status: e.Status, StatusText: e.StatusText, Headers: cloneHeaders(e.Headers), Body: e.Body, Delay: e.Delay}
 }
 
 // backend is a persistent tier of the cache.
@@ -117,12 +114,10 @@ func openCache(cfg PersistenceConfig, event func(op, key string, err error)) (*c
 	return c, nil
 }
 
+// sortEntries orders entries oldest first, keeping the order of entries
+// stored at the same time.
 func sortEntries(es []*cachedEntry) {
-	for i := 1; i < len(es); i++ {
-		for j := i; j > 0 && es[j].StoredAt.Before(es[j-1].StoredAt); j-- {
-			es[j], es[j-1] = es[j-1], es[j]
-		}
-	}
+	slices.SortStableFunc(es, func(a, b *cachedEntry) int { return a.StoredAt.Compare(b.StoredAt) })
 }
 
 // get returns the unexpired response stored under key.
@@ -157,18 +152,12 @@ func (c *cache) get(key string, now time.Time) (*Response, bool) {
 	return e.response(), true
 }
 
-// put stores resp under key. The memory tier is updated even when the
-// persistent tier fails; the failure is returned.
+// put stores resp under key. resp.Body holds the encoded body: put does
+// not encode Data, the caller did it with the Content-Type the response is
+// answered with. The memory tier is updated even when the persistent tier
+// fails; the failure is returned.
 func (c *cache) put(key string, resp *Response, now time.Time) error {
-	b, err := encodeBody(resp, resp.Headers["Content-Type"])
-	if err != nil {
-		return err
-	}
-	h := make(map[string]string, len(resp.Headers))
-	for k, v := range resp.Headers {
-		h[k] = v
-	}
-	e := &cachedEntry{Key: key, Status: statusOf(resp), StatusText: resp.StatusText, Headers: h, Body: b,
+	e := &cachedEntry{Key: key, Status: statusOf(resp), StatusText: resp.StatusText, Headers: cloneHeaders(resp.Headers), Body: resp.Body,
 		Delay: resp.Delay, StoredAt: now, ExpiresAt: now.Add(c.cfg.TTL)}
 	c.mu.Lock()
 	defer c.mu.Unlock()

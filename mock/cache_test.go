@@ -252,3 +252,49 @@ func TestCache_AutoCleanup(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a cache hit answers the same bytes as the miss that stored it,
+// for every storage, including a string Data whose encoding depends on
+// the Content-Type that the default headers supply.
+func TestCache_HitEqualsMiss(t *testing.T) {
+	t.Parallel()
+	for _, s := range storages {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			ic := New(cachedConfig(s, t.TempDir()), WithMocks(Definitions{
+				"GET /json": JSON(200, "hello"),
+				"GET /text": Static(Response{Data: "hello", Headers: map[string]string{"content-type": "text/plain"}}),
+				"GET /obj":  JSON(200, map[string]any{"a": 1}),
+			}), WithClock(newClock().Now))
+			defer ic.Close()
+			c := ic.Client()
+			for path, want := range map[string]string{"/json": `"hello"`, "/text": "hello", "/obj": `{"a":1}`} {
+				miss := body(t, c, "http://t.test"+path)
+				hit := body(t, c, "http://t.test"+path)
+				if miss != want || hit != want {
+					t.Errorf("%s: miss=%s hit=%s, want %s both times", path, miss, hit, want)
+				}
+			}
+			if st := ic.Stats(); st.CacheHitRate == nil || *st.CacheHitRate != 0.5 {
+				t.Fatalf("hit rate=%v, want 0.5", st.CacheHitRate)
+			}
+		})
+	}
+}
+
+// Ensure entries sort oldest first, and entries stored at the same time
+// keep their order.
+func TestSortEntries(t *testing.T) {
+	t.Parallel()
+	t0 := newClock().Now()
+	at := func(key string, d time.Duration) *cachedEntry { return &cachedEntry{Key: key, StoredAt: t0.Add(d)} }
+	es := []*cachedEntry{at("c", 2), at("a1", 0), at("b", 1), at("a2", 0), at("a3", 0)}
+	sortEntries(es)
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Key)
+	}
+	if want := "a1 a2 a3 b c"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}

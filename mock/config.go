@@ -2,6 +2,7 @@ package mock
 
 import (
 	"log/slog"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
@@ -208,13 +209,7 @@ func (c Config) clone() Config {
 	c.Middleware = append([]Middleware(nil), c.Middleware...)
 	c.IgnorePatterns = append([]Pattern(nil), c.IgnorePatterns...)
 	c.IncludePatterns = append([]Pattern(nil), c.IncludePatterns...)
-	if c.DefaultHeaders != nil {
-		h := make(map[string]string, len(c.DefaultHeaders))
-		for k, v := range c.DefaultHeaders {
-			h[k] = v
-		}
-		c.DefaultHeaders = h
-	}
+	c.DefaultHeaders = maps.Clone(c.DefaultHeaders) // nil stays nil
 	return c
 }
 

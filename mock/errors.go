@@ -85,6 +85,8 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-func newError(code ErrorCode, route, msg string, cause error) *Error {
-	return &Error{Code: code, Route: route, Message: msg, Err: cause}
+// reqError returns an error of code about the request req: its route,
+// method and URL are filled in.
+func reqError(code ErrorCode, req *Request, msg string, cause error) *Error {
+	return &Error{Code: code, Route: req.Route, Method: req.Method, URL: req.URL, Message: msg, Err: cause}
 }

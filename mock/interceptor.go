@@ -62,11 +62,7 @@ type Option func(*Interceptor, *Definitions)
 // WithMocks registers an initial definition set. New panics if it is
 // invalid; use [Interceptor.SetMocks] to get an error instead.
 func WithMocks(defs Definitions) Option {
-	return func(_ *Interceptor, d *Definitions) {
-		for k, h := range defs {
-			(*d)[k] = h
-		}
-	}
+	return func(_ *Interceptor, d *Definitions) { maps.Copy(*d, defs) }
 }
 
 // WithTransport sets the transport unmatched requests fall back to (the
@@ -491,8 +487,9 @@ func closestRoutes(keys []string, want string, n int) []string {
 	}
 	limit := min(len(keys), 5000)
 	cands := make([]cand, 0, limit)
+	want = strings.ToLower(want)
 	for _, k := range keys[:limit] {
-		cands = append(cands, cand{k, editDistance(strings.ToLower(k), strings.ToLower(want))})
+		cands = append(cands, cand{k, editDistance(strings.ToLower(k), want)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
 	out := make([]string, 0, n)
@@ -596,8 +593,7 @@ func (ic *Interceptor) execute(ctx context.Context, st *state, h Handler, req *R
 		r := resp
 		out, herr := callHook(func() (*Response, error) { return mw.OnResponse(ctx, r, req) })
 		if herr != nil {
-			return ic.recover(ctx, st, req, &Error{Code: CodeMiddleware, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("middleware %q OnResponse failed", mw.Name), Err: herr})
+			return ic.recover(ctx, st, req, reqError(CodeMiddleware, req, fmt.Sprintf("middleware %q OnResponse failed", mw.Name), herr))
 		}
 		if out != nil {
 			resp = out
@@ -625,8 +621,7 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 		mw := mw
 		resp, err := callHook(func() (*Response, error) { return mw.OnRequest(ctx, req) })
 		if err != nil {
-			return nil, &Error{Code: CodeMiddleware, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("middleware %q OnRequest failed", mw.Name), Err: err}
+			return nil, reqError(CodeMiddleware, req, fmt.Sprintf("middleware %q OnRequest failed", mw.Name), err)
 		}
 		if resp != nil {
 			return resp, nil
@@ -647,7 +642,16 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 		return nil, err
 	}
 	if c != nil {
-		if err := c.put(key, resp, ic.now()); err != nil {
+		// Encode the body once, as render would, and answer the bytes that
+		// are stored, so that a hit answers exactly what the miss did.
+		b, err := encodeBody(resp, responseHeader(st, resp).Get("Content-Type"))
+		if err == nil {
+			r := *resp
+			r.Body = b
+			resp = &r
+			err = c.put(key, resp, ic.now())
+		}
+		if err != nil {
 			ic.log(st, slog.LevelError, "cache store failed", "route", req.Route,
 				"err", &Error{Code: CodePersistence, Route: req.Route, Message: "store response", Err: err})
 		}
@@ -660,8 +664,7 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 func callHandler(ctx context.Context, h Handler, req *Request) (resp *Response, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp, err = nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("handler for %q panicked", req.Route), Err: fmt.Errorf("panic: %v", p)}
+			resp, err = nil, reqError(CodeHandlerExecution, req, fmt.Sprintf("handler for %q panicked", req.Route), fmt.Errorf("panic: %v", p))
 		}
 	}()
 	resp, err = h(ctx, req)
@@ -669,12 +672,10 @@ func callHandler(ctx context.Context, h Handler, req *Request) (resp *Response, 
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil, err
 		}
-		return nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Method: req.Method, URL: req.URL,
-			Message: fmt.Sprintf("handler for %q failed", req.Route), Err: err}
+		return nil, reqError(CodeHandlerExecution, req, fmt.Sprintf("handler for %q failed", req.Route), err)
 	}
 	if resp == nil {
-		return nil, &Error{Code: CodeHandlerExecution, Route: req.Route, Method: req.Method, URL: req.URL,
-			Message: fmt.Sprintf("handler for %q returned no response", req.Route)}
+		return nil, reqError(CodeHandlerExecution, req, fmt.Sprintf("handler for %q returned no response", req.Route), nil)
 	}
 	return resp, nil
 }
@@ -688,8 +689,7 @@ func (ic *Interceptor) recover(ctx context.Context, st *state, req *Request, cau
 		mw := mw
 		resp, err := callHook(func() (*Response, error) { return mw.OnError(ctx, cause, req) })
 		if err != nil {
-			return nil, &Error{Code: CodeMiddleware, Route: req.Route, Method: req.Method, URL: req.URL,
-				Message: fmt.Sprintf("middleware %q OnError failed", mw.Name), Err: err}
+			return nil, reqError(CodeMiddleware, req, fmt.Sprintf("middleware %q OnError failed", mw.Name), err)
 		}
 		if resp != nil {
 			return resp, nil
@@ -710,8 +710,9 @@ func statusOf(r *Response) int {
 	return r.Status
 }
 
-// render turns a response into status, header and body bytes.
-func render(st *state, r *Response) (int, http.Header, []byte, error) {
+// responseHeader returns the default headers overlaid with the
+// response's own.
+func responseHeader(st *state, r *Response) http.Header {
 	h := st.defHeader.Clone()
 	if h == nil {
 		h = http.Header{}
@@ -719,6 +720,12 @@ func render(st *state, r *Response) (int, http.Header, []byte, error) {
 	for k, v := range r.Headers {
 		h.Set(k, v)
 	}
+	return h
+}
+
+// render turns a response into status, header and body bytes.
+func render(st *state, r *Response) (int, http.Header, []byte, error) {
+	h := responseHeader(st, r)
 	body, err := encodeBody(r, h.Get("Content-Type"))
 	if err != nil {
 		return 0, nil, nil, err

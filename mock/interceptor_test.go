@@ -288,3 +288,26 @@ func TestExplain(t *testing.T) {
 		t.Fatal("Explain was counted")
 	}
 }
+
+// Ensure a StripPrefix changed at run time takes effect for the next
+// request, and the previous one no longer applies.
+func TestStripPrefixChangedAtRunTime(t *testing.T) {
+	t.Parallel()
+	ic := newTest(t, Definitions{"GET /users": JSON(200, "u")})
+	matched := func(path string) bool { return ic.Explain("GET", "http://x.test"+path).Matched }
+	if !matched("/users") || matched("/v1/users") {
+		t.Fatal("without a prefix only /users matches")
+	}
+	for _, pre := range []string{"/v1", "v2/"} {
+		if err := ic.UpdateConfig(func(c *Config) { c.RouteMatching.StripPrefix = pre }); err != nil {
+			t.Fatal(err)
+		}
+		want := "/" + strings.Trim(pre, "/") + "/users"
+		if !matched(want) {
+			t.Fatalf("StripPrefix %q: %s does not match", pre, want)
+		}
+	}
+	if matched("/v1/users") {
+		t.Fatal("the replaced prefix /v1 is still stripped")
+	}
+}

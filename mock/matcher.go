@@ -10,12 +10,20 @@ import (
 // It is safe for concurrent use.
 type Matcher struct {
 	cfg RouteMatchingConfig
+	// prefix is cfg.StripPrefix normalised for stripPrefix: a leading
+	// slash and no trailing one; "" when there is none to strip.
+	prefix string
 }
 
 // NewMatcher returns a matcher configured by cfg. Start from
 // [DefaultRouteMatchingConfig]; an empty ParameterPrefix means ":".
 func NewMatcher(cfg RouteMatchingConfig) *Matcher {
-	return &Matcher{cfg: cfg.withDefaults()}
+	cfg = cfg.withDefaults()
+	pre := strings.TrimSuffix(cfg.StripPrefix, "/")
+	if pre != "" && !strings.HasPrefix(pre, "/") {
+		pre = "/" + pre
+	}
+	return &Matcher{cfg: cfg, prefix: pre}
 }
 
 // Config returns the matcher's configuration.
@@ -94,12 +102,9 @@ func (m *Matcher) fold(s string) string {
 // stripPrefix removes the configured prefix when the path starts with it
 // on a segment boundary.
 func (m *Matcher) stripPrefix(p string) string {
-	pre := strings.TrimSuffix(m.cfg.StripPrefix, "/")
+	pre := m.prefix
 	if pre == "" {
 		return p
-	}
-	if !strings.HasPrefix(pre, "/") {
-		pre = "/" + pre
 	}
 	if len(p) < len(pre) {
 		return p
@@ -453,7 +458,6 @@ func (n *node) lookup(segs, folded []string, i int) *entry {
 
 // table is an immutable compiled definition set.
 type table struct {
-	m       *Matcher
 	methods map[string]*node
 	any     *node
 	entries map[string]*entry
@@ -461,7 +465,7 @@ type table struct {
 }
 
 func newTable(m *Matcher, defs map[string]Handler) *table {
-	t := &table{m: m, methods: make(map[string]*node), entries: make(map[string]*entry, len(defs))}
+	t := &table{methods: make(map[string]*node), entries: make(map[string]*entry, len(defs))}
 	t.keys = make([]string, 0, len(defs))
 	for k := range defs {
 		t.keys = append(t.keys, k)

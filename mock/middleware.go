@@ -127,6 +127,11 @@ func CORSMiddleware(opts CORSOptions) Middleware {
 	if opts.MaxAge == 0 {
 		opts.MaxAge = 24 * time.Hour
 	}
+	// The header values depend on the options only: build them once.
+	allowMethods := strings.Join(opts.AllowMethods, ", ")
+	allowHeaders := strings.Join(opts.AllowHeaders, ", ")
+	maxAge := strconv.Itoa(int(opts.MaxAge / time.Second))
+	exposeHeaders := strings.Join(opts.ExposeHeaders, ", ")
 	origin := func(req *Request) string {
 		o := req.Header.Get("Origin")
 		for _, a := range opts.AllowOrigins {
@@ -155,7 +160,7 @@ func CORSMiddleware(opts CORSOptions) Middleware {
 			h["Access-Control-Allow-Credentials"] = "true"
 		}
 		if len(opts.ExposeHeaders) > 0 {
-			h["Access-Control-Expose-Headers"] = strings.Join(opts.ExposeHeaders, ", ")
+			h["Access-Control-Expose-Headers"] = exposeHeaders
 		}
 		return h
 	}
@@ -167,9 +172,9 @@ func CORSMiddleware(opts CORSOptions) Middleware {
 				return nil, nil
 			}
 			h := headers(req, map[string]string{
-				"Access-Control-Allow-Methods": strings.Join(opts.AllowMethods, ", "),
-				"Access-Control-Allow-Headers": strings.Join(opts.AllowHeaders, ", "),
-				"Access-Control-Max-Age":       strconv.Itoa(int(opts.MaxAge / time.Second)),
+				"Access-Control-Allow-Methods": allowMethods,
+				"Access-Control-Allow-Headers": allowHeaders,
+				"Access-Control-Max-Age":       maxAge,
 			})
 			return &Response{Status: StatusNoContent, Headers: h, Body: []byte{}}, nil
 		},

@@ -116,6 +116,38 @@ func TestCORSMiddleware(t *testing.T) {
 	}
 }
 
+// Ensure the CORS header values, defaulted and configured, on preflight
+// and on every request.
+func TestCORSMiddleware_HeaderValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		opts                     CORSOptions
+		methods, headers, maxAge string
+		expose                   string
+	}{
+		{CORSOptions{}, "GET, POST, PUT, PATCH, DELETE, OPTIONS", "Content-Type, Authorization", "86400", ""},
+		{CORSOptions{AllowMethods: []string{"GET"}, AllowHeaders: []string{"X-A", "X-B"}, ExposeHeaders: []string{"X-Total", "X-Page"}, MaxAge: 90 * time.Second},
+			"GET", "X-A, X-B", "90", "X-Total, X-Page"},
+	} {
+		cfg := DefaultConfig()
+		cfg.FallbackToNetwork = false
+		cfg.Middleware = []Middleware{CORSMiddleware(tc.opts)}
+		ic := New(cfg, WithMocks(Definitions{"* /items": JSON(200, []int{1})}))
+		for range 2 {
+			w := do(t, ic, "OPTIONS", "/items", map[string]string{"Origin": "https://app.test", "Access-Control-Request-Method": "POST"})
+			h := w.Header()
+			if h.Get("Access-Control-Allow-Methods") != tc.methods || h.Get("Access-Control-Allow-Headers") != tc.headers ||
+				h.Get("Access-Control-Max-Age") != tc.maxAge || h.Get("Access-Control-Expose-Headers") != tc.expose {
+				t.Fatalf("%+v preflight: %v", tc.opts, h)
+			}
+			w = do(t, ic, "GET", "/items", map[string]string{"Origin": "https://app.test"})
+			if got := w.Header().Get("Access-Control-Expose-Headers"); got != tc.expose {
+				t.Fatalf("%+v: expose %q, want %q", tc.opts, got, tc.expose)
+			}
+		}
+	}
+}
+
 // Ensure the auth middleware answers 401 for missing or wrong tokens.
 func TestAuthMiddleware(t *testing.T) {
 	t.Parallel()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -122,7 +123,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	prevRuntime, prevRemoved := cloneRoutes(s.runtime), cloneBools(s.removed)
+	prevRuntime, prevRemoved := maps.Clone(s.runtime), maps.Clone(s.removed) // neither is ever nil
 	added := make([]string, 0, len(set.Routes))
 	for _, rt := range set.Routes {
 		s.runtime[rt.Key] = rt
@@ -147,22 +148,6 @@ func nonNil(p []Problem) []Problem {
 		return []Problem{}
 	}
 	return p
-}
-
-func cloneRoutes(m map[string]Route) map[string]Route {
-	out := make(map[string]Route, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func cloneBools(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // handleDeleteMocks removes mocks by route key: ?route=GET%20/users/:id (repeatable) or a
@@ -261,7 +246,7 @@ func (s *Server) configView() configView {
 		Record:            s.opts.Record,
 		BaseURL:           cfg.BaseURL,
 		Persistence:       cfg.Persistence.Enabled,
-		LoadedAt:          s.loaded.UTC().Format("2006-01-02T15:04:05.000Z"),
+		LoadedAt:          stamp(s.loaded),
 		Warnings:          nonNil(s.set.Warnings),
 		RouteMatching: matchView{
 			CaseSensitive: cfg.RouteMatching.CaseSensitive, ExactMatch: cfg.RouteMatching.ExactMatch,

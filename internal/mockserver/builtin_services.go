@@ -144,15 +144,20 @@ func (b *backend) addUsage(add addFunc) {
 	add("GET /api/ai/usage/providers", "[]usage.ProviderUsage of the AI calls made to this mock", b.requireAuth(b.usageProviders))
 }
 
+// errMessages returns the messages of an apperr error, or the error's text when it is not
+// one.
+func errMessages(err error) []string {
+	if e := apperr.As(err); e != nil {
+		return e.Messages
+	}
+	return []string{err.Error()}
+}
+
 // parseDays reads ?days= with usage.ParseDays: 1..366, default 30.
 func parseDays(req *mock.Request) (int, *mock.Response) {
 	n, err := usage.ParseDays(req.Query.Get("days"))
 	if err != nil {
-		msgs := []string{err.Error()}
-		if e := apperr.As(err); e != nil {
-			msgs = e.Messages
-		}
-		return 0, fail(http.StatusBadRequest, msgs)
+		return 0, fail(http.StatusBadRequest, errMessages(err))
 	}
 	return n, nil
 }
@@ -394,11 +399,7 @@ func templateInput(req *mock.Request) (templates.Template, *mock.Response) {
 	}
 	in, err := templates.DecodeInput(f)
 	if err != nil {
-		msgs := []string{err.Error()}
-		if e := apperr.As(err); e != nil {
-			msgs = e.Messages
-		}
-		return templates.Template{}, fail(http.StatusBadRequest, msgs)
+		return templates.Template{}, fail(http.StatusBadRequest, errMessages(err))
 	}
 	t := templates.Template{ID: in.ID, Name: in.Name, WidgetType: in.WidgetType, Properties: in.Properties}
 	if in.Description != nil {
@@ -458,11 +459,8 @@ func (b *backend) tplDelete(_ context.Context, req *mock.Request) (*mock.Respons
 		return tplNotFound(id), nil
 	}
 	delete(b.tpl.byID, id)
-	for i, x := range b.tpl.order {
-		if x == id {
-			b.tpl.order = append(b.tpl.order[:i], b.tpl.order[i+1:]...)
-			break
-		}
+	if i := slices.Index(b.tpl.order, id); i >= 0 {
+		b.tpl.order = slices.Delete(b.tpl.order, i, i+1)
 	}
 	return withSource(&mock.Response{Status: http.StatusOK, Data: *t}), nil
 }

@@ -816,8 +816,7 @@ func (p *parser) tree(key string, n *yaml.Node, templating bool) *tree {
 			p.fail(n, key, CodeType, "data: %v", err)
 			return nil
 		}
-		if tm, isTime := v.(time.Time); isTime { // an unquoted date stays as written
-			_ = tm
+		if _, isTime := v.(time.Time); isTime { // an unquoted date stays as written
 			v = n.Value
 		}
 		t, err := constTree(v)

@@ -27,7 +27,6 @@ type response struct {
 
 	staticHeaders map[string]string // when no header is templated (shared, never written)
 	static        *mock.Response    // when nothing at all is templated
-	hasBody       bool
 }
 
 // finish precomputes what does not depend on the request.
@@ -45,7 +44,6 @@ func (r *response) finish() {
 	if len(r.headers) == 0 {
 		r.staticHeaders = nil
 	}
-	r.hasBody = r.data != nil || r.body != nil || r.rawBody != nil
 	if r.body != nil || (r.data != nil && !r.data.isStatic()) {
 		dynamic = true
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,11 +56,10 @@ type overrides struct {
 // Server is `app mock serve`: a mock.Interceptor fed from a mock file (or the built-in /api
 // mock), with reload, record, an admin API and CORS around it. It is an http.Handler.
 type Server struct {
-	opts     Options
-	log      *slog.Logger
-	ic       *mock.Interceptor
-	recorder *recorder
-	admin    http.Handler
+	opts  Options
+	log   *slog.Logger
+	ic    *mock.Interceptor
+	admin http.Handler
 
 	mu      sync.Mutex // guards the fields below and serialises reconfiguration
 	set     *Set       // the file's (or the built-in) mocks
@@ -100,7 +98,6 @@ func New(opts Options) (*Server, error) {
 			if err != nil {
 				return nil, err
 			}
-			s.recorder = rec
 			rt = rec
 		}
 		icOpts = append(icOpts, mock.WithTarget(opts.Target), mock.WithTransport(rt))
@@ -300,12 +297,8 @@ func (s *Server) Watch(ctx context.Context) error {
 	return nil
 }
 
-// RouteKeys lists the routes served now, sorted.
-func (s *Server) RouteKeys() []string {
-	keys := s.ic.Mocks()
-	sort.Strings(keys)
-	return keys
-}
+// RouteKeys lists the routes served now, sorted (mock.Interceptor.Mocks sorts them).
+func (s *Server) RouteKeys() []string { return s.ic.Mocks() }
 
 // Warnings returns the warnings of the loaded set.
 func (s *Server) Warnings() []Problem {
@@ -317,7 +310,8 @@ func (s *Server) Warnings() []Problem {
 // Interceptor returns the interceptor behind the server.
 func (s *Server) Interceptor() *mock.Interceptor { return s.ic }
 
-// Close releases the interceptor (its cache files) and flushes the recorder.
+// Close releases the interceptor (its cache files). A recorder has nothing to flush: it
+// rewrites its file after every exchange.
 func (s *Server) Close() error {
 	return s.ic.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,25 +135,13 @@ func TestGenerateAndSequence(t *testing.T) {
 	for range 3 {
 		got = append(got, do(t, "GET", hs.URL+"/flaky", "").status)
 	}
-	if want := []int{500, 200, 200}; !equalInts(got, want) {
+	if want := []int{500, 200, 200}; !slices.Equal(got, want) {
 		t.Fatalf("sequence statuses=%v, want %v", got, want)
 	}
 	do(t, "POST", hs.URL+"/__mock/reset", "")
 	if s := do(t, "GET", hs.URL+"/flaky", "").status; s != 500 {
 		t.Fatalf("after reset status=%d, want 500", s)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Ensure a route delay and the --delay override apply.

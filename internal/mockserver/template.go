@@ -26,6 +26,8 @@ type reqView struct {
 
 	query   map[string]string
 	headers map[string]string
+	body    any
+	hasBody bool // body is computed (it may be nil: a "null" body)
 }
 
 func newView(req *mock.Request) *reqView {
@@ -85,7 +87,14 @@ func (v *reqView) Headers() map[string]string {
 // Body is the parsed JSON body (an object is a map, so {{.Body.email}} works), the body as a
 // string when it is not JSON, or an empty object when there is none.
 func (v *reqView) Body() any {
-	switch b := v.req.Body.(type) {
+	if !v.hasBody {
+		v.body, v.hasBody = parseViewBody(v.req), true
+	}
+	return v.body
+}
+
+func parseViewBody(req *mock.Request) any {
+	switch b := req.Body.(type) {
 	case nil:
 		return map[string]any{}
 	case string:
@@ -94,7 +103,7 @@ func (v *reqView) Body() any {
 		if json.Unmarshal([]byte(b), &j) == nil {
 			return j
 		}
-		if strings.Contains(v.req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if strings.Contains(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 			if vals, err := url.ParseQuery(b); err == nil {
 				m := make(map[string]any, len(vals))
 				for k, vs := range vals {

@@ -1,8 +1,10 @@
 package mockserver
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"testing"
 
 	"github.com/acme/app/mock"
@@ -44,6 +46,38 @@ func TestTemplate_FastPathMatchesTextTemplate(t *testing.T) {
 		slow := &tmpl{t: tm.t}
 		if s, _ := slow.exec(newView(req)); s != got {
 			t.Errorf("%q: fast %q != text/template %q", tc.text, got, s)
+		}
+	}
+}
+
+// Ensure .Body reads a JSON text body, a form and plain text as before, and that a view
+// parses the body once: later calls answer the same value.
+func TestTemplate_BodyParsedOnce(t *testing.T) {
+	t.Parallel()
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	for _, tc := range []struct {
+		body   any
+		header http.Header
+		want   any
+	}{
+		{nil, nil, map[string]any{}},
+		{`{"email":"a@b.c"}`, nil, map[string]any{"email": "a@b.c"}},
+		{"null", nil, nil},
+		{"a=1&b=2&a=3", form, map[string]any{"a": "1", "b": "2"}},
+		{"plain text", nil, "plain text"},
+		{map[string]any{"x": 1.0}, nil, map[string]any{"x": 1.0}},
+	} {
+		v := newView(&mock.Request{Body: tc.body, Header: tc.header})
+		first := v.Body()
+		if !reflect.DeepEqual(first, tc.want) {
+			t.Errorf("%v: Body()=%#v, want %#v", tc.body, first, tc.want)
+		}
+		if m, ok := first.(map[string]any); ok {
+			if again := v.Body().(map[string]any); fmt.Sprintf("%p", again) != fmt.Sprintf("%p", m) {
+				t.Errorf("%v: the second Body() built a new map", tc.body)
+			}
+		} else if again := v.Body(); again != first {
+			t.Errorf("%v: the second Body()=%#v, want %#v", tc.body, again, first)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package templates
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -75,8 +76,7 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 		all = append(all, id)
 	}
 	sort.Strings(all)
-	for start := 0; start < len(all); start += s.opts.BatchSize {
-		batch := all[start:min(start+s.opts.BatchSize, len(all))]
+	for batch := range slices.Chunk(all, s.opts.BatchSize) {
 		in := make(bson.A, len(batch))
 		for i, id := range batch {
 			in[i] = id
@@ -111,8 +111,7 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 		rep.Deleted = len(doomed)
 		return rep, nil
 	}
-	for start := 0; start < len(doomed); start += s.opts.BatchSize {
-		batch := doomed[start:min(start+s.opts.BatchSize, len(doomed))]
+	for batch := range slices.Chunk(doomed, s.opts.BatchSize) {
 		res, err := coll.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: batch}}}})
 		if err != nil {
 			return rep, fmt.Errorf("templates: cleanup %s: %w", sp.Database, err)

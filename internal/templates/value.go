@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,18 @@ func (v *Value) UnmarshalBSONValue(t bsontype.Type, b []byte) error {
 
 // IsObject reports whether the value is a JSON object.
 func (v Value) IsObject() bool { return v.raw.Type == bson.TypeEmbeddedDocument }
+
+// appendJSONString appends s as a JSON string. strconv.AppendQuote writes Go syntax, which is
+// not JSON for control and non-printable characters (\x01, \U000e0001) or invalid UTF-8; the
+// text of regexes, symbols and JavaScript is arbitrary. <, > and & are kept as they are, as
+// AppendQuote kept them.
+func appendJSONString(dst []byte, s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte{'\n'})...)
+}
 
 // jsTime is how JavaScript's Date.toISOString writes a time, as the seed's service does.
 const jsTime = "2006-01-02T15:04:05.000Z07:00"
@@ -136,11 +149,11 @@ func appendJSON(dst []byte, rv bson.RawValue) ([]byte, error) {
 		return strconv.AppendQuote(dst, time.Unix(int64(t), 0).UTC().Format(jsTime)), nil
 	case bson.TypeRegex:
 		p, o := rv.Regex()
-		return strconv.AppendQuote(dst, "/"+p+"/"+o), nil
+		return appendJSONString(dst, "/"+p+"/"+o), nil
 	case bson.TypeSymbol:
-		return strconv.AppendQuote(dst, rv.Symbol()), nil
+		return appendJSONString(dst, rv.Symbol()), nil
 	case bson.TypeJavaScript:
-		return strconv.AppendQuote(dst, rv.JavaScript()), nil
+		return appendJSONString(dst, rv.JavaScript()), nil
 	default: // null, undefined, min/max key, DBPointer, code with scope
 		return append(dst, "null"...), nil
 	}
