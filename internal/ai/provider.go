@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/app/internal/usage"
-
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/acme/app/internal/usage"
 )
 
 // provider speaks one vendor's wire format. Adding a provider is one file that implements it
