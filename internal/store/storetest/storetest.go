@@ -1,6 +1,7 @@
 // Package storetest gives tests a real MongoDB: one embedded store per test binary (or the
 // server named by TEST_MONGODB_URI), and a fresh database per test, dropped when it ends, so
-// tests may run in parallel.
+// tests may run in parallel. A package using it calls Main from its TestMain, which stops the
+// embedded store and removes its files when the tests end.
 package storetest
 
 import (
@@ -21,12 +22,28 @@ import (
 var (
 	once    sync.Once
 	shared  *store.Store
+	dataDir string
 	openErr error
 	seq     atomic.Int64
 )
 
-// Store returns the store shared by the tests of this binary. It is never closed: the test
-// binary's exit stops it.
+// Main runs the package's tests, then closes the shared store, if one was opened, and removes
+// its data directory, which would otherwise be left in the temporary directory by every run.
+// Call it from TestMain: func TestMain(m *testing.M) { storetest.Main(m) }.
+func Main(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = shared.Close(ctx)
+		cancel()
+	}
+	if dataDir != "" {
+		_ = os.RemoveAll(dataDir)
+	}
+	os.Exit(code)
+}
+
+// Store returns the store shared by the tests of this binary, closed by Main.
 func Store(tb testing.TB) *store.Store {
 	tb.Helper()
 	once.Do(func() {
@@ -35,6 +52,7 @@ func Store(tb testing.TB) *store.Store {
 			openErr = err
 			return
 		}
+		dataDir = dir
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		shared, openErr = store.Open(ctx, store.Options{URI: os.Getenv("TEST_MONGODB_URI"), DataDir: dir})
