@@ -72,6 +72,7 @@ type Options struct {
 // Service completes chats.
 type Service struct {
 	cfg     map[string]ProviderConfig
+	targets map[string]*target // by provider name, for every configured provider
 	timeout time.Duration
 	prices  *Prices
 	rec     Recorder
@@ -83,7 +84,8 @@ type Service struct {
 	maxTok  int
 	now     func() time.Time
 
-	noTemperature sync.Map // provider|model → struct{}: models that refuse a non-default temperature
+	noTemperatureMu sync.RWMutex
+	noTemperature   map[modelKey]bool // models that refuse a non-default temperature
 }
 
 // NewTransport returns the HTTP transport shared by every provider call: keep-alive
@@ -112,6 +114,12 @@ func New(opts Options) *Service {
 		cfg: opts.Providers, timeout: opts.Timeout, prices: opts.Prices, rec: opts.Recorder, log: opts.Logger,
 		rt: opts.Transport, retries: opts.MaxRetries, base: opts.RetryBase, cap: opts.RetryCap,
 		maxTok: opts.DefaultMaxTok, now: opts.Now,
+	}
+	s.targets = make(map[string]*target, len(opts.Providers))
+	for name, cfg := range opts.Providers {
+		if ep, ok := providers[name]; ok {
+			s.targets[name] = newTarget(ep.provider, cfg)
+		}
 	}
 	if s.timeout <= 0 {
 		s.timeout = 60 * time.Second
@@ -171,7 +179,7 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
 			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
 	}
-	c := &call{model: in.Model, messages: in.Messages, temperature: sp.defaultTemperature, sendTemperature: true, maxTokens: s.maxTok}
+	c := &call{model: in.Model, messages: in.Messages, temperature: sp.defaultTemperature, maxTokens: s.maxTok}
 	if c.model == "" {
 		c.model = cfg.DefaultModel
 	}
@@ -181,16 +189,16 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	if in.MaxTokens != nil {
 		c.maxTokens = *in.MaxTokens
 	}
-	if _, refuses := s.noTemperature.Load(providerName + "|" + c.model); refuses {
-		c.sendTemperature = false
-	}
+	s.noTemperatureMu.RLock()
+	c.sendTemperature = !s.noTemperature[modelKey{providerName, c.model}]
+	s.noTemperatureMu.RUnlock()
 	id := in.RequestID
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		id = uuid.NewString()
 	}
 
 	start := s.now()
-	res, attempts, uerr := s.do(ctx, ep, cfg, c)
+	res, attempts, uerr := s.do(ctx, ep, s.targets[providerName], c)
 	rec := usage.Record{
 		RequestID: id, UserID: userID, Provider: providerName, Model: c.model, Attempts: attempts,
 		LatencyMs: s.now().Sub(start).Milliseconds(), CreatedAt: start.UTC(),
@@ -240,13 +248,13 @@ func (s *Service) record(ctx context.Context, rec usage.Record) {
 }
 
 // do calls the provider, retrying what may succeed on a second try, all within ai.timeout.
-func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
+func (s *Service) do(parent context.Context, ep *endpoint, t *target, c *call) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
 	attempts, retries := 0, 0
 	for {
 		attempts++
-		res, uerr := s.attempt(ctx, ep.provider, cfg, c)
+		res, uerr := s.attempt(ctx, ep.provider, t, c)
 		if uerr == nil {
 			return res, attempts, nil
 		}
@@ -259,7 +267,12 @@ func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c
 		}
 		if uerr.dropParam == "temperature" && c.sendTemperature {
 			// The model only takes its default temperature: remember it and resend at once.
-			s.noTemperature.Store(ep.spec.name+"|"+c.model, struct{}{})
+			s.noTemperatureMu.Lock()
+			if s.noTemperature == nil {
+				s.noTemperature = make(map[modelKey]bool)
+			}
+			s.noTemperature[modelKey{ep.spec.name, c.model}] = true
+			s.noTemperatureMu.Unlock()
 			s.log.Info("ai: model refuses a non-default temperature; it is no longer sent", "provider", ep.spec.name, "model", c.model)
 			c.sendTemperature = false
 			continue
@@ -303,8 +316,8 @@ func (s *Service) backoff(n int) time.Duration {
 // maxAnswerBytes bounds what is read from a provider.
 const maxAnswerBytes = 16 << 20
 
-func (s *Service) attempt(ctx context.Context, p provider, cfg ProviderConfig, c *call) (*result, *upstreamError) {
-	req, err := p.newRequest(ctx, cfg.BaseURL, cfg.APIKey, c)
+func (s *Service) attempt(ctx context.Context, p provider, t *target, c *call) (*result, *upstreamError) {
+	req, err := t.newRequest(ctx, p, c)
 	if err != nil {
 		return nil, &upstreamError{message: "could not build the request"}
 	}

@@ -458,3 +458,44 @@ func TestComplete_LenientAnswers(t *testing.T) {
 		})
 	}
 }
+
+// Ensure each provider's usage object is kept exactly as received (spacing, unknown fields),
+// whichever decoder read the answer, and that one of the wrong shape is reported as such.
+func TestComplete_ProviderUsageKept(t *testing.T) {
+	t.Parallel()
+	openaiUsage := `{"prompt_tokens" : 3, "completion_tokens":4,"total_tokens":7,"completion_tokens_details":{"reasoning_tokens":0}}`
+	anthropicUsage := "{\n  \"input_tokens\": 3,\n  \"output_tokens\": 4,\n  \"service_tier\": \"standard\"\n}"
+	geminiUsage := `{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7,"promptTokensDetails":[{"modality":"TEXT","tokenCount":3}]}`
+	tests := []struct {
+		name, provider, body, wantUsage, wantErr string
+	}{
+		{"OpenAI", "openai", `{"id":"c1","model":"m","choices":[{"message":{"content":"hi"}}],"usage"` + " :\n\t" + openaiUsage + `}`, openaiUsage, ""},
+		{"Anthropic", "anthropic", `{"id":"m1","model":"m","usage":` + anthropicUsage + `,"content":[{"type":"text","text":"hi"}]}`, anthropicUsage, ""},
+		{"Gemini", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata": ` + geminiUsage + ` }`, geminiUsage, ""},
+		// Duplicate names: the last object is the one kept, as encoding/json would.
+		{"DuplicateUsage", "openai", "{\"model\":\"m\",\"choices\":[{\"message\":{\"content\":\"caf\xe9\"}}],\"usage\":{\"prompt_tokens\":9},\"usage\":" + openaiUsage + "}", openaiUsage, ""},
+		{"NullUsage", "openai", `{"model":"m","choices":[{"message":{"content":"hi"}}],"usage":null}`, "null", ""},
+		{"UnreadableUsage", "openai", `{"model":"m","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":"three"}}`, "", "unreadable usage"},
+		{"UnreadableUsageMetadata", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":[1]}`, "", "unreadable usageMetadata"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tt.provider, aitest.JSON(200, tt.body))
+			svc, rec := newService(t, fake, tt.provider, nil)
+			_, err := svc.Complete(context.Background(), "u", tt.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+			if tt.wantErr != "" {
+				if apperr.KindOf(err) != apperr.Upstream || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want an Upstream error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(rec.all()[0].ProviderUsage); got != tt.wantUsage {
+				t.Errorf("provider usage kept as %q, want %q", got, tt.wantUsage)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package ai
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -27,10 +26,14 @@ type anthropicRequest struct {
 	Temperature *float64  `json:"temperature,omitzero"`
 }
 
-func (anthropic) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
-	body := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: c.messages}
-	body.Temperature = c.temperatureField()
-	return jsonRequest(ctx, baseURL+"/messages", body, "X-Api-Key", apiKey, "Anthropic-Version", anthropicVersion)
+func (anthropic) path(string) string { return "/messages" }
+
+func (anthropic) headers(apiKey string) []string {
+	return []string{"X-Api-Key", apiKey, "Anthropic-Version", anthropicVersion}
+}
+
+func (anthropic) body(c *call) any {
+	return anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: c.messages, Temperature: c.temperatureField()}
 }
 
 type anthropicResponse struct {
@@ -41,7 +44,7 @@ type anthropicResponse struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	Usage json.RawMessage `json:"usage"`
+	Usage usageObject[anthropicUsage] `json:"usage"`
 }
 
 type anthropicUsage struct {
@@ -53,16 +56,17 @@ type anthropicUsage struct {
 
 func (anthropic) parse(header http.Header, body []byte) (*result, error) {
 	var r anthropicResponse
+	r.Usage.src = body
 	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("anthropic sent an answer that is not valid JSON")
 	}
 	if r.Type == "error" {
 		return nil, malformed("anthropic answered with an error object")
 	}
-	var u anthropicUsage
-	if err := decodeUsage(r.Usage, &u, "anthropic sent an unreadable usage object"); err != nil {
-		return nil, err
+	if r.Usage.err != nil {
+		return nil, malformed("anthropic sent an unreadable usage object")
 	}
+	u := &r.Usage.v
 	var text strings.Builder
 	for _, b := range r.Content {
 		if b.Type == "text" {
@@ -77,7 +81,7 @@ func (anthropic) parse(header http.Header, body []byte) (*result, error) {
 		completionTokens:  u.OutputTokens, // thinking included
 		cacheReadTokens:   u.CacheReadInputTokens,
 		cacheWriteTokens:  u.CacheCreationInputTokens,
-		rawUsage:          usage.RawJSON(r.Usage),
+		rawUsage:          usage.RawJSON(r.Usage.raw),
 		providerRequestID: r.ID,
 	}
 	if res.providerRequestID == "" {

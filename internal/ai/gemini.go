@@ -1,7 +1,6 @@
 package ai
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -37,7 +36,14 @@ type geminiRequest struct {
 	} `json:"generationConfig"`
 }
 
-func (gemini) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
+// path escapes the model, which is validated against a strict pattern, as a second guard.
+func (gemini) path(model string) string {
+	return "/models/" + url.PathEscape(model) + ":generateContent"
+}
+
+func (gemini) headers(apiKey string) []string { return []string{"X-Goog-Api-Key", apiKey} }
+
+func (gemini) body(c *call) any {
 	var body geminiRequest
 	body.Contents = make([]geminiContent, len(c.messages))
 	for i, m := range c.messages {
@@ -49,8 +55,7 @@ func (gemini) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (
 	}
 	body.GenerationConfig.MaxOutputTokens = c.maxTokens
 	body.GenerationConfig.Temperature = c.temperatureField()
-	// The model is validated against a strict pattern; escaping is a second guard.
-	return jsonRequest(ctx, baseURL+"/models/"+url.PathEscape(c.model)+":generateContent", body, "X-Goog-Api-Key", apiKey)
+	return body
 }
 
 type geminiResponse struct {
@@ -65,9 +70,9 @@ type geminiResponse struct {
 	PromptFeedback struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
-	UsageMetadata json.RawMessage `json:"usageMetadata"`
-	ModelVersion  string          `json:"modelVersion"`
-	ResponseID    string          `json:"responseId"`
+	UsageMetadata usageObject[geminiUsage] `json:"usageMetadata"`
+	ModelVersion  string                   `json:"modelVersion"`
+	ResponseID    string                   `json:"responseId"`
 }
 
 type geminiUsage struct {
@@ -81,6 +86,7 @@ type geminiUsage struct {
 
 func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 	var r geminiResponse
+	r.UsageMetadata.src = body
 	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("gemini sent an answer that is not valid JSON")
 	}
@@ -90,10 +96,10 @@ func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 		}
 		return nil, malformed("gemini answered with no candidates")
 	}
-	var u geminiUsage
-	if err := decodeUsage(r.UsageMetadata, &u, "gemini sent an unreadable usageMetadata"); err != nil {
-		return nil, err
+	if r.UsageMetadata.err != nil {
+		return nil, malformed("gemini sent an unreadable usageMetadata")
 	}
+	u := &r.UsageMetadata.v
 	var text strings.Builder
 	for _, p := range r.Candidates[0].Content.Parts {
 		if !p.Thought {
@@ -106,7 +112,7 @@ func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 		promptTokens:      u.PromptTokenCount + u.ToolUsePromptTokenCount, // cached content included
 		completionTokens:  u.CandidatesTokenCount + u.ThoughtsTokenCount,
 		cacheReadTokens:   u.CachedContentTokenCount,
-		rawUsage:          usage.RawJSON(r.UsageMetadata),
+		rawUsage:          usage.RawJSON(r.UsageMetadata.raw),
 		providerRequestID: r.ResponseID,
 	}
 	return res, nil

@@ -1,7 +1,6 @@
 package ai
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -24,10 +23,12 @@ type openAIRequest struct {
 	MaxCompletionTokens int       `json:"max_completion_tokens"` // max_tokens is refused by reasoning models
 }
 
-func (openAI) newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error) {
-	body := openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: c.messages}
-	body.Temperature = c.temperatureField()
-	return jsonRequest(ctx, baseURL+"/chat/completions", body, "Authorization", "Bearer "+apiKey)
+func (openAI) path(string) string { return "/chat/completions" }
+
+func (openAI) headers(apiKey string) []string { return []string{"Authorization", "Bearer " + apiKey} }
+
+func (openAI) body(c *call) any {
+	return openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: c.messages, Temperature: c.temperatureField()}
 }
 
 type openAIResponse struct {
@@ -41,7 +42,7 @@ type openAIResponse struct {
 		// is refused as malformed.
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage json.RawMessage `json:"usage"`
+	Usage usageObject[openAIUsage] `json:"usage"`
 }
 
 type openAIUsage struct {
@@ -55,23 +56,24 @@ type openAIUsage struct {
 
 func (openAI) parse(header http.Header, body []byte) (*result, error) {
 	var r openAIResponse
+	r.Usage.src = body
 	if err := decodeAnswer(body, &r); err != nil {
 		return nil, malformed("openai sent an answer that is not valid JSON")
 	}
 	if len(r.Choices) == 0 {
 		return nil, malformed("openai answered with no choices")
 	}
-	var u openAIUsage
-	if err := decodeUsage(r.Usage, &u, "openai sent an unreadable usage object"); err != nil {
-		return nil, err
+	if r.Usage.err != nil {
+		return nil, malformed("openai sent an unreadable usage object")
 	}
+	u := &r.Usage.v
 	res := &result{
 		text:              r.Choices[0].Message.Content,
 		model:             r.Model,
 		promptTokens:      u.PromptTokens, // cached_tokens are a subset already
 		completionTokens:  u.CompletionTokens,
 		cacheReadTokens:   u.PromptTokensDetails.CachedTokens,
-		rawUsage:          usage.RawJSON(r.Usage),
+		rawUsage:          usage.RawJSON(r.Usage.raw),
 		providerRequestID: r.ID,
 	}
 	if id := header.Get("x-request-id"); id != "" && res.providerRequestID == "" {

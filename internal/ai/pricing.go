@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/acme/app/internal/usage"
 )
@@ -47,8 +46,8 @@ type Prices struct {
 	entries map[string]Price
 	log     *slog.Logger
 
-	cache     sync.Map // provider|model → lookup
-	cacheSize atomic.Int64
+	mu    sync.RWMutex
+	cache map[modelKey]lookup // bounded by maxPriceCache
 }
 
 type lookup struct {
@@ -151,19 +150,26 @@ var snapshotSuffix = regexp.MustCompile(`(-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{3}|-late
 // name (LiteLLM's "gemini/…"), then the family of a dated snapshot
 // (gpt-4o-mini-2024-07-18 → gpt-4o-mini).
 func (p *Prices) Lookup(provider, model string) (string, Price, bool) {
-	ck := provider + "|" + model
-	if v, ok := p.cache.Load(ck); ok {
-		l := v.(lookup)
+	k := modelKey{provider, model}
+	p.mu.RLock()
+	l, ok := p.cache[k]
+	p.mu.RUnlock()
+	if ok {
 		return l.key, l.price, l.ok
 	}
-	l := p.find(provider, model)
-	if p.cacheSize.Load() < maxPriceCache {
-		if _, loaded := p.cache.LoadOrStore(ck, l); !loaded {
-			p.cacheSize.Add(1)
-			if !l.ok {
-				p.log.Warn("ai: no price for model: its cost is 0; add it to ai.pricing_file", "provider", provider, "model", model)
-			}
+	l = p.find(provider, model)
+	p.mu.Lock()
+	_, known := p.cache[k]
+	added := !known && len(p.cache) < maxPriceCache
+	if added {
+		if p.cache == nil {
+			p.cache = make(map[modelKey]lookup)
 		}
+		p.cache[k] = l
+	}
+	p.mu.Unlock()
+	if added && !l.ok {
+		p.log.Warn("ai: no price for model: its cost is 0; add it to ai.pricing_file", "provider", provider, "model", model)
 	}
 	return l.key, l.price, l.ok
 }

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/acme/app/internal/usage"
 )
@@ -19,8 +24,13 @@ import (
 type provider interface {
 	// spec returns the endpoint's rules and defaults; it is called once, at package init.
 	spec() spec
-	// newRequest builds the upstream HTTP request for c.
-	newRequest(ctx context.Context, baseURL, apiKey string, c *call) (*http.Request, error)
+	// path is the request path for model, below the configured base URL, escaped.
+	path(model string) string
+	// headers are the authentication (and version) headers for apiKey, as canonical name,
+	// value pairs.
+	headers(apiKey string) []string
+	// body is the JSON request body for c.
+	body(c *call) any
 	// parse reads a 2xx answer. An error is an *upstreamError.
 	parse(header http.Header, body []byte) (*result, error)
 	// failure classifies a non-2xx answer.
@@ -59,6 +69,9 @@ type spec struct {
 	defaultTemperature float64
 }
 
+// modelKey names a provider's model; as a map key it costs no allocation to look up.
+type modelKey struct{ provider, model string }
+
 // call is one normalized request to a provider.
 type call struct {
 	model           string
@@ -74,8 +87,7 @@ func (c *call) temperatureField() *float64 {
 	if !c.sendTemperature {
 		return nil
 	}
-	t := c.temperature
-	return &t
+	return &c.temperature
 }
 
 // result is a provider's answer, normalized.
@@ -112,12 +124,16 @@ func (e *upstreamError) Error() string {
 	return "upstream status " + strconv.Itoa(e.status)
 }
 
+// answerOptions let the JSON v2 decoder take duplicate names (the last one wins) and invalid
+// UTF-8 (replaced by U+FFFD), as encoding/json does.
+var answerOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
 // decodeAnswer decodes a provider's JSON answer into v: the JSON v2 decoder first (several
-// times faster, fewer allocations), then encoding/json, which also takes what v2 refuses
-// (duplicate names, invalid UTF-8), so that no answer is lost to the faster path. Names match
-// exactly, as the providers' wire formats spell them.
+// times faster, fewer allocations), then, if it fails, encoding/json, which reads what it can,
+// so that a usageObject of the wrong shape is reported as such rather than the whole answer as
+// unreadable. Names match exactly, as the providers' wire formats spell them.
 func decodeAnswer[T any](data []byte, v *T) error {
-	if jsonv2.Unmarshal(data, v) == nil {
+	if jsonv2.Unmarshal(data, v, answerOptions) == nil {
 		return nil
 	}
 	var zero T
@@ -125,40 +141,104 @@ func decodeAnswer[T any](data []byte, v *T) error {
 	return json.Unmarshal(data, v)
 }
 
-// decodeUsage reads a provider's usage object into v; an absent one is zero usage, an
-// unreadable one a malformed answer described by unreadable.
-func decodeUsage[T any](raw json.RawMessage, v *T, unreadable string) error {
-	if len(raw) == 0 {
-		return nil
+// usageObject is a provider's usage object, decoded in the answer's own pass and kept as
+// received for the usage record. Before decoding, src must be set to the whole answer.
+type usageObject[T any] struct {
+	v   T
+	raw []byte // the object as received; nil when absent
+	err error  // the object did not decode into T (set on the encoding/json path only)
+	src []byte // the answer being decoded
+}
+
+// UnmarshalJSONFrom is the JSON v2 path: the object is decoded where it stands, and its bytes
+// are cut from the answer between the decoder's offsets (after the name, after the value).
+func (u *usageObject[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	start := dec.InputOffset()
+	if err := jsonv2.UnmarshalDecode(dec, &u.v); err != nil {
+		return err
 	}
-	if err := decodeAnswer(raw, v); err != nil {
-		return malformed(unreadable)
+	end := dec.InputOffset()
+	if start < 0 || end > int64(len(u.src)) || start > end {
+		return errors.New("usage object outside the answer")
 	}
+	u.raw = bytes.TrimLeft(u.src[start:end], " \t\r\n:")
 	return nil
 }
 
-// jsonRequest returns a POST of body (JSON) to url, with the headers given as canonical
-// name, value pairs besides Content-Type and Accept.
-func jsonRequest(ctx context.Context, url string, body any, headers ...string) (*http.Request, error) {
-	buf, err := jsonv2.Marshal(body)
-	if err != nil {
-		return nil, err
+// UnmarshalJSON is the encoding/json path, taken when the v2 decoder refused the answer: an
+// object that does not decode into T is remembered, not fatal, so that the answer's failure
+// is described as an unreadable usage object.
+func (u *usageObject[T]) UnmarshalJSON(b []byte) error {
+	u.raw = bytes.Clone(b)
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		u.err = err
+		return nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(buf))
-	if err != nil {
-		return nil, err
-	}
-	h := make(http.Header, 2+len(headers)/2)
+	u.v = v
+	return nil
+}
+
+// target is where one configured provider's requests go: its header (shared read-only by every
+// request; a RoundTripper must not modify a request) and its parsed URLs.
+type target struct {
+	base   string
+	header http.Header
+	urls   sync.Map     // model → *url.URL, parsed once
+	cached atomic.Int32 // entries in urls
+}
+
+// maxCachedURLs bounds the URLs a target keeps parsed: past that many models, a URL is parsed
+// on every call.
+const maxCachedURLs = 256
+
+func newTarget(p provider, cfg ProviderConfig) *target {
+	kv := p.headers(cfg.APIKey)
+	h := make(http.Header, 2+len(kv)/2)
 	h["Content-Type"], h["Accept"] = jsonMediaType, jsonMediaType
-	for i := 0; i+1 < len(headers); i += 2 {
-		h[headers[i]] = []string{headers[i+1]}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h[kv[i]] = []string{kv[i+1]}
 	}
-	req.Header = h
-	return req, nil
+	return &target{base: cfg.BaseURL, header: h}
 }
 
 // jsonMediaType is shared by every request: the transport only reads headers.
 var jsonMediaType = []string{"application/json"}
+
+// url returns the URL of a request for model, shared read-only.
+func (t *target) url(p provider, model string) (*url.URL, error) {
+	if u, ok := t.urls.Load(model); ok {
+		return u.(*url.URL), nil
+	}
+	u, err := url.Parse(t.base + p.path(model))
+	if err != nil {
+		return nil, err
+	}
+	if t.cached.Add(1) <= maxCachedURLs {
+		t.urls.Store(model, u)
+	}
+	return u, nil
+}
+
+// newRequest returns the POST of c to the provider.
+func (t *target) newRequest(ctx context.Context, p provider, c *call) (*http.Request, error) {
+	u, err := t.url(p, c.model)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := jsonv2.Marshal(p.body(c))
+	if err != nil {
+		return nil, err
+	}
+	// The request is built around the parsed URL and the shared header rather than from a URL
+	// string, which would be parsed again on every call.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(buf))
+	if err != nil {
+		return nil, err
+	}
+	req.URL, req.Host, req.Header = u, u.Host, t.header
+	return req, nil
+}
 
 // defaultRetryable is the SDKs' rule: 408, 409, 429 and 5xx are retried; x-should-retry wins.
 func defaultRetryable(status int, header http.Header) bool {

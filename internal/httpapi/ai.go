@@ -22,7 +22,9 @@ func handleAIComplete(svc *ai.Service, provider string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		w.Header().Set("X-Request-Id", c.RequestID)
+		if c.RequestID != in.RequestID { // observe has set the request's own id
+			w.Header().Set("X-Request-Id", c.RequestID)
+		}
 		encode(w, http.StatusOK, c)
 	})
 }

@@ -28,6 +28,7 @@ type requestInfo struct {
 	base    *slog.Logger
 	log     *slog.Logger // base with the request id, built on first use
 	maxBody int64
+	caller  *auth.Caller // set by requireAuth
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -64,6 +65,9 @@ func maxBodyFrom(ctx context.Context) int64 {
 
 // CallerFrom returns the authenticated caller of a request that passed requireAuth.
 func CallerFrom(ctx context.Context) (auth.Caller, bool) {
+	if ri := infoFrom(ctx); ri != nil && ri.caller != nil {
+		return *ri.caller, true
+	}
 	c, ok := ctx.Value(keyCaller).(auth.Caller)
 	return c, ok
 }
@@ -108,6 +112,23 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer (flush, deadlines).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// exchange is what observe keeps for one request, in one allocation: the request's context
+// carrying its info, the recording writer and the X-Request-Id header value.
+type exchange struct {
+	context.Context // the request's own
+	info            requestInfo
+	rec             recorder
+	idHeader        [1]string
+}
+
+// Value answers the request's info, and asks the request's own context for anything else.
+func (e *exchange) Value(key any) any {
+	if key == any(keyRequest) {
+		return &e.info
+	}
+	return e.Context.Value(key)
+}
+
 // observe is the outermost middleware: request id, per-request logger, body limit, panic
 // recovery and one access-log line per request.
 func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
@@ -117,10 +138,10 @@ func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
 		if !validRequestID(id) {
 			id = uuid.NewString()
 		}
-		w.Header()["X-Request-Id"] = []string{id}
-		ri := &requestInfo{id: id, base: log, maxBody: maxBody}
-		ctx := context.WithValue(r.Context(), keyRequest, ri)
-		rec := &recorder{ResponseWriter: w}
+		x := &exchange{Context: r.Context(), info: requestInfo{id: id, base: log, maxBody: maxBody}, rec: recorder{ResponseWriter: w}}
+		x.idHeader[0] = id
+		w.Header()["X-Request-Id"] = x.idHeader[:]
+		ctx, rec := context.Context(x), &x.rec
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -202,6 +223,13 @@ func requireAuth(v TokenVerifier, next http.Handler) http.Handler {
 		c, err := v.Verify(token)
 		if err != nil {
 			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		// Behind observe, the caller joins the request's info, sparing a context value and a
+		// copy of the request.
+		if ri := infoFrom(r.Context()); ri != nil {
+			ri.caller = &c
+			next.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCaller, c)))

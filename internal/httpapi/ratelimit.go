@@ -30,7 +30,10 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 	resets := smallInts(int(math.Ceil(window.Seconds()))) // reset: 0..window seconds
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := name + "|" + rl.clientIP(r)
+			key := rl.clientIP(r) // the global limit's key; a named limit's is name|client
+			if name != "" {
+				key = name + "|" + key
+			}
 			d, err := rl.limiter.Take(r.Context(), key, limit, window)
 			if err != nil { // a failing shared store must not take the API down: let it through
 				loggerFrom(r.Context()).Warn("rate limiter unavailable", "err", err)

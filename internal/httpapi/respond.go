@@ -49,11 +49,8 @@ func encode(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
-	_, _ = w.Write(buf)
-	_, _ = w.Write(newline)
+	_, _ = w.Write(append(buf, '\n'))
 }
-
-var newline = []byte{'\n'}
 
 // writeEnvelope writes the error envelope with status and message (a string or []string).
 func writeEnvelope(w http.ResponseWriter, status int, message any) {
@@ -111,6 +108,19 @@ func decodeFields(w http.ResponseWriter, r *http.Request) (map[string]json.RawMe
 
 // readJSON returns the body after the checks of decodeFields, as bytes holding one JSON value.
 func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSyntax(body); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+// readJSONBody returns the body, trimmed ("{}" when empty), after the content type and size
+// checks of decodeFields but before its syntax check.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !(len(mt) > 5 && mt[len(mt)-5:] == "+json")) {
@@ -129,17 +139,22 @@ func readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if len(trimmed) == 0 {
 		return []byte("{}"), nil
 	}
-	// json.Valid accepts exactly one JSON value and nothing after it, without allocating; the
-	// decoder runs only to word the error of a bad body.
-	if !json.Valid(trimmed) {
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, apperr.E(apperr.Invalid, "Unexpected token in JSON: "+jsonErrorText(err))
-		}
-		return nil, apperr.E(apperr.Invalid, "Unexpected data after the JSON body")
-	}
 	return trimmed, nil
+}
+
+// checkSyntax answers a body that is not exactly one JSON value. json.Valid accepts exactly one
+// JSON value and nothing after it, without allocating; the decoder runs only to word the error
+// of a bad body.
+func checkSyntax(body []byte) error {
+	if json.Valid(body) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v json.RawMessage
+	if err := dec.Decode(&v); err != nil {
+		return apperr.E(apperr.Invalid, "Unexpected token in JSON: "+jsonErrorText(err))
+	}
+	return apperr.E(apperr.Invalid, "Unexpected data after the JSON body")
 }
 
 // readBody reads the body up to limit bytes (past it: *http.MaxBytesError), into a buffer
@@ -169,19 +184,24 @@ func jsonErrorText(err error) string {
 }
 
 // decodeInto reads the JSON body into v (a struct or map) after the checks of decodeFields.
+//
+// The decoder refuses what is not one JSON value (a type that decodes itself, a json.Unmarshaler,
+// must too): the syntax is checked apart only when decoding fails, to word the answer, so a
+// well-formed body is scanned once, not twice.
 func decodeInto(w http.ResponseWriter, r *http.Request, v any) error {
-	raw, err := readJSON(w, r)
+	raw, err := readJSONBody(w, r)
 	if err != nil {
 		return err
 	}
-	// readJSON has checked the syntax: a type that decodes itself is handed the bytes directly,
-	// sparing json.Unmarshal's second validation pass.
 	if u, ok := v.(json.Unmarshaler); ok {
 		err = u.UnmarshalJSON(raw)
 	} else {
 		err = json.Unmarshal(raw, v)
 	}
 	if err != nil {
+		if serr := checkSyntax(raw); serr != nil {
+			return serr
+		}
 		return apperr.Wrap(apperr.Invalid, err, "request body does not have the expected shape")
 	}
 	return nil
