@@ -95,6 +95,9 @@ type Service struct {
 // answered as a failure and never followed, so a request carrying the API key (in headers an
 // http.Client would keep on a redirect to another host) is never re-sent elsewhere, and the
 // client's per-request header copy is saved.
+//
+// Answers are asked for uncompressed: they are a few kilobytes of JSON, and the transport's
+// transparent gzip costs a header map and a header per request, and inflating on our side.
 func NewTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -105,6 +108,7 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
 	}
 }
 

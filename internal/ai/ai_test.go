@@ -141,7 +141,13 @@ func TestComplete_WireFormatsAndDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tt.check(t, fake.Last())
+			last := fake.Last()
+			tt.check(t, last)
+			// Every provider gets JSON, and is not asked to compress (the answers are small).
+			if last.Header.Get("Content-Type") != "application/json" || last.Header.Get("Accept") != "application/json" ||
+				last.Header.Get("Accept-Encoding") != "" {
+				t.Errorf("headers %v", last.Header)
+			}
 			if got.Text != "Hello from the fake" || got.Usage != (ai.Usage{PromptTokens: 11, CompletionTokens: 7, TotalTokens: 18}) ||
 				got.Provider != tt.provider || len(got.RequestID) != 36 {
 				t.Errorf("completion %+v", got)

@@ -37,14 +37,16 @@ func (anthropic) body(c *call) any {
 }
 
 type anthropicResponse struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Model   string `json:"model"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	Usage usageObject[anthropicUsage] `json:"usage"`
+	ID      string                      `json:"id"`
+	Type    string                      `json:"type"`
+	Model   string                      `json:"model"`
+	Content []anthropicBlock            `json:"content"`
+	Usage   usageObject[anthropicUsage] `json:"usage"`
+}
+
+type anthropicBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type anthropicUsage struct {
@@ -54,10 +56,80 @@ type anthropicUsage struct {
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 }
 
+// decode reads body with the scanner, or with decodeAnswer when the scanner gives up.
+func (r *anthropicResponse) decode(body []byte) error {
+	if r.scan(body) {
+		return nil
+	}
+	slow := &anthropicResponse{} // its own, so that r stays off the heap on the fast path
+	slow.Usage.src = body
+	err := decodeAnswer(body, slow)
+	*r = *slow
+	return err
+}
+
+// scan reads body as decodeAnswer would, or reports false.
+func (r *anthropicResponse) scan(body []byte) bool {
+	s := &scanner{b: body}
+	if s.peek() != '{' {
+		return false
+	}
+	r.Usage.src = body
+	var seen uint32
+	s.object(func(name []byte) {
+		switch string(name) {
+		case "id":
+			if s.once(&seen, 1<<0) {
+				r.ID = s.str()
+			}
+		case "type":
+			if s.once(&seen, 1<<1) {
+				r.Type = s.str()
+			}
+		case "model":
+			if s.once(&seen, 1<<2) {
+				r.Model = s.str()
+			}
+		case "content":
+			if s.once(&seen, 1<<3) {
+				r.Content = scanSlice(s, func(b *anthropicBlock) {
+					var seen uint32
+					s.object(func(name []byte) {
+						switch string(name) {
+						case "type":
+							if s.once(&seen, 1<<0) {
+								b.Type = s.str()
+							}
+						case "text":
+							if s.once(&seen, 1<<1) {
+								b.Text = s.str()
+							}
+						default:
+							s.skip()
+						}
+					})
+				})
+			}
+		case "usage":
+			if s.once(&seen, 1<<4) {
+				r.Usage.raw = s.raw(func() { r.Usage.v.scan(s) })
+			}
+		default:
+			s.skip()
+		}
+	})
+	return s.ok()
+}
+
+var anthropicUsageNames = []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}
+
+func (u *anthropicUsage) scan(s *scanner) {
+	s.ints(anthropicUsageNames, &u.InputTokens, &u.OutputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens)
+}
+
 func (anthropic) parse(header http.Header, body []byte) (*result, error) {
 	var r anthropicResponse
-	r.Usage.src = body
-	if err := decodeAnswer(body, &r); err != nil {
+	if err := r.decode(body); err != nil {
 		return nil, malformed("anthropic sent an answer that is not valid JSON")
 	}
 	if r.Type == "error" {

@@ -59,20 +59,22 @@ func (gemini) body(c *call) any {
 }
 
 type geminiResponse struct {
-	Candidates []struct {
-		Content struct {
-			Parts []geminiPart `json:"parts"`
-		} `json:"content"`
-		// FinishReason is not read; it is decoded so that an answer where it is not a string
-		// is refused as malformed.
-		FinishReason string `json:"finishReason"`
-	} `json:"candidates"`
+	Candidates     []geminiCandidate `json:"candidates"`
 	PromptFeedback struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
 	UsageMetadata usageObject[geminiUsage] `json:"usageMetadata"`
 	ModelVersion  string                   `json:"modelVersion"`
 	ResponseID    string                   `json:"responseId"`
+}
+
+type geminiCandidate struct {
+	Content struct {
+		Parts []geminiPart `json:"parts"`
+	} `json:"content"`
+	// FinishReason is not read; it is decoded so that an answer where it is not a string is
+	// refused as malformed.
+	FinishReason string `json:"finishReason"`
 }
 
 type geminiUsage struct {
@@ -84,10 +86,113 @@ type geminiUsage struct {
 	TotalTokenCount         int64 `json:"totalTokenCount"` // not read; decoded so that a non-integer is refused
 }
 
+// decode reads body with the scanner, or with decodeAnswer when the scanner gives up.
+func (r *geminiResponse) decode(body []byte) error {
+	if r.scan(body) {
+		return nil
+	}
+	slow := &geminiResponse{} // its own, so that r stays off the heap on the fast path
+	slow.UsageMetadata.src = body
+	err := decodeAnswer(body, slow)
+	*r = *slow
+	return err
+}
+
+// scan reads body as decodeAnswer would, or reports false.
+func (r *geminiResponse) scan(body []byte) bool {
+	s := &scanner{b: body}
+	if s.peek() != '{' {
+		return false
+	}
+	r.UsageMetadata.src = body
+	var seen uint32
+	s.object(func(name []byte) {
+		switch string(name) {
+		case "candidates":
+			if s.once(&seen, 1<<0) {
+				r.Candidates = scanSlice(s, func(c *geminiCandidate) { c.scan(s) })
+			}
+		case "promptFeedback":
+			if s.once(&seen, 1<<1) {
+				var seen uint32
+				s.object(func(name []byte) {
+					if string(name) == "blockReason" && s.once(&seen, 1<<0) {
+						r.PromptFeedback.BlockReason = s.str()
+					} else {
+						s.skip()
+					}
+				})
+			}
+		case "usageMetadata":
+			if s.once(&seen, 1<<2) {
+				u := &r.UsageMetadata.v
+				r.UsageMetadata.raw = s.raw(func() {
+					s.ints(geminiUsageNames, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.ThoughtsTokenCount,
+						&u.ToolUsePromptTokenCount, &u.CachedContentTokenCount, &u.TotalTokenCount)
+				})
+			}
+		case "modelVersion":
+			if s.once(&seen, 1<<3) {
+				r.ModelVersion = s.str()
+			}
+		case "responseId":
+			if s.once(&seen, 1<<4) {
+				r.ResponseID = s.str()
+			}
+		default:
+			s.skip()
+		}
+	})
+	return s.ok()
+}
+
+var geminiUsageNames = []string{"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
+	"toolUsePromptTokenCount", "cachedContentTokenCount", "totalTokenCount"}
+
+func (c *geminiCandidate) scan(s *scanner) {
+	var seen uint32
+	s.object(func(name []byte) {
+		switch string(name) {
+		case "content":
+			if s.once(&seen, 1<<0) {
+				var seen uint32
+				s.object(func(name []byte) {
+					if string(name) == "parts" && s.once(&seen, 1<<0) {
+						c.Content.Parts = scanSlice(s, func(p *geminiPart) {
+							var seen uint32
+							s.object(func(name []byte) {
+								switch string(name) {
+								case "text":
+									if s.once(&seen, 1<<0) {
+										p.Text = s.str()
+									}
+								case "thought":
+									if s.once(&seen, 1<<1) {
+										p.Thought = s.bool()
+									}
+								default:
+									s.skip()
+								}
+							})
+						})
+					} else {
+						s.skip()
+					}
+				})
+			}
+		case "finishReason":
+			if s.once(&seen, 1<<1) {
+				c.FinishReason = s.str()
+			}
+		default:
+			s.skip()
+		}
+	})
+}
+
 func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 	var r geminiResponse
-	r.UsageMetadata.src = body
-	if err := decodeAnswer(body, &r); err != nil {
+	if err := r.decode(body); err != nil {
 		return nil, malformed("gemini sent an answer that is not valid JSON")
 	}
 	if len(r.Candidates) == 0 {

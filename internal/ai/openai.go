@@ -32,17 +32,19 @@ func (openAI) body(c *call) any {
 }
 
 type openAIResponse struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"` // null (a refusal or a tool call) is an empty text
-		} `json:"message"`
-		// FinishReason is not read; it is decoded so that an answer where it is not a string
-		// is refused as malformed.
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage usageObject[openAIUsage] `json:"usage"`
+	ID      string                   `json:"id"`
+	Model   string                   `json:"model"`
+	Choices []openAIChoice           `json:"choices"`
+	Usage   usageObject[openAIUsage] `json:"usage"`
+}
+
+type openAIChoice struct {
+	Message struct {
+		Content string `json:"content"` // null (a refusal or a tool call) is an empty text
+	} `json:"message"`
+	// FinishReason is not read; it is decoded so that an answer where it is not a string is
+	// refused as malformed.
+	FinishReason string `json:"finish_reason"`
 }
 
 type openAIUsage struct {
@@ -54,10 +56,110 @@ type openAIUsage struct {
 	} `json:"prompt_tokens_details"`
 }
 
+// decode reads body with the scanner, or with decodeAnswer when the scanner gives up.
+func (r *openAIResponse) decode(body []byte) error {
+	if r.scan(body) {
+		return nil
+	}
+	slow := &openAIResponse{} // its own, so that r stays off the heap on the fast path
+	slow.Usage.src = body
+	err := decodeAnswer(body, slow)
+	*r = *slow
+	return err
+}
+
+// scan reads body as decodeAnswer would, or reports false.
+func (r *openAIResponse) scan(body []byte) bool {
+	s := &scanner{b: body}
+	if s.peek() != '{' {
+		return false
+	}
+	r.Usage.src = body
+	var seen uint32
+	s.object(func(name []byte) {
+		switch string(name) {
+		case "id":
+			if s.once(&seen, 1<<0) {
+				r.ID = s.str()
+			}
+		case "model":
+			if s.once(&seen, 1<<1) {
+				r.Model = s.str()
+			}
+		case "choices":
+			if s.once(&seen, 1<<2) {
+				r.Choices = scanSlice(s, func(c *openAIChoice) {
+					var seen uint32
+					s.object(func(name []byte) {
+						switch string(name) {
+						case "message":
+							if s.once(&seen, 1<<0) {
+								var seen uint32
+								s.object(func(name []byte) {
+									if string(name) == "content" && s.once(&seen, 1<<0) {
+										c.Message.Content = s.str()
+									} else {
+										s.skip()
+									}
+								})
+							}
+						case "finish_reason":
+							if s.once(&seen, 1<<1) {
+								c.FinishReason = s.str()
+							}
+						default:
+							s.skip()
+						}
+					})
+				})
+			}
+		case "usage":
+			if s.once(&seen, 1<<3) {
+				r.Usage.raw = s.raw(func() { r.Usage.v.scan(s) })
+			}
+		default:
+			s.skip()
+		}
+	})
+	return s.ok()
+}
+
+func (u *openAIUsage) scan(s *scanner) {
+	var seen uint32
+	s.object(func(name []byte) {
+		switch string(name) {
+		case "prompt_tokens":
+			if s.once(&seen, 1<<0) {
+				u.PromptTokens = s.int()
+			}
+		case "completion_tokens":
+			if s.once(&seen, 1<<1) {
+				u.CompletionTokens = s.int()
+			}
+		case "total_tokens":
+			if s.once(&seen, 1<<2) {
+				u.TotalTokens = s.int()
+			}
+		case "prompt_tokens_details":
+			if s.once(&seen, 1<<3) {
+				var seen uint32
+				s.object(func(name []byte) {
+					if string(name) == "cached_tokens" && s.once(&seen, 1<<0) {
+						u.PromptTokensDetails.CachedTokens = s.int()
+					} else {
+						s.skip()
+					}
+				})
+			}
+		default:
+			s.skip()
+		}
+	})
+}
+
 func (openAI) parse(header http.Header, body []byte) (*result, error) {
 	var r openAIResponse
-	r.Usage.src = body
-	if err := decodeAnswer(body, &r); err != nil {
+	if err := r.decode(body); err != nil {
 		return nil, malformed("openai sent an answer that is not valid JSON")
 	}
 	if len(r.Choices) == 0 {
