@@ -19,21 +19,25 @@ func (anthropic) spec() spec {
 	return spec{name: "anthropic", roles: []string{"user", "assistant"}, maxTemperature: 1, defaultTemperature: 0.7}
 }
 
-type anthropicRequest struct {
-	Model       string    `json:"model"`
-	MaxTokens   int       `json:"max_tokens"` // required by the API
-	Messages    []Message `json:"messages"`
-	Temperature *float64  `json:"temperature,omitzero"`
-}
-
 func (anthropic) path(string) string { return "/messages" }
 
 func (anthropic) headers(apiKey string) []string {
 	return []string{"X-Api-Key", apiKey, "Anthropic-Version", anthropicVersion}
 }
 
-func (anthropic) body(c *call) any {
-	return anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Messages: c.messages, Temperature: c.temperatureField()}
+// appendBody writes {"model","max_tokens","messages","temperature"?}: max_tokens is required.
+func (anthropic) appendBody(j *jsonBuf, c *call) {
+	j.raw(`{"model":`)
+	j.str(c.model)
+	j.raw(`,"max_tokens":`)
+	j.int(int64(c.maxTokens))
+	j.raw(`,"messages":`)
+	j.messages(c.messages)
+	if c.sendTemperature {
+		j.raw(`,"temperature":`)
+		j.float(c.temperature)
+	}
+	j.raw("}")
 }
 
 type anthropicResponse struct {

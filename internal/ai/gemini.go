@@ -23,19 +23,6 @@ type geminiPart struct {
 	Thought bool   `json:"thought,omitzero"`
 }
 
-type geminiContent struct {
-	Role  string       `json:"role"`
-	Parts []geminiPart `json:"parts"`
-}
-
-type geminiRequest struct {
-	Contents         []geminiContent `json:"contents"`
-	GenerationConfig struct {
-		Temperature     *float64 `json:"temperature,omitzero"`
-		MaxOutputTokens int      `json:"maxOutputTokens"`
-	} `json:"generationConfig"`
-}
-
 // path escapes the model, which is validated against a strict pattern, as a second guard.
 func (gemini) path(model string) string {
 	return "/models/" + url.PathEscape(model) + ":generateContent"
@@ -43,19 +30,33 @@ func (gemini) path(model string) string {
 
 func (gemini) headers(apiKey string) []string { return []string{"X-Goog-Api-Key", apiKey} }
 
-func (gemini) body(c *call) any {
-	var body geminiRequest
-	body.Contents = make([]geminiContent, len(c.messages))
+// appendBody writes {"contents":[{"role","parts":[{"text"}]}],"generationConfig":{…}}, with
+// the assistant's role named "model".
+func (gemini) appendBody(j *jsonBuf, c *call) {
+	j.raw(`{"contents":[`)
 	for i, m := range c.messages {
+		if i > 0 {
+			j.raw(",")
+		}
 		role := m.Role
 		if role == "assistant" {
 			role = "model"
 		}
-		body.Contents[i] = geminiContent{Role: role, Parts: []geminiPart{{Text: m.Content}}}
+		j.raw(`{"role":`)
+		j.str(role)
+		j.raw(`,"parts":[{"text":`)
+		j.str(m.Content)
+		j.raw("}]}")
 	}
-	body.GenerationConfig.MaxOutputTokens = c.maxTokens
-	body.GenerationConfig.Temperature = c.temperatureField()
-	return body
+	j.raw(`],"generationConfig":{`)
+	if c.sendTemperature {
+		j.raw(`"temperature":`)
+		j.float(c.temperature)
+		j.raw(",")
+	}
+	j.raw(`"maxOutputTokens":`)
+	j.int(int64(c.maxTokens))
+	j.raw("}}")
 }
 
 type geminiResponse struct {

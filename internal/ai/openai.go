@@ -16,19 +16,24 @@ func (openAI) spec() spec {
 	return spec{name: "openai", roles: []string{"user", "assistant", "system"}, maxTemperature: 2, defaultTemperature: 0.7}
 }
 
-type openAIRequest struct {
-	Model               string    `json:"model"`
-	Messages            []Message `json:"messages"`
-	Temperature         *float64  `json:"temperature,omitzero"`
-	MaxCompletionTokens int       `json:"max_completion_tokens"` // max_tokens is refused by reasoning models
-}
-
 func (openAI) path(string) string { return "/chat/completions" }
 
 func (openAI) headers(apiKey string) []string { return []string{"Authorization", "Bearer " + apiKey} }
 
-func (openAI) body(c *call) any {
-	return openAIRequest{Model: c.model, MaxCompletionTokens: c.maxTokens, Messages: c.messages, Temperature: c.temperatureField()}
+// appendBody writes {"model","messages","temperature"?,"max_completion_tokens"}: max_tokens is
+// refused by reasoning models.
+func (openAI) appendBody(j *jsonBuf, c *call) {
+	j.raw(`{"model":`)
+	j.str(c.model)
+	j.raw(`,"messages":`)
+	j.messages(c.messages)
+	if c.sendTemperature {
+		j.raw(`,"temperature":`)
+		j.float(c.temperature)
+	}
+	j.raw(`,"max_completion_tokens":`)
+	j.int(int64(c.maxTokens))
+	j.raw("}")
 }
 
 type openAIResponse struct {

@@ -29,8 +29,8 @@ type provider interface {
 	// headers are the authentication (and version) headers for apiKey, as canonical name,
 	// value pairs.
 	headers(apiKey string) []string
-	// body is the JSON request body for c.
-	body(c *call) any
+	// appendBody writes the JSON request body for c.
+	appendBody(j *jsonBuf, c *call)
 	// parse reads a 2xx answer. An error is an *upstreamError.
 	parse(header http.Header, body []byte) (*result, error)
 	// failure classifies a non-2xx answer.
@@ -79,15 +79,6 @@ type call struct {
 	temperature     float64
 	sendTemperature bool // false once the model refused a non-default temperature
 	maxTokens       int
-}
-
-// temperatureField is the request body's temperature: nil (left out) once the model refused a
-// non-default one.
-func (c *call) temperatureField() *float64 {
-	if !c.sendTemperature {
-		return nil
-	}
-	return &c.temperature
 }
 
 // result is a provider's answer, normalized.
@@ -226,10 +217,16 @@ func (t *target) newRequest(ctx context.Context, p provider, c *call) (*http.Req
 	if err != nil {
 		return nil, err
 	}
-	buf, err := jsonv2.Marshal(p.body(c))
-	if err != nil {
-		return nil, err
+	size := 128 + len(c.model)
+	for _, m := range c.messages {
+		size += 40 + len(m.Role) + len(m.Content)
 	}
+	j := jsonBuf{b: make([]byte, 0, size)}
+	p.appendBody(&j, c)
+	if j.err != nil {
+		return nil, j.err
+	}
+	buf := j.b
 	// The request is built around the parsed URL and the shared header rather than from a URL
 	// string, which would be parsed again on every call.
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(buf))

@@ -39,10 +39,22 @@ func StatusOf(err error) int { return statusOf[apperr.KindOf(err)] }
 
 var jsonContentType = []string{"application/json; charset=utf-8"}
 
+// jsonAppender is a value that writes its own JSON, byte for byte what json.Marshal writes for
+// it, without reflection.
+type jsonAppender interface {
+	AppendJSON(dst []byte) ([]byte, error)
+}
+
 // encode writes v as JSON with the given status. (net/http adds Content-Length for answers
 // small enough to be buffered whole.)
 func encode(w http.ResponseWriter, status int, v any) {
-	buf, err := json.Marshal(v)
+	var buf []byte
+	var err error
+	if a, ok := v.(jsonAppender); ok {
+		buf, err = a.AppendJSON(nil)
+	} else {
+		buf, err = json.Marshal(v)
+	}
 	if err != nil {
 		writeEnvelope(w, http.StatusInternalServerError, "Internal server error")
 		return
