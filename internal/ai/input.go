@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Message is one chat message of a request.
@@ -53,40 +51,70 @@ func (in *ChatInput) UnmarshalJSON(data []byte) error {
 	return in.decodeFields(data)
 }
 
-// typedInput is a body whose every field has its expected type; pointers tell null from absent.
-type typedInput struct {
-	Messages []struct {
-		Role    *string `json:"role"`
-		Content *string `json:"content"`
-	} `json:"messages"`
-	Model       *string  `json:"model"`
-	Temperature *float64 `json:"temperature"`
-	MaxTokens   *float64 `json:"maxTokens"`
-}
-
-// decodeTyped decodes data in one pass of the (case-sensitive, strict) JSON v2 decoder. It
-// reports false, leaving in untouched, when the body needs decodeFields to word a problem: a
-// type error, a missing or null messages list or message field, or a non-integral maxTokens.
+// decodeTyped decodes data in one strict pass of the scanner (names matched exactly). It
+// reports false, leaving in untouched, when the body needs decodeFields to word a problem (a
+// type error, a missing or null messages list or message field, a non-integral maxTokens) or
+// when the scanner gives up (see scanner).
 func (in *ChatInput) decodeTyped(data []byte) bool {
-	var t typedInput
-	if jsonv2.Unmarshal(data, &t) != nil || len(t.Messages) == 0 {
+	s := &scanner{b: data}
+	if s.peek() != '{' {
 		return false
 	}
-	msgs := make([]Message, len(t.Messages))
-	for i, m := range t.Messages {
-		if m.Role == nil || m.Content == nil {
-			return false
+	out := ChatInput{decoded: true}
+	var model *string
+	var maxTokens *float64
+	complete := true // every message has a role and a content
+	var seen uint32
+	s.object(func(name []byte) {
+		switch string(name) {
+		case "messages":
+			if s.once(&seen, 1<<0) {
+				out.Messages = scanSlice(s, func(m *Message) {
+					var seen, set uint32
+					s.object(func(name []byte) {
+						switch string(name) {
+						case "role":
+							if s.once(&seen, 1<<0) && !s.null() {
+								m.Role, set = s.str(), set|1<<0
+							}
+						case "content":
+							if s.once(&seen, 1<<1) && !s.null() {
+								m.Content, set = s.str(), set|1<<1
+							}
+						default:
+							s.skip()
+						}
+					})
+					complete = complete && set == 1<<0|1<<1
+				})
+			}
+		case "model":
+			if s.once(&seen, 1<<1) && !s.null() {
+				m := s.str()
+				model = &m
+			}
+		case "temperature":
+			if s.once(&seen, 1<<2) {
+				out.Temperature = s.float()
+			}
+		case "maxTokens":
+			if s.once(&seen, 1<<3) {
+				maxTokens = s.float()
+			}
+		default:
+			s.skip()
 		}
-		msgs[i] = Message{Role: *m.Role, Content: *m.Content}
+	})
+	if !s.ok() || !complete || len(out.Messages) == 0 {
+		return false
 	}
-	out := ChatInput{decoded: true, Messages: msgs, Temperature: t.Temperature}
-	if t.Model != nil {
-		out.Model = *t.Model
+	if model != nil {
+		out.Model = *model
 		if !modelPattern.MatchString(out.Model) {
 			out.problems = append(out.problems, "model must match "+modelPattern.String()+" regular expression")
 		}
 	}
-	if f := t.MaxTokens; f != nil {
+	if f := maxTokens; f != nil {
 		if *f != math.Trunc(*f) || math.Abs(*f) > 1<<53 {
 			return false
 		}

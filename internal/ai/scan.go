@@ -2,6 +2,7 @@ package ai
 
 import (
 	"bytes"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -264,6 +265,28 @@ func (s *scanner) int() int64 {
 		return -int64(n)
 	}
 	return int64(n)
+}
+
+// float reads a number (null: nil).
+func (s *scanner) float() *float64 {
+	if s.null() {
+		return nil
+	}
+	if c := s.peek(); c != '-' && (c < '0' || c > '9') {
+		s.fail()
+		return nil
+	}
+	start := s.i
+	s.number()
+	if s.bad {
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+	if err != nil { // out of range
+		s.fail()
+		return nil
+	}
+	return &f
 }
 
 // bool reads a boolean (null: false).

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -96,14 +95,15 @@ func (c *Completion) AppendJSON(dst []byte) ([]byte, error) {
 // htmlSafeStr writes s as encoding/json does: <, >, & and the JavaScript line separators
 // escaped, and a string that is not valid UTF-8 by encoding/json itself.
 func (j *jsonBuf) htmlSafeStr(s string) {
-	if !utf8.ValidString(s) {
-		b, _ := json.Marshal(s) // a string always marshals
-		j.b = append(j.b, b...)
+	start := len(j.b)
+	b, err := jsontext.AppendQuote(j.b, s)
+	if err != nil { // not valid UTF-8
+		m, _ := json.Marshal(s) // a string always marshals
+		j.b = append(b[:start], m...)
 		return
 	}
-	start := len(j.b)
-	j.str(s)
-	if !strings.ContainsAny(s, "<>&\u2028\u2029") {
+	j.b = b
+	if !needsHTMLEscape(s) {
 		return
 	}
 	quoted := string(j.b[start:])
@@ -126,4 +126,19 @@ func (j *jsonBuf) htmlSafeStr(s string) {
 			j.b = append(j.b, quoted[i])
 		}
 	}
+}
+
+// needsHTMLEscape reports whether s holds <, >, &, U+2028 or U+2029.
+func needsHTMLEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '<', '>', '&':
+			return true
+		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
+			if i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+				return true
+			}
+		}
+	}
+	return false
 }
