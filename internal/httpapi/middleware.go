@@ -153,18 +153,33 @@ func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
 					writeEnvelope(rec, http.StatusInternalServerError, "Internal server error")
 				}
 			}
-			log.LogAttrs(ctx, slog.LevelInfo, "request",
-				slog.String("request_id", id),
-				slog.String("method", r.Method),
-				slog.String("path", r.URL.Path),
-				slog.Int("status", rec.status),
-				slog.Int("bytes", rec.bytes),
-				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-				slog.String("remote", r.RemoteAddr),
-			)
+			accessLog(ctx, log, r, rec, id, start)
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
+}
+
+// accessLog writes the request's line. The record goes to the handler directly: Logger.LogAttrs
+// would also capture the caller's program counter, which an access log never shows. The
+// duration is a slog.Duration (nanoseconds in JSON, "1.5ms" in text): JSON handlers write a
+// float through encoding/json.
+func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *recorder, id string, start time.Time) {
+	h := log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	now := time.Now()
+	line := slog.NewRecord(now, slog.LevelInfo, "request", 0)
+	line.AddAttrs(
+		slog.String("request_id", id),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", rec.status),
+		slog.Int("bytes", rec.bytes),
+		slog.Duration("duration", now.Sub(start)),
+		slog.String("remote", r.RemoteAddr),
+	)
+	_ = h.Handle(ctx, line)
 }
 
 // notFound answers routes the mux does not know, and known routes with a wrong method, in the

@@ -110,6 +110,37 @@ func TestObserve_RequestID(t *testing.T) {
 	}
 }
 
+// Ensure the access log line holds what docs/operations.md promises, and each level's logger
+// decides whether it is written.
+func TestObserve_AccessLogLine(t *testing.T) {
+	t.Parallel()
+	logs := &SyncBuffer{}
+	h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	req := httptest.NewRequest("GET", "/api/nope", nil)
+	req.RemoteAddr = "192.0.2.7:4711"
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	var line map[string]any
+	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	d, isNumber := line["duration"].(float64)
+	if line["msg"] != "request" || line["level"] != "INFO" || line["method"] != "GET" || line["path"] != "/api/nope" ||
+		line["status"] != 404.0 || line["bytes"].(float64) <= 0 || line["remote"] != "192.0.2.7:4711" ||
+		len(line["request_id"].(string)) != 36 || !isNumber || d <= 0 || d != float64(int64(d)) {
+		t.Errorf("access log line %v", line)
+	}
+	if _, ok := line["source"]; ok {
+		t.Errorf("access log line has a source: %v", line)
+	}
+
+	quiet := &SyncBuffer{}
+	h = newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(quiet, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/nope", nil))
+	if quiet.String() != "" {
+		t.Errorf("an info line reached a warn logger: %s", quiet)
+	}
+}
+
 // Ensure unknown routes, wrong methods and the API root answer as specified.
 func TestRouting(t *testing.T) {
 	t.Parallel()
