@@ -187,8 +187,12 @@ func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *reco
 func notFound(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
-		if pattern != "" {
-			mux.ServeHTTP(w, r)
+		switch {
+		case pattern != "" && strings.Contains(pattern, "{"):
+			mux.ServeHTTP(w, r) // routed again, to set the path values the handler reads
+			return
+		case pattern != "":
+			h.ServeHTTP(w, r) // what mux.ServeHTTP would call, without routing twice
 			return
 		}
 		probe := &headerProbe{header: http.Header{}}

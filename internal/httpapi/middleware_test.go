@@ -157,6 +157,8 @@ func TestRouting(t *testing.T) {
 		{"GET", "/", 404, ""},
 		{"POST", "/api/health", 405, "GET, HEAD"},
 		{"GET", "/api/../api/health", 307, ""}, // the mux redirects to the canonical path
+		{"GET", "/api/../nope", 404, ""},       // but never to an unknown route
+		{"HEAD", "/api/health", 200, ""},
 	}
 	for _, tt := range tests {
 		rec := httptest.NewRecorder()
