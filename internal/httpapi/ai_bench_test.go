@@ -76,11 +76,44 @@ func drive(b *testing.B, clients int, url, token string, body []byte) {
 	}
 }
 
+// bareProxy serves a proxy to upstream that does nothing but forward the body and copy the
+// answer back; with contractHeaders it also sends and answers the headers of our contract.
+func bareProxy(b *testing.B, upstream string, contractHeaders bool) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", upstream+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if contractHeaders {
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("Authorization", "Bearer sk-bench")
+		}
+		resp, err := bareTransport.RoundTrip(req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		if contractHeaders {
+			h.Set("X-Request-Id", "0b7c7f54-2d0a-4f3e-9a57-3f1c2f9b8a11")
+			h.Set("X-Ratelimit-Limit", "100")
+			h.Set("X-Ratelimit-Remaining", "99")
+			h.Set("X-Ratelimit-Reset", "60")
+		}
+		_, _ = w.Write(answer)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
 // BenchmarkProxyOverhead compares POST /api/ai/openai/chat through the whole stack (JWT, rate
 // limit, access log, validation, upstream call, normalization, pricing, recording) with the
 // same client calling the in-process fake upstream directly: 32 concurrent clients, then one
 // client (the added latency per request without queueing). "bare-proxy-ratio" is the same
-// comparison for a proxy that does nothing but forward, the ceiling of "ratio". "recorded" queues every request
+// comparison for a proxy that does nothing but forward, the ceiling of "ratio";
+// "contract-floor-ratio" for one that also carries the headers our contract requires. "recorded" queues every request
 // into the real recorder writing to the embedded store; the others use a discarding recorder.
 func BenchmarkProxyOverhead(b *testing.B) {
 	up := fastUpstream(b)
@@ -106,24 +139,18 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	})
 	// The floor of any net/http proxy on this machine: a handler that only forwards the body
 	// and copies the answer back (no auth, validation, JSON, pricing or logging).
-	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		req, _ := http.NewRequestWithContext(r.Context(), "POST", up.URL+"/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := bareTransport.RoundTrip(req)
-		if err != nil {
-			w.WriteHeader(http.StatusBadGateway)
-			return
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(answer)
-	}))
-	b.Cleanup(bare.Close)
+	bare := bareProxy(b, up.URL, false)
 	b.Run("c32/bare-proxy-ratio", func(b *testing.B) {
 		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
 			requester(client, "POST", bare.URL+"/v1/chat/completions", "", direct))
+	})
+	// The same, carrying the headers the contract asks of every proxied call: the client's
+	// bearer token in, the provider's key and JSON headers out, the request id and the three
+	// rate-limit headers back.
+	contract := bareProxy(b, up.URL, true)
+	b.Run("c32/contract-floor-ratio", func(b *testing.B) {
+		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
+			requester(client, "POST", contract.URL+"/v1/chat/completions", token, direct))
 	})
 	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
 	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
