@@ -114,10 +114,15 @@ func measureP50(b *testing.B, fn func()) float64 {
 	return float64(d[len(d)/2].Microseconds()) / 1000
 }
 
-// throughput runs fn from `clients` goroutines for d and returns calls per second.
+// throughput runs fn from `clients` goroutines and returns calls per second over a window of
+// d in steady state: the window opens after a warm-up of d/10 (the clients' first calls all
+// start at once and take longer) and calls still in flight when it closes are not counted.
+// Either edge, counted, would favour one side: the slower one (longer calls) at the close,
+// the faster one at the start.
 func throughput(clients int, fn func() error, d time.Duration) (float64, error) {
 	var n atomic.Int64
-	stop := time.Now().Add(d)
+	begin := time.Now().Add(d / 10)
+	stop := begin.Add(d)
 	errc := make(chan error, clients)
 	for g := 0; g < clients; g++ {
 		go func() {
@@ -126,9 +131,7 @@ func throughput(clients int, fn func() error, d time.Duration) (float64, error) 
 					errc <- err
 					return
 				}
-				// Only requests completed within the window count: the ones still in flight
-				// at its end would inflate the rate of the slower side most.
-				if time.Now().Before(stop) {
+				if now := time.Now(); now.Before(stop) && !now.Before(begin) {
 					n.Add(1)
 				}
 			}
@@ -147,6 +150,9 @@ func throughput(clients int, fn func() error, d time.Duration) (float64, error) 
 // keep the spread of a ratio near ±0.01 on this shared machine.
 const ratioRounds = 20
 
+// ratioWindow is the length of one round.
+const ratioWindow = 100 * time.Millisecond
+
 // interleavedRatio measures base and subject from `clients` goroutines in alternating 100 ms
 // rounds, so that load from elsewhere on a shared machine hits both alike, and reports
 // subject/base requests per second.
@@ -155,11 +161,11 @@ func interleavedRatio(b *testing.B, clients int, base, subject func() error) {
 	var sumBase, sumSubject float64
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < ratioRounds; r++ {
-			x, err := throughput(clients, base, 100*time.Millisecond)
+			x, err := throughput(clients, base, ratioWindow)
 			if err != nil {
 				b.Fatal(err)
 			}
-			y, err := throughput(clients, subject, 100*time.Millisecond)
+			y, err := throughput(clients, subject, ratioWindow)
 			if err != nil {
 				b.Fatal(err)
 			}
