@@ -83,17 +83,11 @@ func (r *anthropicResponse) scan(body []byte) bool {
 	s.object(func(name []byte) {
 		switch string(name) {
 		case "id":
-			if s.once(&seen, 1<<0) {
-				r.ID = s.str()
-			}
+			s.strInto(&seen, 1<<0, &r.ID)
 		case "type":
-			if s.once(&seen, 1<<1) {
-				r.Type = s.str()
-			}
+			s.strInto(&seen, 1<<1, &r.Type)
 		case "model":
-			if s.once(&seen, 1<<2) {
-				r.Model = s.str()
-			}
+			s.strInto(&seen, 1<<2, &r.Model)
 		case "content":
 			if s.once(&seen, 1<<3) {
 				r.Content = scanSlice(s, func(b *anthropicBlock) {
@@ -101,13 +95,9 @@ func (r *anthropicResponse) scan(body []byte) bool {
 					s.object(func(name []byte) {
 						switch string(name) {
 						case "type":
-							if s.once(&seen, 1<<0) {
-								b.Type = s.str()
-							}
+							s.strInto(&seen, 1<<0, &b.Type)
 						case "text":
-							if s.once(&seen, 1<<1) {
-								b.Text = s.str()
-							}
+							s.strInto(&seen, 1<<1, &b.Text)
 						default:
 							s.skip()
 						}

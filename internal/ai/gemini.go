@@ -133,13 +133,9 @@ func (r *geminiResponse) scan(body []byte) bool {
 				})
 			}
 		case "modelVersion":
-			if s.once(&seen, 1<<3) {
-				r.ModelVersion = s.str()
-			}
+			s.strInto(&seen, 1<<3, &r.ModelVersion)
 		case "responseId":
-			if s.once(&seen, 1<<4) {
-				r.ResponseID = s.str()
-			}
+			s.strInto(&seen, 1<<4, &r.ResponseID)
 		default:
 			s.skip()
 		}
@@ -164,9 +160,7 @@ func (c *geminiCandidate) scan(s *scanner) {
 							s.object(func(name []byte) {
 								switch string(name) {
 								case "text":
-									if s.once(&seen, 1<<0) {
-										p.Text = s.str()
-									}
+									s.strInto(&seen, 1<<0, &p.Text)
 								case "thought":
 									if s.once(&seen, 1<<1) {
 										p.Thought = s.bool()
@@ -182,9 +176,7 @@ func (c *geminiCandidate) scan(s *scanner) {
 				})
 			}
 		case "finishReason":
-			if s.once(&seen, 1<<1) {
-				c.FinishReason = s.str()
-			}
+			s.strInto(&seen, 1<<1, &c.FinishReason)
 		default:
 			s.skip()
 		}

@@ -84,13 +84,9 @@ func (r *openAIResponse) scan(body []byte) bool {
 	s.object(func(name []byte) {
 		switch string(name) {
 		case "id":
-			if s.once(&seen, 1<<0) {
-				r.ID = s.str()
-			}
+			s.strInto(&seen, 1<<0, &r.ID)
 		case "model":
-			if s.once(&seen, 1<<1) {
-				r.Model = s.str()
-			}
+			s.strInto(&seen, 1<<1, &r.Model)
 		case "choices":
 			if s.once(&seen, 1<<2) {
 				r.Choices = scanSlice(s, func(c *openAIChoice) {
@@ -109,9 +105,7 @@ func (r *openAIResponse) scan(body []byte) bool {
 								})
 							}
 						case "finish_reason":
-							if s.once(&seen, 1<<1) {
-								c.FinishReason = s.str()
-							}
+							s.strInto(&seen, 1<<1, &c.FinishReason)
 						default:
 							s.skip()
 						}

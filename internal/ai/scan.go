@@ -161,6 +161,14 @@ func (s *scanner) name() []byte {
 	return s.b[start+1 : s.i-1]
 }
 
+// strInto reads a string (null: "") into *dst, field (a bit) being seen for the first time in
+// *seen.
+func (s *scanner) strInto(seen *uint32, field uint32, dst *string) {
+	if s.once(seen, field) {
+		*dst = s.str()
+	}
+}
+
 // str reads a string (null: "").
 func (s *scanner) str() string {
 	if s.null() {
