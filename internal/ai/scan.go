@@ -40,7 +40,7 @@ func (s *scanner) ok() bool {
 }
 
 func (s *scanner) space() {
-	for s.i < len(s.b) {
+	for s.i < len(s.b) && s.b[s.i] <= ' ' { // every JSON token starts above the space
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
@@ -199,6 +199,9 @@ func (s *scanner) stringSpan() (start int, simple bool) {
 	}
 	start, simple = s.i, true
 	for s.i++; s.i < len(s.b); s.i++ {
+		if plainASCII[s.b[s.i]] {
+			continue
+		}
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
@@ -231,6 +234,15 @@ func (s *scanner) stringSpan() (start int, simple bool) {
 	s.fail()
 	return 0, false
 }
+
+// plainASCII marks the bytes a string holds as they are: printable ASCII but the quote and the
+// backslash.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex4(b []byte) bool {
 	for _, c := range b[:4] {
