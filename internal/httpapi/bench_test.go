@@ -118,9 +118,11 @@ func measureP50(b *testing.B, fn func()) float64 {
 // d in steady state: the window opens after a warm-up of d/10 (the clients' first calls all
 // start at once and take longer) and calls still in flight when it closes are not counted.
 // Either edge, counted, would favour one side: the slower one (longer calls) at the close,
-// the faster one at the start.
-func throughput(clients int, fn func() error, d time.Duration) (float64, error) {
-	var n atomic.Int64
+// the faster one at the start. It also returns the process's CPU time per call over the whole
+// round (0 where processCPU cannot tell).
+func throughput(clients int, fn func() error, d time.Duration) (float64, time.Duration, error) {
+	var n, all atomic.Int64
+	cpu0 := processCPU()
 	begin := time.Now().Add(d / 10)
 	stop := begin.Add(d)
 	errc := make(chan error, clients)
@@ -131,6 +133,7 @@ func throughput(clients int, fn func() error, d time.Duration) (float64, error) 
 					errc <- err
 					return
 				}
+				all.Add(1)
 				if now := time.Now(); now.Before(stop) && !now.Before(begin) {
 					n.Add(1)
 				}
@@ -140,10 +143,10 @@ func throughput(clients int, fn func() error, d time.Duration) (float64, error) 
 	}
 	for g := 0; g < clients; g++ {
 		if err := <-errc; err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return float64(n.Load()) / d.Seconds(), nil
+	return float64(n.Load()) / d.Seconds(), (processCPU() - cpu0) / time.Duration(max(all.Load(), 1)), nil
 }
 
 // ratioRounds is the number of alternating rounds per benchmark iteration: 20 pairs of 100 ms
@@ -155,27 +158,38 @@ const ratioWindow = 100 * time.Millisecond
 
 // interleavedRatio measures base and subject from `clients` goroutines in alternating 100 ms
 // rounds, so that load from elsewhere on a shared machine hits both alike, and reports
-// subject/base requests per second.
+// subject/base requests per second ("ratio"). Where the process's CPU time can be read, it
+// also reports each side's CPU per call and their ratio ("cpu-ratio": the throughput ratio of
+// a machine the two sides had to themselves), which moves less with the machine's load.
 func interleavedRatio(b *testing.B, clients int, base, subject func() error) {
 	b.Helper()
 	var sumBase, sumSubject float64
+	var cpuBase, cpuSubject time.Duration
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < ratioRounds; r++ {
-			x, err := throughput(clients, base, ratioWindow)
+			x, cx, err := throughput(clients, base, ratioWindow)
 			if err != nil {
 				b.Fatal(err)
 			}
-			y, err := throughput(clients, subject, ratioWindow)
+			y, cy, err := throughput(clients, subject, ratioWindow)
 			if err != nil {
 				b.Fatal(err)
 			}
 			sumBase += x
 			sumSubject += y
+			cpuBase += cx
+			cpuSubject += cy
 		}
 	}
-	b.ReportMetric(sumBase/float64(ratioRounds*b.N), "base-req/s")
-	b.ReportMetric(sumSubject/float64(ratioRounds*b.N), "req/s")
+	rounds := float64(ratioRounds * b.N)
+	b.ReportMetric(sumBase/rounds, "base-req/s")
+	b.ReportMetric(sumSubject/rounds, "req/s")
 	b.ReportMetric(sumSubject/sumBase, "ratio")
+	if cpuBase > 0 && cpuSubject > 0 {
+		b.ReportMetric(float64(cpuBase.Microseconds())/rounds, "base-cpu-µs/op")
+		b.ReportMetric(float64(cpuSubject.Microseconds())/rounds, "cpu-µs/op")
+		b.ReportMetric(float64(cpuBase)/float64(cpuSubject), "cpu-ratio")
+	}
 }
 
 // requester returns a function sending one request (body may be nil) and expecting 200.
