@@ -8,15 +8,16 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// scanner reads a provider's answer in one pass over its bytes, without reflection: the few
-// fields the service keeps are read, everything else is checked and skipped.
+// scanner reads a JSON document in one pass over its bytes, without reflection: the few fields
+// the caller keeps are read, everything else is checked and skipped. It reads provider answers
+// and chat request bodies.
 //
-// It is the fast path in front of decodeAnswer, and strict: whenever it is not sure to read an
-// answer exactly as decodeAnswer would (a name written with escapes, a field given twice, a
-// number that is not a plain integer, a value of another type, a string it keeps that is not
-// valid UTF-8, deep nesting, anything malformed), it gives up and the answer is decoded by
-// decodeAnswer instead. The Fuzz*Scan tests hold every answer it accepts to decodeAnswer's
-// result.
+// It is a fast path in front of a reflective decoder, and strict: whenever it is not sure to
+// read a document exactly as that decoder would (a name written with escapes, a field given
+// twice, a number that is not a plain integer, a value of another type, a string it keeps that
+// is not valid UTF-8, deep nesting, anything malformed), it gives up and the document goes to
+// the reflective decoder instead: decodeAnswer for answers (the Fuzz*Scan tests hold every
+// answer the scanner accepts to its result), decodeFields for chat bodies (FuzzChatInput).
 type scanner struct {
 	b     []byte
 	i     int
