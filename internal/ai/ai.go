@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,8 +83,7 @@ type Service struct {
 	maxTok  int
 	now     func() time.Time
 
-	noTemperatureMu sync.RWMutex
-	noTemperature   map[modelKey]bool // models that refuse a non-default temperature
+	noTemperature syncMap[modelKey, bool] // models that refuse a non-default temperature
 }
 
 // NewTransport returns the HTTP transport shared by every provider call: keep-alive
@@ -193,9 +191,8 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	if in.MaxTokens != nil {
 		c.maxTokens = *in.MaxTokens
 	}
-	s.noTemperatureMu.RLock()
-	c.sendTemperature = !s.noTemperature[modelKey{providerName, c.model}]
-	s.noTemperatureMu.RUnlock()
+	_, refuses := s.noTemperature.get(modelKey{providerName, c.model})
+	c.sendTemperature = !refuses
 	id := in.RequestID
 	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
 		id = uuid.NewString()
@@ -271,12 +268,7 @@ func (s *Service) do(parent context.Context, ep *endpoint, t *target, c *call) (
 		}
 		if uerr.dropParam == "temperature" && c.sendTemperature {
 			// The model only takes its default temperature: remember it and resend at once.
-			s.noTemperatureMu.Lock()
-			if s.noTemperature == nil {
-				s.noTemperature = make(map[modelKey]bool)
-			}
-			s.noTemperature[modelKey{ep.spec.name, c.model}] = true
-			s.noTemperatureMu.Unlock()
+			s.noTemperature.add(modelKey{ep.spec.name, c.model}, true)
 			s.log.Info("ai: model refuses a non-default temperature; it is no longer sent", "provider", ep.spec.name, "model", c.model)
 			c.sendTemperature = false
 			continue

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/acme/app/internal/usage"
 )
@@ -46,8 +45,7 @@ type Prices struct {
 	entries map[string]Price
 	log     *slog.Logger
 
-	mu    sync.RWMutex
-	cache map[modelKey]lookup // bounded by maxPriceCache
+	cache syncMap[modelKey, lookup] // max: maxPriceCache, set by LoadPrices
 }
 
 type lookup struct {
@@ -66,6 +64,7 @@ func LoadPrices(file string, log *slog.Logger) (*Prices, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Prices{entries: map[string]Price{}, log: log}
+	p.cache.max = maxPriceCache
 	if err := p.add(embeddedPrices); err != nil {
 		return nil, fmt.Errorf("ai: embedded price table: %w", err)
 	}
@@ -151,24 +150,11 @@ var snapshotSuffix = regexp.MustCompile(`(-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{3}|-late
 // (gpt-4o-mini-2024-07-18 → gpt-4o-mini).
 func (p *Prices) Lookup(provider, model string) (string, Price, bool) {
 	k := modelKey{provider, model}
-	p.mu.RLock()
-	l, ok := p.cache[k]
-	p.mu.RUnlock()
-	if ok {
+	if l, ok := p.cache.get(k); ok {
 		return l.key, l.price, l.ok
 	}
-	l = p.find(provider, model)
-	p.mu.Lock()
-	_, known := p.cache[k]
-	added := !known && len(p.cache) < maxPriceCache
-	if added {
-		if p.cache == nil {
-			p.cache = make(map[modelKey]lookup)
-		}
-		p.cache[k] = l
-	}
-	p.mu.Unlock()
-	if added && !l.ok {
+	l := p.find(provider, model)
+	if p.cache.add(k, l) && !l.ok {
 		p.log.Warn("ai: no price for model: its cost is 0; add it to ai.pricing_file", "provider", provider, "model", model)
 	}
 	return l.key, l.price, l.ok

@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -175,8 +173,7 @@ func (u *usageObject[T]) UnmarshalJSON(b []byte) error {
 type target struct {
 	base   string
 	header http.Header
-	urls   sync.Map     // model → *url.URL, parsed once
-	cached atomic.Int32 // entries in urls
+	urls   syncMap[string, *url.URL] // by model, parsed once; max: maxCachedURLs
 }
 
 // maxCachedURLs bounds the URLs a target keeps parsed: past that many models, a URL is parsed
@@ -190,7 +187,9 @@ func newTarget(p provider, cfg ProviderConfig) *target {
 	for i := 0; i+1 < len(kv); i += 2 {
 		h[kv[i]] = []string{kv[i+1]}
 	}
-	return &target{base: cfg.BaseURL, header: h}
+	t := &target{base: cfg.BaseURL, header: h}
+	t.urls.max = maxCachedURLs
+	return t
 }
 
 // jsonMediaType is shared by every request: the transport only reads headers.
@@ -198,16 +197,14 @@ var jsonMediaType = []string{"application/json"}
 
 // url returns the URL of a request for model, shared read-only.
 func (t *target) url(p provider, model string) (*url.URL, error) {
-	if u, ok := t.urls.Load(model); ok {
-		return u.(*url.URL), nil
+	if u, ok := t.urls.get(model); ok {
+		return u, nil
 	}
 	u, err := url.Parse(t.base + p.path(model))
 	if err != nil {
 		return nil, err
 	}
-	if t.cached.Add(1) <= maxCachedURLs {
-		t.urls.Store(model, u)
-	}
+	t.urls.add(model, u)
 	return u, nil
 }
 
@@ -226,10 +223,9 @@ func (t *target) newRequest(ctx context.Context, p provider, c *call) (*http.Req
 	if j.err != nil {
 		return nil, j.err
 	}
-	buf := j.b
 	// The request is built around the parsed URL and the shared header rather than from a URL
 	// string, which would be parsed again on every call.
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(buf))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(j.b))
 	if err != nil {
 		return nil, err
 	}
