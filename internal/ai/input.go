@@ -61,7 +61,7 @@ func (in *ChatInput) decodeTyped(data []byte) bool {
 		return false
 	}
 	out := ChatInput{decoded: true}
-	var model *string
+	hasModel := false // a model that is not null
 	var maxTokens *float64
 	complete := true // every message has a role and a content
 	var seen uint32
@@ -90,8 +90,7 @@ func (in *ChatInput) decodeTyped(data []byte) bool {
 			}
 		case "model":
 			if s.once(&seen, 1<<1) && !s.null() {
-				m := s.str()
-				model = &m
+				out.Model, hasModel = s.str(), true
 			}
 		case "temperature":
 			if s.once(&seen, 1<<2) {
@@ -108,8 +107,7 @@ func (in *ChatInput) decodeTyped(data []byte) bool {
 	if !s.ok() || !complete || len(out.Messages) == 0 {
 		return false
 	}
-	if model != nil {
-		out.Model = *model
+	if hasModel {
 		if !modelPattern.MatchString(out.Model) {
 			out.problems = append(out.problems, "model must match "+modelPattern.String()+" regular expression")
 		}
