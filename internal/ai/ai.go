@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/h1"
 	"github.com/acme/app/internal/usage"
 )
 
@@ -86,27 +87,36 @@ type Service struct {
 	noTemperature syncMap[modelKey, bool] // models that refuse a non-default temperature
 }
 
-// NewTransport returns the HTTP transport shared by every provider call: keep-alive
-// connections, bounded dial and TLS handshakes; the per-call deadline comes from the context.
+// NewTransport returns the HTTP transport shared by every provider call: h1's lean HTTP/1.1
+// transport over keep-alive connections, with bounded dials and TLS handshakes; the per-call
+// deadline comes from the context. A call an HTTP proxy must carry (HTTPS_PROXY and the like)
+// goes through net/http's Transport instead.
 //
 // Calls go to the transport directly, not through an http.Client: a provider's redirect is
 // answered as a failure and never followed, so a request carrying the API key (in headers an
 // http.Client would keep on a redirect to another host) is never re-sent elsewhere, and the
 // client's per-request header copy is saved.
 //
-// Answers are asked for uncompressed: they are a few kilobytes of JSON, and the transport's
-// transparent gzip costs a header map and a header per request, and inflating on our side.
-func NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          512,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
+// Answers are asked for uncompressed: they are a few kilobytes of JSON, and transparent gzip
+// costs a header per request, and inflating on our side.
+func NewTransport() http.RoundTripper {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return &h1.Transport{
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		Proxy:               http.ProxyFromEnvironment,
+		Fallback: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			DialContext:         dialer.DialContext,
+			ForceAttemptHTTP2:   true,
+			MaxIdleConns:        512,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second,
+			DisableCompression:  true,
+		},
 	}
 }
 

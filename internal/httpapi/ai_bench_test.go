@@ -25,8 +25,12 @@ type discardRecorder struct{}
 
 func (discardRecorder) Record(context.Context, usage.Record) error { return nil }
 
-// bareTransport serves the bare proxy of BenchmarkProxyOverhead, configured as the service's.
-var bareTransport = ai.NewTransport()
+// bareTransport serves the bare proxies of BenchmarkProxyOverhead, configured as the service's;
+// netHTTPTransport is net/http's own, configured alike.
+var (
+	bareTransport    = ai.NewTransport()
+	netHTTPTransport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, DisableCompression: true}
+)
 
 // fastUpstream is an in-process OpenAI fake answering one fixed completion as fast as it can.
 func fastUpstream(b *testing.B) *httptest.Server {
@@ -76,9 +80,9 @@ func drive(b *testing.B, clients int, url, token string, body []byte) {
 	}
 }
 
-// bareProxy serves a proxy to upstream that does nothing but forward the body and copy the
-// answer back; with contractHeaders it also sends and answers the headers of our contract.
-func bareProxy(b *testing.B, upstream string, contractHeaders bool) *httptest.Server {
+// bareProxy serves a proxy to upstream over rt that does nothing but forward the body and copy
+// the answer back; with contractHeaders it also sends and answers the headers of our contract.
+func bareProxy(b *testing.B, rt http.RoundTripper, upstream string, contractHeaders bool) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		req, _ := http.NewRequestWithContext(r.Context(), "POST", upstream+"/v1/chat/completions", bytes.NewReader(body))
@@ -87,7 +91,7 @@ func bareProxy(b *testing.B, upstream string, contractHeaders bool) *httptest.Se
 			req.Header.Set("Accept", "application/json")
 			req.Header.Set("Authorization", "Bearer sk-bench")
 		}
-		resp, err := bareTransport.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
 		if err != nil {
 			w.WriteHeader(http.StatusBadGateway)
 			return
@@ -112,9 +116,11 @@ func bareProxy(b *testing.B, upstream string, contractHeaders bool) *httptest.Se
 // limit, access log, validation, upstream call, normalization, pricing, recording) with the
 // same client calling the in-process fake upstream directly: 32 concurrent clients, then one
 // client (the added latency per request without queueing). "bare-proxy-ratio" is the same
-// comparison for a proxy that does nothing but forward, the ceiling of "ratio";
-// "contract-floor-ratio" for one that also carries the headers our contract requires. "recorded" queues every request
-// into the real recorder writing to the embedded store; the others use a discarding recorder.
+// comparison for a proxy that does nothing but forward over the service's transport, the
+// ceiling of "ratio"; "contract-floor-ratio" for one that also carries the headers our
+// contract requires, and "nethttp-contract-floor-ratio" for that one over net/http's
+// Transport. "recorded" queues every request into the real recorder writing to the embedded
+// store; the others use a discarding recorder.
 func BenchmarkProxyOverhead(b *testing.B) {
 	up := fastUpstream(b)
 	tokens := auth.NewTokens(secret, time.Hour)
@@ -139,7 +145,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	})
 	// The floor of any net/http proxy on this machine: a handler that only forwards the body
 	// and copies the answer back (no auth, validation, JSON, pricing or logging).
-	bare := bareProxy(b, up.URL, false)
+	bare := bareProxy(b, bareTransport, up.URL, false)
 	b.Run("c32/bare-proxy-ratio", func(b *testing.B) {
 		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
 			requester(client, "POST", bare.URL+"/v1/chat/completions", "", direct))
@@ -147,10 +153,16 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	// The same, carrying the headers the contract asks of every proxied call: the client's
 	// bearer token in, the provider's key and JSON headers out, the request id and the three
 	// rate-limit headers back.
-	contract := bareProxy(b, up.URL, true)
+	contract := bareProxy(b, bareTransport, up.URL, true)
 	b.Run("c32/contract-floor-ratio", func(b *testing.B) {
 		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
 			requester(client, "POST", contract.URL+"/v1/chat/completions", token, direct))
+	})
+	// The same forwarder over net/http's Transport: what the upstream transport (h1) saves.
+	netContract := bareProxy(b, netHTTPTransport, up.URL, true)
+	b.Run("c32/nethttp-contract-floor-ratio", func(b *testing.B) {
+		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
+			requester(client, "POST", netContract.URL+"/v1/chat/completions", token, direct))
 	})
 	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
 	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
