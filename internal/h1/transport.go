@@ -22,12 +22,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Transport is an http.RoundTripper for HTTP/1.1 over TCP and TLS. Its zero value is usable;
@@ -62,6 +65,7 @@ type Transport struct {
 	mu      sync.Mutex
 	idle    map[connKey][]*conn // per host, most recently used last
 	janitor *time.Timer         // closes connections past IdleConnTimeout; nil when idle is empty
+	sweeps  uint64              // the janitor's generation: a sweep of an older one does nothing
 }
 
 // connKey is where a connection goes: the scheme and host:port.
@@ -101,35 +105,49 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("h1: no host in the request URL")
 	}
+	if req.Method != "" && !httpguts.ValidHeaderFieldName(req.Method) {
+		// Request.Write writes the method as it is: CR LF in it would split the request.
+		closeBody(req)
+		return nil, fmt.Errorf("h1: invalid method %q", req.Method)
+	}
 	ctx := req.Context()
 	key := connKey{https: u.Scheme == "https", addr: hostPort(u)}
+	sent := req
 	for retried := false; ; retried = true {
 		if err := ctx.Err(); err != nil {
-			closeBody(req)
+			closeBody(sent)
 			return nil, context.Cause(ctx)
 		}
-		c, reused, err := t.conn(ctx, key, u)
+		var c *conn
+		var reused bool
+		var err error
+		if retried {
+			c, err = t.dial(ctx, key, u.Hostname()) // other pooled connections may be as stale
+		} else {
+			c, reused, err = t.conn(ctx, key, u)
+		}
 		if err != nil {
-			closeBody(req)
+			closeBody(sent)
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
 			return nil, err
 		}
-		resp, err := c.roundTrip(ctx, req)
+		resp, err := c.roundTrip(ctx, sent)
 		if err == nil {
+			resp.Request = req
 			return resp, nil
 		}
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
 		var f *failure
-		if !errors.As(err, &f) || retried || !reused || !f.retryable(req) {
+		if !errors.As(err, &f) || retried || !reused || !f.retryable(sent) {
 			return nil, err
 		}
 		// The server closed a kept-alive connection under us, where net/http would also try
 		// again: once more on a new connection, with the body rewound.
-		if req, err = rewind(req); err != nil {
+		if sent, err = rewind(sent); err != nil {
 			return nil, err
 		}
 	}
@@ -152,6 +170,7 @@ func (t *Transport) CloseIdleConnections() {
 	if t.janitor != nil {
 		t.janitor.Stop()
 		t.janitor = nil
+		t.sweeps++
 	}
 	t.mu.Unlock()
 	for _, conns := range idle {
@@ -214,7 +233,7 @@ func (t *Transport) put(c *conn) {
 	}
 	t.idle[c.key] = append(conns, c)
 	if t.janitor == nil {
-		t.janitor = time.AfterFunc(t.idleTimeout(), t.sweep)
+		t.arm(t.idleTimeout())
 	}
 	t.mu.Unlock()
 	if evicted != nil {
@@ -229,12 +248,23 @@ func (t *Transport) idleTimeout() time.Duration {
 	return 90 * time.Second
 }
 
+// arm starts a janitor that sweeps after d. The caller holds t.mu.
+func (t *Transport) arm(d time.Duration) {
+	t.sweeps++
+	gen := t.sweeps
+	t.janitor = time.AfterFunc(d, func() { t.sweep(gen) })
+}
+
 // sweep closes the connections idle for IdleConnTimeout, and comes back while any are left.
-func (t *Transport) sweep() {
+func (t *Transport) sweep(gen uint64) {
 	timeout := t.idleTimeout()
 	cutoff := time.Now().Add(-timeout)
 	var expired []*conn
 	t.mu.Lock()
+	if gen != t.sweeps {
+		t.mu.Unlock() // stopped by CloseIdleConnections while it waited for the lock
+		return
+	}
 	oldest := time.Now()
 	for key, conns := range t.idle {
 		keep := conns[:0]
@@ -257,7 +287,7 @@ func (t *Transport) sweep() {
 	}
 	t.janitor = nil
 	if len(t.idle) > 0 {
-		t.janitor = time.AfterFunc(time.Until(oldest.Add(timeout)), t.sweep)
+		t.arm(time.Until(oldest.Add(timeout)))
 	}
 	t.mu.Unlock()
 	for _, c := range expired {
@@ -285,7 +315,8 @@ func (t *Transport) dial(ctx context.Context, key connKey, host string) (*conn, 
 		state := tc.ConnectionState()
 		c.nc, c.tls = tc, &state
 	}
-	c.br = bufio.NewReaderSize(c.nc, 4<<10)
+	c.limit = math.MaxInt64
+	c.br = bufio.NewReaderSize(limitedReader{c}, 4<<10)
 	c.bw = bufio.NewWriterSize(countingWriter{c}, 4<<10)
 	return c, nil
 }
@@ -325,8 +356,33 @@ type conn struct {
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	written   int64 // bytes handed to nc
+	limit     int64 // bytes nc may still give: bounds an answer's head
 	idleSince time.Time
 }
+
+// limitedReader reads from the connection, at most c.limit bytes.
+type limitedReader struct{ c *conn }
+
+func (r limitedReader) Read(p []byte) (int, error) {
+	if r.c.limit <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > r.c.limit {
+		p = p[:r.c.limit]
+	}
+	n, err := r.c.nc.Read(p)
+	r.c.limit -= int64(n)
+	return n, err
+}
+
+// maxHeadBytes bounds the status line and header of an answer, interim answers included
+// (net/http's default for MaxResponseHeaderBytes).
+const maxHeadBytes = 10 << 20
+
+// maxInterim bounds the interim (1xx) answers skipped before the answer, as net/http does.
+const maxInterim = 5
+
+var errHeadTooLarge = fmt.Errorf("h1: the answer's header is larger than %d bytes", maxHeadBytes)
 
 // countingWriter writes to the connection, counting what it accepted.
 type countingWriter struct{ c *conn }
@@ -392,6 +448,13 @@ func rewind(req *http.Request) (*http.Request, error) {
 	return &again, nil
 }
 
+// syncBodyMax is the largest request body written before the answer is read. Anything
+// larger, or of unknown length, is written by a second goroutine while this one reads, so an
+// answer the server gives before reading the whole body (a 413, a 401) is not lost to a
+// write it cut short or blocked. A body this small fits in the socket buffers, so writing it
+// first cannot block on a server that stops reading.
+const syncBodyMax = 32 << 10
+
 // roundTrip writes req and reads the head of its answer. The connection stays with the
 // answer's body until it is read to its end or closed.
 func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
@@ -399,35 +462,89 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.interrupt)
 	}
-	before := c.written
-	err := req.Write(c.bw)
-	if err == nil {
-		err = c.bw.Flush()
+	if req.Body != nil && req.Body != http.NoBody && (req.ContentLength <= 0 || req.ContentLength > syncBodyMax) {
+		return c.roundTripAsync(req, stop)
 	}
-	if err != nil {
+	if w := c.write(req); w.err != nil {
+		if w.connFailed && !w.nothingSent {
+			// The server may have answered before it stopped reading: that answer wins.
+			if resp, rerr := c.readHead(req); rerr == nil {
+				return c.answer(req, resp, stop, nil, false), nil
+			}
+		}
 		c.abandon(stop)
-		return nil, &failure{err: err, nothingSent: c.written == before}
+		return nil, w.error()
 	}
 	resp, err := c.readHead(req)
 	if err != nil {
 		c.abandon(stop)
 		return nil, err
 	}
-	keep := !resp.Close && !req.Close && (resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0)
-	if resp.Body == http.NoBody {
-		c.release(stop, keep)
-		return resp, nil
-	}
-	resp.Body = &body{rc: resp.Body, c: c, ctx: ctx, stop: stop, keep: keep}
-	return resp, nil
+	return c.answer(req, resp, stop, nil, true), nil
 }
 
-// readHead reads the answer's status line and header, past any interim 1xx answer.
+// roundTripAsync writes req on another goroutine while it reads the answer.
+func (c *conn) roundTripAsync(req *http.Request, stop func() bool) (*http.Response, error) {
+	wrote := make(chan writeResult, 1)
+	go func() {
+		w := c.write(req)
+		if w.err != nil && !w.connFailed {
+			c.interrupt() // the request's body failed: the server waits for the rest in vain
+		}
+		wrote <- w
+	}()
+	resp, err := c.readHead(req)
+	if err != nil {
+		c.interrupt() // the writer may be blocked on a server that neither reads nor answers
+		w := <-wrote
+		c.abandon(stop)
+		if w.err != nil {
+			return nil, w.error()
+		}
+		return nil, err
+	}
+	return c.answer(req, resp, stop, wrote, true), nil
+}
+
+// writeResult is how the writing of a request ended: whole when err is nil.
+type writeResult struct {
+	err         error
+	connFailed  bool // the connection failed, not the request's own body
+	nothingSent bool // the connection failed before any of the request was sent
+}
+
+// error is the round trip's error for a failed write: a failure of the connection (which the
+// retry rule weighs), or the body's own error.
+func (w writeResult) error() error {
+	if w.connFailed {
+		return &failure{err: w.err, nothingSent: w.nothingSent}
+	}
+	return w.err
+}
+
+// write sends req.
+func (c *conn) write(req *http.Request) writeResult {
+	before := c.written
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err == nil {
+		return writeResult{}
+	}
+	var ne net.Error
+	failed := errors.As(err, &ne)
+	return writeResult{err: err, connFailed: failed, nothingSent: failed && c.written == before}
+}
+
+// readHead reads the answer's status line and header, past interim 1xx answers.
 func (c *conn) readHead(req *http.Request) (*http.Response, error) {
-	for {
+	c.limit = maxHeadBytes
+	defer func() { c.limit = math.MaxInt64 }()
+	for interim := 0; ; interim++ {
 		_, err := c.br.Peek(1)
 		if err != nil {
-			return nil, &failure{err: err, nothingHeard: true}
+			return nil, &failure{err: err, nothingHeard: interim == 0}
 		}
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
@@ -438,11 +555,29 @@ func (c *conn) readHead(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 			return nil, errors.New("h1: the server switched protocols, which was not asked for")
 		case resp.StatusCode >= 100 && resp.StatusCode < 200:
-			continue // 100 Continue, 103 Early Hints: the answer follows
+			// 100 Continue, 103 Early Hints: the answer follows.
+			if interim == maxInterim {
+				return nil, fmt.Errorf("h1: more than %d interim answers", maxInterim)
+			}
+			continue
 		}
 		resp.TLS = c.tls
 		return resp, nil
 	}
+}
+
+// answer hands resp to the caller with a body that holds the connection. wrote, when the
+// request is still being written, says how that ended; sent says it ended well before the
+// answer came.
+func (c *conn) answer(req *http.Request, resp *http.Response, stop func() bool, wrote chan writeResult, sent bool) *http.Response {
+	// An answer delimited by the end of the stream has resp.Close set.
+	keep := sent && !resp.Close && !req.Close
+	if resp.Body == http.NoBody {
+		c.release(stop, wrote, keep)
+		return resp
+	}
+	resp.Body = &body{rc: resp.Body, c: c, ctx: req.Context(), stop: stop, wrote: wrote, keep: keep}
+	return resp
 }
 
 // abandon gives up the connection after a failed round trip.
@@ -453,11 +588,20 @@ func (c *conn) abandon(stop func() bool) {
 	c.close()
 }
 
-// release ends the round trip: the connection goes back to the pool if keep says it may
-// and the request's context did not interrupt it, else it is closed.
-func (c *conn) release(stop func() bool, keep bool) {
+// release ends the round trip: the connection goes back to the pool if keep says it may, the
+// request was written whole, and the request's context did not interrupt it; else it is
+// closed (which also ends a write still going on).
+func (c *conn) release(stop func() bool, wrote chan writeResult, keep bool) {
 	if stop != nil && !stop() {
 		keep = false // interrupt ran, or is running: the deadline is spoiled
+	}
+	if wrote != nil {
+		select {
+		case w := <-wrote:
+			keep = keep && w.err == nil
+		default:
+			keep = false // answered before the server read the whole request
+		}
 	}
 	if keep && c.br.Buffered() == 0 {
 		c.t.put(c)
@@ -472,45 +616,54 @@ var errBodyClosed = errors.New("http: read on closed response body")
 // body is an answer's body, which holds the connection until it is read to its end (the
 // connection goes back to the pool) or closed before (the connection is closed).
 type body struct {
-	rc   io.ReadCloser
-	c    *conn
-	ctx  context.Context
-	stop func() bool
-	keep bool
-	done atomic.Bool // released
-	eof  atomic.Bool // read to its end
+	rc    io.ReadCloser
+	c     *conn
+	ctx   context.Context
+	stop  func() bool
+	wrote chan writeResult
+	keep  bool
+
+	ended atomic.Bool // end is set
+	mu    sync.Mutex
+	end   error // set once the body gave up the connection: io.EOF, the read's error, or errBodyClosed
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.done.Load() {
-		if b.eof.Load() {
-			return 0, io.EOF
-		}
-		return 0, errBodyClosed
+	if b.ended.Load() {
+		b.mu.Lock()
+		end := b.end
+		b.mu.Unlock()
+		return 0, end
 	}
 	n, err := b.rc.Read(p)
-	switch {
-	case err == io.EOF:
-		b.eof.Store(true)
-		b.end(b.keep)
-	case err != nil:
-		if b.ctx.Err() != nil {
+	if err != nil {
+		if err != io.EOF && b.ctx.Err() != nil {
 			err = context.Cause(b.ctx)
 		}
-		b.end(false)
+		b.finish(err, err == io.EOF && b.keep)
 	}
 	return n, err
 }
 
 // Close gives the connection up unless the body was read to its end.
 func (b *body) Close() error {
-	b.end(false)
+	b.finish(errBodyClosed, false)
 	return nil
 }
 
-func (b *body) end(keep bool) {
-	if b.done.CompareAndSwap(false, true) {
-		b.c.release(b.stop, keep)
+// finish records how the body ended and releases the connection, once.
+func (b *body) finish(end error, keep bool) {
+	b.mu.Lock()
+	first := b.end == nil
+	if first {
+		b.end = end
+		b.ended.Store(true)
+	} else if b.end == io.EOF && end == errBodyClosed {
+		b.end = end // reads after Close fail, as in net/http
+	}
+	b.mu.Unlock()
+	if first {
+		b.c.release(b.stop, b.wrote, keep)
 	}
 }
 
