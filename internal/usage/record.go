@@ -99,10 +99,13 @@ type modelTotals struct {
 
 // A rollup document of ai_usage_daily is one per user and UTC day:
 //
-//	{_id: "<userId>|<day>", userId, day: "YYYY-MM-DD", m: {"openai|gpt-4o-mini|n": 3, "…|t": 120, "…|c": 0.00004}}
+//	{_id: "<userId>|<day>", userId, day: "YYYY-MM-DD", m: {"openai|gpt-4o-mini|n": 3, "…|t": 120, "…|c": 0.00004},
+//	 w: {"<writer>": 17}}
 //
 // Its counters are flat scalars in `m`: that is what the embedded store decodes fastest, and
-// $inc creates them on first use.
+// $inc creates them on first use. `w` holds, per recorder (a random id for each process), the
+// sequence number of the last batch it added, so that a batch re-sent after a lost answer is
+// not added twice.
 
 // RawJSON is a JSON object kept as received and stored as a BSON document. The conversion
 // happens when the recorder writes (in the background), not on the request path.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -57,10 +58,14 @@ type sink interface {
 	addDaily(ctx context.Context, d *dailyDelta) error
 }
 
-// dailyDelta is what one batch adds to one rollup document.
+// dailyDelta is what one batch adds to one rollup document. writer and seq name the batch:
+// the recorder that wrote it and the batch's number in that recorder's sequence.
 type dailyDelta struct {
 	id, userID, day string
 	models          map[string]*modelTotals
+	writer          string
+	seq             int64
+	resent          bool // an earlier attempt failed, and may have been applied
 }
 
 // recorder writes records in the background, in batches: one unordered insertMany for the log
@@ -71,7 +76,9 @@ type recorder struct {
 	opts RecorderOptions
 	log  *slog.Logger
 
-	queue chan Record
+	queue  chan Record
+	writer string // this recorder's id in the rollup's `w`
+	seq    int64  // batches flushed (owned by loop)
 
 	mu       sync.RWMutex
 	closed   bool
@@ -88,6 +95,7 @@ func newRecorder(s sink, opts RecorderOptions, log *slog.Logger) *recorder {
 	r := &recorder{
 		sink: s, opts: opts, log: log,
 		queue:    make(chan Record, opts.QueueSize),
+		writer:   newWriterID(),
 		stop:     make(chan struct{}),
 		hardStop: make(chan struct{}),
 		done:     make(chan struct{}),
@@ -185,10 +193,20 @@ func (r *recorder) loop() {
 	}
 }
 
+// newWriterID is a recorder's random id: 64 bits, as hex.
+func newWriterID() string {
+	return strconv.FormatUint(rand.Uint64(), 16)
+}
+
 // flush writes one batch, retrying each part that fails until it succeeds or the hard stop.
-// The log insert is idempotent (_id = request id); each rollup document is incremented once.
+// Both parts are idempotent: the log's _id is the request id, and each rollup document
+// records the last batch of this recorder it took.
 func (r *recorder) flush(batch []Record) {
+	r.seq++
 	deltas := rollup(batch)
+	for _, d := range deltas {
+		d.writer, d.seq = r.writer, r.seq
+	}
 	logDone := false
 	wait := r.opts.RetryMin
 	ctx := context.Background()
@@ -202,6 +220,7 @@ func (r *recorder) flush(batch []Record) {
 		if logDone {
 			for len(deltas) > 0 {
 				if err = r.sink.addDaily(ctx, deltas[0]); err != nil {
+					deltas[0].resent = true
 					break
 				}
 				deltas = deltas[1:]
@@ -286,9 +305,16 @@ func (s mongoSink) insertLog(ctx context.Context, recs []Record) error {
 	return fmt.Errorf("insert %d records: %w", len(recs), err)
 }
 
+// addDaily adds d to its rollup document and marks the document with d's batch. A re-sent d
+// (an earlier attempt failed, maybe after the database applied it) is added only to a
+// document without that mark: the filter leaves such a document out, the upsert then
+// collides with it on _id, and a look at the mark tells a batch already taken from a
+// document another recorder created first (taken again at once). A first attempt needs no
+// such filter, which the embedded store makes costly.
 func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
+	mark := "w." + d.writer
 	inc := bson.D{}
-	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}}
+	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}, {Key: mark, Value: d.seq}}
 	for _, k := range slices.Sorted(maps.Keys(d.models)) {
 		m := d.models[k]
 		p := "m." + k + "|"
@@ -298,10 +324,25 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 			bson.E{Key: p + fieldCost, Value: m.Cost},
 		)
 	}
-	_, err := s.daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.id}},
-		bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: inc}}, options.Update().SetUpsert(true))
-	if err != nil {
-		return fmt.Errorf("update rollup %s: %w", d.id, err)
+	filter := bson.D{{Key: "_id", Value: d.id}}
+	if d.resent {
+		filter = append(filter, bson.E{Key: mark, Value: bson.D{{Key: "$ne", Value: d.seq}}})
 	}
-	return nil
+	update := bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: inc}}
+	for attempt := 0; ; attempt++ {
+		_, err := s.daily.UpdateOne(ctx, filter, update, options.Update().SetUpsert(true))
+		if err == nil {
+			return nil
+		}
+		if !mongo.IsDuplicateKeyError(err) || attempt > 0 {
+			return fmt.Errorf("update rollup %s: %w", d.id, err)
+		}
+		n, cerr := s.daily.CountDocuments(ctx, bson.D{{Key: "_id", Value: d.id}, {Key: mark, Value: d.seq}})
+		if cerr != nil {
+			return fmt.Errorf("check rollup %s: %w", d.id, cerr)
+		}
+		if n > 0 {
+			return nil // taken by an earlier attempt whose answer was lost
+		}
+	}
 }

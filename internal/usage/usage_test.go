@@ -30,15 +30,20 @@ func (c *fixedClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return
 func (c *fixedClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 
 // flakySink fails the first failLog log inserts and failDaily rollup updates, as a database
-// that is down and then back would.
+// that is down and then back would; and reports the first loseDaily rollup updates as failed
+// after making them, as when the network loses the database's answer.
 type flakySink struct {
 	inner              sink
 	failLog, failDaily atomic.Int64
+	loseDaily          atomic.Int64
 	always             atomic.Bool
 	logCalls           atomic.Int64
 }
 
-var errDown = errors.New("database down")
+var (
+	errDown = errors.New("database down")
+	errLost = errors.New("connection reset before the answer")
+)
 
 func (f *flakySink) insertLog(ctx context.Context, recs []Record) error {
 	f.logCalls.Add(1)
@@ -51,6 +56,12 @@ func (f *flakySink) insertLog(ctx context.Context, recs []Record) error {
 func (f *flakySink) addDaily(ctx context.Context, d *dailyDelta) error {
 	if f.always.Load() || f.failDaily.Add(-1) >= 0 {
 		return errDown
+	}
+	if f.loseDaily.Add(-1) >= 0 {
+		if err := f.inner.addDaily(ctx, d); err != nil {
+			return err
+		}
+		return errLost
 	}
 	return f.inner.addDaily(ctx, d)
 }
@@ -210,6 +221,69 @@ func TestRecorder_DatabaseDownThenBack(t *testing.T) {
 		t.Fatalf("ai_requests holds %d documents, want %d", total, n)
 	}
 	assertRollupEqualsLog(t, f, []string{"u1"}, n-n/10)
+}
+
+// Ensure a rollup update the database made but whose answer was lost is not counted again
+// when the recorder re-sends it.
+func TestRecorder_LostAnswerCountedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{BatchSize: 20, FlushInterval: 5 * time.Millisecond})
+	f.sink.loseDaily.Store(6)
+	const n = 120
+	for i := range n {
+		r := rec(i, []string{"u1", "u2"}[i%2], []string{"openai", "gemini"}[i%2], "m", day0.Add(time.Duration(i)*time.Minute))
+		if err := f.svc.Record(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	f.clock.set(day0.Add(3 * time.Hour))
+	if left := f.sink.loseDaily.Load(); left > 0 {
+		t.Fatalf("%d lost answers were not exercised", left)
+	}
+	assertRollupEqualsLog(t, f, []string{"u1", "u2"}, n)
+}
+
+// Ensure rollup updates from two recorders (two processes) both count, each once: the batch
+// mark of one does not hide the other's, and a re-sent batch is taken once.
+func TestMongoSink_WritersCountOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	defer f.svc.Close(context.Background())
+	s := mongoSink{requests: f.svc.requests, daily: f.svc.daily}
+	delta := func(writer string, seq int64, resent bool) *dailyDelta {
+		d := rollup([]Record{rec(1, "u", "openai", "m", day0)})[0]
+		d.writer, d.seq, d.resent = writer, seq, resent
+		return d
+	}
+	steps := []struct {
+		writer string
+		seq    int64
+		resent bool
+		want   int64 // requests counted after the step
+	}{
+		{"a", 1, false, 1},
+		{"b", 1, true, 2}, // another recorder's batch, re-sent after a failure that was not applied
+		{"a", 1, true, 2}, // re-sent after a lost answer: already taken
+		{"b", 1, true, 2},
+		{"a", 2, false, 3},
+		{"a", 2, true, 3},
+		{"b", 2, false, 4},
+	}
+	for i, st := range steps {
+		if err := s.addDaily(context.Background(), delta(st.writer, st.seq, st.resent)); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		rows, err := f.svc.ByProvider(context.Background(), "u", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].RequestCount != st.want {
+			t.Fatalf("step %d (%s, batch %d): rollup %+v, want %d requests", i, st.writer, st.seq, rows, st.want)
+		}
+	}
 }
 
 // Ensure a batch rewritten after a lost answer is stored once (ids are the request ids).
