@@ -231,6 +231,20 @@ func newRawServer(t testing.TB, serve func(i int, c net.Conn)) *rawServer {
 
 func (s *rawServer) URL() string { return "http://" + s.ln.Addr().String() + "/" }
 
+// newOKServer starts a raw keep-alive server answering okAnswer to every request, recording
+// them in rec when it is not nil.
+func newOKServer(t testing.TB, rec *recorder) *rawServer {
+	return newRawServer(t, func(i int, c net.Conn) {
+		serveRequests(c, func(j int, req *http.Request, body []byte) bool {
+			if rec != nil {
+				rec.add(i, req, body)
+			}
+			_, err := io.WriteString(c, okAnswer)
+			return err == nil
+		})
+	})
+}
+
 // readRequest reads one request and all of its body from br.
 func readRequest(br *bufio.Reader) (*http.Request, []byte, error) {
 	req, err := http.ReadRequest(br)
@@ -1097,12 +1111,7 @@ func TestContext(t *testing.T) {
 
 	t.Run("canceled after the answer", func(t *testing.T) {
 		t.Parallel()
-		srv := newRawServer(t, func(i int, c net.Conn) {
-			serveRequests(c, func(j int, req *http.Request, body []byte) bool {
-				_, err := io.WriteString(c, okAnswer)
-				return err == nil
-			})
-		})
+		srv := newOKServer(t, nil)
 		tr := newTransport(t, nil, &Transport{})
 		ctx, cancel := context.WithCancel(context.Background())
 		resp, err := tr.RoundTrip(newReq(t, http.MethodGet, srv.URL(), nil).WithContext(ctx))
@@ -1123,12 +1132,7 @@ func TestContext(t *testing.T) {
 
 	t.Run("already canceled", func(t *testing.T) {
 		t.Parallel()
-		srv := newRawServer(t, func(i int, c net.Conn) {
-			serveRequests(c, func(j int, req *http.Request, body []byte) bool {
-				_, err := io.WriteString(c, okAnswer)
-				return err == nil
-			})
-		})
+		srv := newOKServer(t, nil)
 		var dials atomic.Int32
 		var d net.Dialer
 		tr := newTransport(t, nil, &Transport{
@@ -1577,13 +1581,7 @@ func TestEarlyAnswerToUpload(t *testing.T) {
 func TestInvalidMethod(t *testing.T) {
 	t.Parallel()
 	var rec recorder
-	srv := newRawServer(t, func(i int, c net.Conn) {
-		serveRequests(c, func(j int, req *http.Request, body []byte) bool {
-			rec.add(i, req, body)
-			_, err := io.WriteString(c, okAnswer)
-			return err == nil
-		})
-	})
+	srv := newOKServer(t, &rec)
 	tr := newTransport(t, nil, &Transport{})
 	req := newReq(t, http.MethodGet, srv.URL(), nil)
 	req.Method = "GET /smuggled HTTP/1.1\r\nHost: victim\r\n\r\nGET"
@@ -1737,13 +1735,7 @@ func TestRequestBodyErrorNotRetried(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var rec recorder
-			srv := newRawServer(t, func(i int, c net.Conn) {
-				serveRequests(c, func(j int, req *http.Request, body []byte) bool {
-					rec.add(i, req, body)
-					_, err := io.WriteString(c, okAnswer)
-					return err == nil
-				})
-			})
+			srv := newOKServer(t, &rec)
 			tr := newTransport(t, nil, &Transport{})
 			get(t, tr, srv.URL(), "ok") // pools a connection, so that the POST goes on a reused one
 			var rewound atomic.Int32
