@@ -32,7 +32,7 @@ func BenchmarkMatch(b *testing.B) {
 	for _, n := range []int{10, 10000} {
 		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
 			m := NewMatcher(DefaultRouteMatchingConfig())
-			tb := newTable(m, routes(n))
+			tb := newTable(compileRoutes(m, routes(n)))
 			b.ReportAllocs()
 			for b.Loop() {
 				var b1, b2 [16]string

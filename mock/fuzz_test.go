@@ -31,7 +31,7 @@ func FuzzMatch(f *testing.F) {
 		}
 		method, p := splitRouteKey(pattern)
 		if method == "" || method == "GET" || method == "*" {
-			tb := newTable(m, Definitions{"GET " + p: JSON(200, nil)})
+			tb := newTable(compileRoutes(m, Definitions{"GET " + p: JSON(200, nil)}))
 			var b1, b2 [16]string
 			segs := m.split(m.stripPrefix(urlPath(rawURL)), b1[:0], false)
 			if e := tb.find("GET", segs, m.foldAll(segs, b2[:0])); e == nil && !strings.ContainsAny(p, " \t") {

@@ -56,38 +56,40 @@ type state struct {
 	cache     *cache
 }
 
-// Option configures an Interceptor in [New].
-type Option func(*Interceptor, *Definitions)
+// Option configures an Interceptor in [New]; the With functions make them.
+type Option struct {
+	apply func(ic *Interceptor, defs Definitions)
+}
 
 // WithMocks registers an initial definition set. New panics if it is
 // invalid; use [Interceptor.SetMocks] to get an error instead.
 func WithMocks(defs Definitions) Option {
-	return func(_ *Interceptor, d *Definitions) { maps.Copy(*d, defs) }
+	return Option{func(_ *Interceptor, d Definitions) { maps.Copy(d, defs) }}
 }
 
 // WithTransport sets the transport unmatched requests fall back to (the
 // RoundTripper face) and the transport the Handler face proxies to its
 // target with. Default http.DefaultTransport.
 func WithTransport(rt http.RoundTripper) Option {
-	return func(ic *Interceptor, _ *Definitions) { ic.transport = rt }
+	return Option{func(ic *Interceptor, _ Definitions) { ic.transport = rt }}
 }
 
 // WithTarget sets the upstream that the Handler face proxies unmatched
 // (and ignored) requests to, with [httputil.ReverseProxy], when
 // FallbackToNetwork is on.
 func WithTarget(target *url.URL) Option {
-	return func(ic *Interceptor, _ *Definitions) { ic.target = target }
+	return Option{func(ic *Interceptor, _ Definitions) { ic.target = target }}
 }
 
 // WithLogger sets the logger. Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
-	return func(ic *Interceptor, _ *Definitions) { ic.logger = l }
+	return Option{func(ic *Interceptor, _ Definitions) { ic.logger = l }}
 }
 
 // WithClock sets the clock used for timestamps, statistics and cache
 // expiry. Tests use it to move time without sleeping.
 func WithClock(now func() time.Time) Option {
-	return func(ic *Interceptor, _ *Definitions) { ic.now = now }
+	return Option{func(ic *Interceptor, _ Definitions) { ic.now = now }}
 }
 
 // New returns an interceptor configured by cfg (start from
@@ -97,7 +99,9 @@ func New(cfg Config, opts ...Option) *Interceptor {
 	ic := &Interceptor{transport: http.DefaultTransport, logger: slog.Default(), now: time.Now}
 	defs := Definitions{}
 	for _, o := range opts {
-		o(ic, &defs)
+		if o.apply != nil {
+			o.apply(ic, defs)
+		}
 	}
 	ic.stats = newStats(ic.now())
 	if ic.target != nil {
@@ -141,10 +145,11 @@ func Default() *Interceptor {
 func (ic *Interceptor) build(prev *state, cfg Config, defs Definitions) (*state, error) {
 	st := &state{cfg: cfg}
 	st.m = NewMatcher(cfg.RouteMatching)
-	if res := validateDefs(st.m, defs); !res.Valid {
+	routes := compileRoutes(st.m, defs)
+	if res := validateRoutes(st.m, routes); !res.Valid {
 		return nil, &Error{Code: CodeInvalidMockDefinition, Message: res.Error(), Validation: &res}
 	}
-	st.t = newTable(st.m, defs)
+	st.t = newTable(routes)
 	st.chain = sortMiddleware(cfg.Middleware)
 	st.defHeader = make(http.Header, len(cfg.DefaultHeaders))
 	for k, v := range cfg.DefaultHeaders {

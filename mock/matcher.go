@@ -1,8 +1,9 @@
 package mock
 
 import (
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -464,32 +465,39 @@ type table struct {
 	keys    []string
 }
 
-func newTable(m *Matcher, defs map[string]Handler) *table {
-	t := &table{methods: make(map[string]*node), entries: make(map[string]*entry, len(defs))}
-	t.keys = make([]string, 0, len(defs))
-	for k := range defs {
-		t.keys = append(t.keys, k)
-	}
-	sort.Strings(t.keys)
-	for _, k := range t.keys {
+// compileRoutes compiles every definition into an entry, in route-key order.
+func compileRoutes(m *Matcher, defs map[string]Handler) []*entry {
+	keys := slices.Sorted(maps.Keys(defs))
+	out := make([]*entry, len(keys))
+	for i, k := range keys {
 		method, p := splitRouteKey(k)
 		method = strings.ToUpper(method)
 		if method == "" {
 			method = "*"
 		}
-		e := &entry{key: k, method: method, segs: m.compilePath(p), handler: defs[k]}
-		t.entries[k] = e
+		out[i] = &entry{key: k, method: method, segs: m.compilePath(p), handler: defs[k]}
+	}
+	return out
+}
+
+// newTable indexes compiled entries (from compileRoutes) by method and path.
+func newTable(entries []*entry) *table {
+	t := &table{methods: make(map[string]*node), entries: make(map[string]*entry, len(entries))}
+	t.keys = make([]string, len(entries))
+	for i, e := range entries {
+		t.keys[i] = e.key
+		t.entries[e.key] = e
 		root := t.any
-		if method == "*" {
+		if e.method == "*" {
 			if root == nil {
 				t.any = &node{}
 				root = t.any
 			}
 		} else {
-			root = t.methods[method]
+			root = t.methods[e.method]
 			if root == nil {
 				root = &node{}
-				t.methods[method] = root
+				t.methods[e.method] = root
 			}
 		}
 		root.insert(e)

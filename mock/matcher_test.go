@@ -115,7 +115,7 @@ func TestTable_BestWins(t *testing.T) {
 	for _, r := range routes {
 		defs[r] = JSON(200, r)
 	}
-	tb := newTable(m, defs)
+	tb := newTable(compileRoutes(m, defs))
 	urls := []string{"/users/search", "/users/42", "/users/42/posts", "/users/1/2", "/x", "/files/a/raw",
 		"/files/a/b", "/health", "/a/b/c", "/z/b/c", "/"}
 	for _, u := range urls {

@@ -2,7 +2,6 @@ package mock
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -198,25 +197,25 @@ func ValidateDefinitions(defs Definitions) ValidationResult {
 }
 
 func validateDefs(m *Matcher, defs Definitions) ValidationResult {
+	return validateRoutes(m, compileRoutes(m, defs))
+}
+
+// validateRoutes checks compiled routes (from compileRoutes, in key order): each key and
+// handler, then shadowed and conflicting routes.
+func validateRoutes(m *Matcher, routes []*entry) ValidationResult {
 	var r ValidationResult
-	keys := make([]string, 0, len(defs))
-	for k := range defs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	firstExact := map[string]string{}
 	firstLoose := map[string]string{}
-	for _, k := range keys {
+	for _, e := range routes {
+		k := e.key
 		r.merge(validatePattern(m, k, true))
-		if defs[k] == nil {
+		if e.handler == nil {
 			r.add(SeverityError, VNilHandler, k, "route %q has a nil handler", k)
 		}
-		method, p := splitRouteKey(k)
-		method = strings.ToUpper(method)
 		var exact, loose strings.Builder
-		exact.WriteString(method)
-		loose.WriteString(method)
-		for _, s := range m.compilePath(p) {
+		exact.WriteString(e.method)
+		loose.WriteString(e.method)
+		for _, s := range e.segs {
 			switch s.kind {
 			case kindStatic:
 				exact.WriteString("/" + s.text)
