@@ -193,11 +193,7 @@ func ValidateHandler(route string, h Handler) ValidationResult {
 // configuration: every route key and handler, then shadowed and
 // conflicting routes (as warnings).
 func ValidateDefinitions(defs Definitions) ValidationResult {
-	return validateDefs(defaultMatcher, defs)
-}
-
-func validateDefs(m *Matcher, defs Definitions) ValidationResult {
-	return validateRoutes(m, compileRoutes(m, defs))
+	return validateRoutes(defaultMatcher, compileRoutes(defaultMatcher, defs))
 }
 
 // validateRoutes checks compiled routes (from compileRoutes, in key order): each key and

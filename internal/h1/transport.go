@@ -27,7 +27,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -472,12 +471,12 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 				return c.answer(req, resp, stop, nil, false), nil
 			}
 		}
-		c.abandon(stop)
+		c.release(stop, nil, false)
 		return nil, w.error()
 	}
 	resp, err := c.readHead(req)
 	if err != nil {
-		c.abandon(stop)
+		c.release(stop, nil, false)
 		return nil, err
 	}
 	return c.answer(req, resp, stop, nil, true), nil
@@ -497,7 +496,7 @@ func (c *conn) roundTripAsync(req *http.Request, stop func() bool) (*http.Respon
 	if err != nil {
 		c.interrupt() // the writer may be blocked on a server that neither reads nor answers
 		w := <-wrote
-		c.abandon(stop)
+		c.release(stop, nil, false)
 		if w.err != nil {
 			return nil, w.error()
 		}
@@ -580,14 +579,6 @@ func (c *conn) answer(req *http.Request, resp *http.Response, stop func() bool, 
 	return resp
 }
 
-// abandon gives up the connection after a failed round trip.
-func (c *conn) abandon(stop func() bool) {
-	if stop != nil {
-		stop()
-	}
-	c.close()
-}
-
 // release ends the round trip: the connection goes back to the pool if keep says it may, the
 // request was written whole, and the request's context did not interrupt it; else it is
 // closed (which also ends a write still going on).
@@ -623,16 +614,15 @@ type body struct {
 	wrote chan writeResult
 	keep  bool
 
-	ended atomic.Bool // end is set
-	mu    sync.Mutex
-	end   error // set once the body gave up the connection: io.EOF, the read's error, or errBodyClosed
+	mu  sync.Mutex
+	end error // set once the body gave up the connection: io.EOF, the read's error, or errBodyClosed
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	if b.ended.Load() {
-		b.mu.Lock()
-		end := b.end
-		b.mu.Unlock()
+	b.mu.Lock()
+	end := b.end
+	b.mu.Unlock()
+	if end != nil {
 		return 0, end
 	}
 	n, err := b.rc.Read(p)
@@ -657,7 +647,6 @@ func (b *body) finish(end error, keep bool) {
 	first := b.end == nil
 	if first {
 		b.end = end
-		b.ended.Store(true)
 	} else if b.end == io.EOF && end == errBodyClosed {
 		b.end = end // reads after Close fail, as in net/http
 	}
