@@ -5,6 +5,9 @@
 #
 #   bash bench/ai_compare.sh [seconds per target (5)] [rounds (3)]
 #
+# BASELINE_BIN=/path/to/another/app adds it as a fourth target ("app-baseline": an earlier
+# build, say), measured in the same interleaved rounds.
+#
 # Needs Go, Node 20 + npm, and wrk (installed with apt-get when missing). Portkey is installed
 # into PEERS_DIR (default /tmp/aibench-peers), never into the repository. The proxies run on
 # CPU SERVER_CPU (0), the fake upstream and wrk on CPU WRK_CPU (1). Every process started here
@@ -20,7 +23,8 @@ PEERS_DIR="${PEERS_DIR:-/tmp/aibench-peers}"
 WORK="$(mktemp -d)"
 SERVER_CPU="${SERVER_CPU:-0}"
 WRK_CPU="${WRK_CPU:-1}"
-UP_PORT=18190 APP_PORT=18191 PK_PORT=18192
+UP_PORT=18190 APP_PORT=18191 PK_PORT=18192 BASE_PORT=18193
+BASELINE_BIN="${BASELINE_BIN:-}"
 PIDS=()
 
 descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
@@ -91,9 +95,21 @@ start app "$SERVER_CPU" env APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1
   APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
   "$ROOT/bin/app" serve --addr "127.0.0.1:$APP_PORT" --data-dir "$WORK/data"
 wait_port "$APP_PORT" || { echo "app serve did not start: $(tail -3 "$WORK/app.log")" >&2; exit 1; }
-TOKEN="$(curl -s "http://127.0.0.1:$APP_PORT/api/auth/register" -H 'Content-Type: application/json' \
-  -d '{"email":"bench@example.com","password":"secret1","name":"Bench"}' | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')"
+register() { # port: a new user's access token
+  curl -s "http://127.0.0.1:$1/api/auth/register" -H 'Content-Type: application/json' \
+    -d '{"email":"bench@example.com","password":"secret1","name":"Bench"}' | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p'
+}
+TOKEN="$(register "$APP_PORT")"
 [ -n "$TOKEN" ] || { echo "could not register a user on app" >&2; exit 1; }
+TARGETS="direct app portkey"
+if [ -n "$BASELINE_BIN" ]; then
+  start app-baseline "$SERVER_CPU" env APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1" APP_AI_OPENAI_API_KEY=sk-bench \
+    APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
+    "$BASELINE_BIN" serve --addr "127.0.0.1:$BASE_PORT" --data-dir "$WORK/data-baseline"
+  wait_port "$BASE_PORT" || { echo "the baseline app did not start" >&2; exit 1; }
+  BASE_TOKEN="$(register "$BASE_PORT")"
+  TARGETS="direct app app-baseline portkey"
+fi
 
 start portkey "$SERVER_CPU" node "$PEERS_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" --port="$PK_PORT" --headless
 wait_port "$PK_PORT" || { echo "Portkey did not start: $(tail -3 "$WORK/portkey.log")" >&2; exit 1; }
@@ -115,13 +131,15 @@ lua "$WORK/app.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $TOKE
 lua "$WORK/portkey.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"' \
   'wrk.headers["x-portkey-provider"] = "openai"' \
   "wrk.headers[\"x-portkey-custom-host\"] = \"http://127.0.0.1:$UP_PORT/v1\""
+[ -n "$BASELINE_BIN" ] && lua "$WORK/app-baseline.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BASE_TOKEN\""
 URL_direct="http://127.0.0.1:$UP_PORT/v1/chat/completions"
+URL_app_baseline="http://127.0.0.1:$BASE_PORT/api/ai/openai/chat"
 URL_app="http://127.0.0.1:$APP_PORT/api/ai/openai/chat"
 URL_portkey="http://127.0.0.1:$PK_PORT/v1/chat/completions"
 
 # Check every target answers 200 before measuring.
-for t in direct app portkey; do
-  url="URL_$t"
+for t in $TARGETS; do
+  url="URL_${t//-/_}"
   code="$(taskset -c "$WRK_CPU" wrk -t1 -c1 -d1s -s "$WORK/$t.lua" "${!url}" 2>&1 | grep -c 'Non-2xx')"
   [ "$code" = 0 ] || { echo "$t answers non-2xx: $(tail -3 "$WORK/$t.log" 2>/dev/null)" >&2; exit 1; }
 done
@@ -133,13 +151,13 @@ median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]
 
 echo "wrk -t1, ${WARM}s warm-up + ${DUR}s per target, $ROUNDS interleaved rounds; proxies on CPU $SERVER_CPU, fake and wrk on CPU $WRK_CPU" >&2
 for c in 1 32; do
-  for t in direct app portkey; do
-    url="URL_$t"
+  for t in $TARGETS; do
+    url="URL_${t//-/_}"
     taskset -c "$WRK_CPU" wrk -t1 -c"$c" -d"${WARM}s" -s "$WORK/$t.lua" "${!url}" >/dev/null 2>&1
   done
   for r in $(seq 1 "$ROUNDS"); do
-    for t in direct app portkey; do
-      url="URL_$t"
+    for t in $TARGETS; do
+      url="URL_${t//-/_}"
       out="$(taskset -c "$WRK_CPU" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$WORK/$t.lua" "${!url}")"
       rps="$(echo "$out" | awk '/^Requests\/sec/ { print $2 }')"
       p50="$(to_us "$(echo "$out" | awk '$1 == "50%" { print $2 }')")"
@@ -154,7 +172,7 @@ echo "| connections | target | requests/s (median) | p50 (median) | added p50 ov
 echo "|---|---|---|---|---|"
 for c in 1 32; do
   base="$(median <"$WORK/p50-$c-direct")"
-  for t in direct app portkey; do
+  for t in $TARGETS; do
     rps="$(median <"$WORK/rps-$c-$t")"
     p50="$(median <"$WORK/p50-$c-$t")"
     added="—"
