@@ -443,8 +443,8 @@ func TestComplete_RedirectNotFollowed(t *testing.T) {
 	}
 }
 
-// Ensure answers the fast JSON decoder refuses (invalid UTF-8, duplicate names) are still read,
-// as encoding/json reads them.
+// Ensure answers with invalid UTF-8 (replaced by U+FFFD) or duplicate names (the last wins) are
+// read as encoding/json reads them.
 func TestComplete_LenientAnswers(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, provider, body, want string }{

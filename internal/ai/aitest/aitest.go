@@ -1,6 +1,7 @@
 // Package aitest runs fake AI providers on httptest servers. Each speaks its provider's real
 // wire format (paths, headers, bodies, error shapes), records what it received and answers
 // from a script of responders, so tests can assert what was sent and how failures are handled.
+// Stream answers a streamed request in the provider's own event format.
 package aitest
 
 import (
