@@ -19,6 +19,7 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/store/storetest"
 	"github.com/acme/app/internal/usage"
@@ -311,5 +312,32 @@ func TestAIStream_Ping(t *testing.T) {
 	events := readEvents(t, resp.Body, nil)
 	if len(events) < 3 || events[0].name != "delta" || events[1].name != ":" || events[1].data != ": ping" {
 		t.Fatalf("events %+v, want a ping after the first delta", events)
+	}
+}
+
+// refusingBudget refuses every call.
+type refusingBudget struct{}
+
+func (refusingBudget) Reserve(context.Context, string, float64) (ai.Reservation, error) {
+	return nil, apperr.E(apperr.PaymentRequired, "monthly budget reached")
+}
+
+// Ensure a call the budget refuses is a 402 envelope, streamed or not, and reaches no provider.
+func TestAI_BudgetRefusedIs402(t *testing.T) {
+	t.Parallel()
+	fake := aitest.New(t, "openai")
+	svc := ai.New(ai.Options{Providers: map[string]ai.ProviderConfig{"openai": {APIKey: "k", BaseURL: fake.BaseURL(), DefaultModel: "gpt-4o-mini"}},
+		Budget: refusingBudget{}})
+	tokens := auth.NewTokens(secret, time.Hour)
+	token, _ := tokens.Issue(auth.Caller{ID: "64b000000000000000000001", Email: "a@example.com", Roles: []string{"user"}})
+	h := NewServer(Options{RateLimit: 1 << 20, RateWindow: time.Minute}, Deps{Tokens: tokens, AI: svc})
+	for _, body := range []string{`{"messages":[{"role":"user","content":"hi"}]}`, `{"messages":[{"role":"user","content":"hi"}],"stream":true}`} {
+		rec := do(h, "POST", "/api/ai/openai/chat", body, token)
+		if rec.Code != 402 || rec.Body.String() != `{"statusCode":402,"message":"monthly budget reached","error":"Payment Required"}`+"\n" {
+			t.Errorf("%s: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+	if n := len(fake.Calls()); n != 0 {
+		t.Errorf("the provider got %d calls", n)
 	}
 }
