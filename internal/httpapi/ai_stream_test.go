@@ -341,3 +341,26 @@ func TestAI_BudgetRefusedIs402(t *testing.T) {
 		t.Errorf("the provider got %d calls", n)
 	}
 }
+
+// Ensure each piece reaches the client as it arrives: with the provider waiting 500 ms after
+// the first piece, the client reads the first delta before the second piece is sent.
+func TestAIStream_FirstDeltaBeforeSecondIsSent(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	sent := 0
+	lv := newLiveAI(t, "gemini", aitest.Stream(aitest.StreamOptions{GapAfterFirst: 500 * time.Millisecond,
+		Sent: func(int, time.Time) { mu.Lock(); sent++; mu.Unlock() }}))
+	resp := lv.post(t, context.Background(), "gemini", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
+	defer resp.Body.Close()
+	sentAtFirst := -1
+	readEvents(t, resp.Body, func(e sse) {
+		if e.name == "delta" && sentAtFirst < 0 {
+			mu.Lock()
+			sentAtFirst = sent
+			mu.Unlock()
+		}
+	})
+	if sentAtFirst != 1 {
+		t.Fatalf("the client had its first delta when the provider had sent %d pieces, want 1", sentAtFirst)
+	}
+}
