@@ -65,6 +65,9 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
   app mock serve --target https://api.example.com --record recorded.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := rejectGlobalFlags(cmd); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -84,9 +87,23 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
 	return c
 }
 
+// ignoredGlobalFlags are the root's flags that mean nothing to the mock server, which has its
+// own --host and --port, keeps no data and reads no configuration file.
+var ignoredGlobalFlags = []string{"addr", "data-dir", "config", "mongodb-uri"}
+
+// rejectGlobalFlags refuses a global flag the mock server would otherwise ignore silently.
+func rejectGlobalFlags(cmd *cobra.Command) error {
+	for _, name := range ignoredGlobalFlags {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return usageError{fmt.Errorf("--%s does not apply to `app mock serve` (use --host and --port; the mock keeps no data and reads no configuration file)", name)}
+		}
+	}
+	return nil
+}
+
 // serverOptions checks the flags and turns them into the server's options.
 func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
-	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests, Version: version.Version}
+	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests}
 	if o.Port < 0 || o.Port > 65535 {
 		return so, usageError{fmt.Errorf("--port %d: want 0-65535", o.Port)}
 	}
@@ -120,6 +137,15 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 		return err
 	}
 	so.Logger = f.log
+	started := time.Now()
+	if o.File == "" && o.Target == "" {
+		api, err := openBuiltinAPI(ctx, f)
+		if err != nil {
+			return err
+		}
+		defer api.close()
+		so.API = api.handler
+	}
 	srv, err := mockserver.New(so)
 	if err != nil {
 		var le *mockserver.LoadError
@@ -145,6 +171,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
 	printBanner(f, ln.Addr().String(), srv, so)
+	f.log.Info("mock serving", "addr", ln.Addr().String(), "startup", time.Since(started).Round(time.Millisecond).String())
 	for _, w := range srv.Warnings() {
 		f.log.Warn("mock file", "warning", w.String())
 	}
@@ -154,8 +181,11 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 // printBanner writes the short start banner: URL, routes, fallback, admin URL.
 func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.Options) {
 	base := "http://" + addr
-	source := "built-in mock of this API (/api)"
-	if so.File != "" {
+	source := "no file"
+	mocks := fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)
+	if so.API != nil {
+		mocks = "the real /api handlers over a throwaway store, demo data loaded (admin@example.com / admin123, user@example.com / user123)"
+	} else {
 		source = so.File
 		if n := len(srv.Warnings()); n > 0 {
 			source += fmt.Sprintf(" (%d warning(s), see the log)", n)
@@ -170,7 +200,7 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 	}
 	pairs := [][2]string{
 		{"URL", base},
-		{"Mocks", fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)},
+		{"Mocks", mocks},
 		{"Fallback", fallback},
 		{"Admin", base + mockserver.AdminPrefix + "mocks"},
 	}

@@ -123,7 +123,7 @@ func TestMockServe_Builtin(t *testing.T) {
 		t.Fatalf("health: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	for _, w := range []string{"http://" + addr, "routes from built-in mock", "/__mock/mocks"} {
+	for _, w := range []string{"http://" + addr, "demo data loaded", "/__mock/mocks"} {
 		if !strings.Contains(logs.String(), w) {
 			t.Errorf("banner lacks %q:\n%s", w, logs.String())
 		}

@@ -37,11 +37,13 @@ type Interceptor struct {
 	closed    atomic.Bool
 	transport http.RoundTripper
 	target    *url.URL
-	proxy     *httputil.ReverseProxy
-	logger    *slog.Logger
-	now       func() time.Time
-	stats     *stats
-	seq       atomic.Uint64
+	// fallback answers unmatched requests on the Handler face: the proxy to target, or
+	// the handler given to WithFallback.
+	fallback http.Handler
+	logger   *slog.Logger
+	now      func() time.Time
+	stats    *stats
+	seq      atomic.Uint64
 }
 
 // state is an immutable snapshot of configuration and compiled routes.
@@ -81,6 +83,13 @@ func WithTarget(target *url.URL) Option {
 	return Option{func(ic *Interceptor, _ Definitions) { ic.target = target }}
 }
 
+// WithFallback sets the handler that the Handler face passes unmatched (and
+// ignored) requests to when FallbackToNetwork is on, in place of a proxy to a
+// target: an in-process API behind a few mocks, say. It wins over [WithTarget].
+func WithFallback(h http.Handler) Option {
+	return Option{func(ic *Interceptor, _ Definitions) { ic.fallback = h }}
+}
+
 // WithLogger sets the logger. Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return Option{func(ic *Interceptor, _ Definitions) { ic.logger = l }}
@@ -104,8 +113,8 @@ func New(cfg Config, opts ...Option) *Interceptor {
 		}
 	}
 	ic.stats = newStats(ic.now())
-	if ic.target != nil {
-		ic.proxy = &httputil.ReverseProxy{
+	if ic.target != nil && ic.fallback == nil {
+		ic.fallback = &httputil.ReverseProxy{
 			Transport: ic.transport,
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(ic.target)
@@ -860,8 +869,8 @@ func (ic *Interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !lk.pass {
 			ic.stats.recordUnmatched(r.Method, r.URL.RequestURI())
 		}
-		if st.cfg.FallbackToNetwork && ic.proxy != nil {
-			ic.proxy.ServeHTTP(w, r)
+		if st.cfg.FallbackToNetwork && ic.fallback != nil {
+			ic.fallback.ServeHTTP(w, r)
 			return
 		}
 		e := ic.noMatch(st, r.Method, r.URL.RequestURI(), lk.path)

@@ -246,7 +246,7 @@ func (s *Server) configView() configView {
 		Record:            s.opts.Record,
 		BaseURL:           cfg.BaseURL,
 		Persistence:       cfg.Persistence.Enabled,
-		LoadedAt:          stamp(s.loaded),
+		LoadedAt:          s.loaded.UTC().Format("2006-01-02T15:04:05.000Z"),
 		Warnings:          nonNil(s.set.Warnings),
 		RouteMatching: matchView{
 			CaseSensitive: cfg.RouteMatching.CaseSensitive, ExactMatch: cfg.RouteMatching.ExactMatch,

@@ -14,7 +14,7 @@ func benchServe(b *testing.B, file string) {
 		b.Fatal(err)
 	}
 	s := &Server{opts: Options{Logger: quiet}, log: quiet, runtime: map[string]Route{}, removed: map[string]bool{}}
-	srv, err := New(Options{Logger: quiet, Version: "bench"})
+	srv, err := New(Options{Logger: quiet, API: http.NotFoundHandler()})
 	if err != nil {
 		b.Fatal(err)
 	}

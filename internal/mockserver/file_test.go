@@ -21,7 +21,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newTestServer serves a mock file (written to a temp dir) with httptest.
 func newTestServer(t *testing.T, name, content string, edit func(*Options)) (*Server, *httptest.Server, string) {
 	t.Helper()
-	opts := Options{Logger: quiet, Version: "test"}
+	opts := Options{Logger: quiet}
 	var path string
 	if name != "" {
 		path = filepath.Join(t.TempDir(), name)

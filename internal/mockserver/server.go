@@ -23,9 +23,13 @@ const AdminPrefix = "/__mock/"
 
 // Options configures a Server.
 type Options struct {
-	// File is the mock file (YAML or JSON). Empty serves the built-in mock of this project's
-	// own /api.
+	// File is the mock file (YAML or JSON). Empty serves API, the built-in mock of this
+	// project's own /api (or, with no API, proxies everything to Target).
 	File string
+	// API answers every request no mock matches when File is empty: the real API handler
+	// (httpapi.NewServer) over a throwaway store, built by the caller. Mocks added through the
+	// admin API still answer first.
+	API http.Handler
 	// Target is where unmatched requests are proxied; nil answers them 404 ROUTE_MATCH_FAILED.
 	Target *url.URL
 	// Delay, when set, overrides the file's config.delay.
@@ -38,8 +42,6 @@ type Options struct {
 	LogRequests bool
 	// Logger receives reloads, record writes and request logs. Default slog.Default().
 	Logger *slog.Logger
-	// Version is reported by the built-in mock's /api/health.
-	Version string
 	// OnReload, when set, is told the outcome of every reload (tests).
 	OnReload func(error)
 	// Transport is what the proxy uses to reach Target (tests). Default http.DefaultTransport.
@@ -84,10 +86,16 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		set = Builtin(opts.Version)
+		if opts.API == nil && opts.Target == nil {
+			return nil, errors.New("mockserver: nothing to serve: no file, no API handler and no target")
+		}
+		set = &Set{Config: mock.DefaultConfig()}
 	}
 	s.ovr.delay = opts.Delay
 	icOpts := []mock.Option{mock.WithLogger(s.log)}
+	if opts.API != nil {
+		icOpts = append(icOpts, mock.WithFallback(opts.API))
+	}
 	if opts.Target != nil {
 		rt := opts.Transport
 		if rt == nil {
@@ -116,7 +124,7 @@ func New(opts Options) (*Server, error) {
 // config returns the interceptor configuration for set under the flags and overrides.
 func (s *Server) config(set *Set) mock.Config {
 	cfg := set.Config
-	if s.opts.Target != nil && !set.FallbackSet {
+	if (s.opts.Target != nil || s.opts.API != nil) && !set.FallbackSet {
 		cfg.FallbackToNetwork = true
 	}
 	if s.opts.LogRequests {

@@ -368,7 +368,10 @@ func TestOptionsRefused(t *testing.T) {
 	if _, err := New(Options{Record: "x.yaml", Logger: quiet}); err == nil {
 		t.Fatal("--record without --target was accepted")
 	}
-	s, err := New(Options{Logger: quiet})
+	if _, err := New(Options{Logger: quiet}); err == nil {
+		t.Fatal("no file, no API and no target was accepted")
+	}
+	s, err := New(Options{Logger: quiet, API: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
