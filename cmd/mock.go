@@ -49,6 +49,9 @@ type mockServeOptions struct {
 	Record      string
 	NoCORS      bool
 	LogRequests bool
+	AdminToken  string
+	CORSOrigins []string
+	WireMock    string
 }
 
 func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) error) *cobra.Command {
@@ -68,6 +71,9 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
 			if err := rejectGlobalFlags(cmd); err != nil {
 				return err
 			}
+			if opts.AdminToken == "" && f.getenv != nil {
+				opts.AdminToken = f.getenv("APP_MOCK_ADMIN_TOKEN")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -84,6 +90,8 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
 	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
 	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
 	fl.BoolVar(&opts.LogRequests, "log-requests", false, "log every mocked request and response")
+	fl.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API (/__mock/) requires; required when --host is not loopback (or APP_MOCK_ADMIN_TOKEN)")
+	fl.StringArrayVar(&opts.CORSOrigins, "cors-origin", nil, "origin whose requests get their origin echoed with credentials (repeatable); others get *")
 	return c
 }
 
@@ -103,7 +111,18 @@ func rejectGlobalFlags(cmd *cobra.Command) error {
 
 // serverOptions checks the flags and turns them into the server's options.
 func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
-	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests}
+	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests,
+		AdminToken: o.AdminToken}
+	if o.AdminToken == "" && !mockserver.IsLoopback(o.Host) {
+		return so, usageError{fmt.Errorf("--host %s accepts connections from other machines: set --admin-token (or APP_MOCK_ADMIN_TOKEN) to protect the admin API", o.Host)}
+	}
+	for _, origin := range o.CORSOrigins {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return so, usageError{fmt.Errorf("--cors-origin %q: want an origin such as http://localhost:5173", origin)}
+		}
+		so.CORSOrigins = append(so.CORSOrigins, strings.TrimSuffix(origin, "/"))
+	}
 	if o.Port < 0 || o.Port > 65535 {
 		return so, usageError{fmt.Errorf("--port %d: want 0-65535", o.Port)}
 	}

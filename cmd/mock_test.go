@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,12 @@ func TestNewMockServeCmd_Flags(t *testing.T) {
 		wantExit int // of serverOptions: 0 ok, 2 usage
 	}{
 		{"Defaults", nil, mockServeOptions{Host: "127.0.0.1", Port: 3001}, 0},
-		{"All", []string{"--file", "m.yaml", "--host", "0.0.0.0", "--port", "9", "--target", "http://x:1", "--delay", "100-400", "--watch", "--record", "r.yaml", "--no-cors", "--log-requests"},
-			mockServeOptions{File: "m.yaml", Host: "0.0.0.0", Port: 9, Target: "http://x:1", Delay: "100-400", Watch: true, Record: "r.yaml", NoCORS: true, LogRequests: true}, 0},
+		{"All", []string{"--file", "m.yaml", "--host", "0.0.0.0", "--port", "9", "--target", "http://x:1", "--delay", "100-400", "--watch", "--record", "r.yaml", "--no-cors", "--log-requests", "--admin-token", "t", "--cors-origin", "http://a:1", "--cors-origin", "https://b"},
+			mockServeOptions{File: "m.yaml", Host: "0.0.0.0", Port: 9, Target: "http://x:1", Delay: "100-400", Watch: true, Record: "r.yaml", NoCORS: true, LogRequests: true,
+				AdminToken: "t", CORSOrigins: []string{"http://a:1", "https://b"}}, 0},
+		{"PublicHostNeedsToken", []string{"--host", "0.0.0.0"}, mockServeOptions{Host: "0.0.0.0", Port: 3001}, exitUsage},
+		{"LoopbackV6", []string{"--host", "::1"}, mockServeOptions{Host: "::1", Port: 3001}, 0},
+		{"BadCORSOrigin", []string{"--cors-origin", "localhost:5173"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, CORSOrigins: []string{"localhost:5173"}}, exitUsage},
 		{"BadDelay", []string{"--delay", "soon"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Delay: "soon"}, exitUsage},
 		{"BadTarget", []string{"--target", "localhost:3000"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Target: "localhost:3000"}, exitUsage},
 		{"RecordWithoutTarget", []string{"--record", "r.yaml"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Record: "r.yaml"}, exitUsage},
@@ -38,7 +43,7 @@ func TestNewMockServeCmd_Flags(t *testing.T) {
 			if err := c.Execute(); err != nil {
 				t.Fatal(err)
 			}
-			if *got != tc.want {
+			if !reflect.DeepEqual(*got, tc.want) {
 				t.Fatalf("opts=%+v, want %+v", *got, tc.want)
 			}
 			_, err := got.serverOptions()
@@ -77,6 +82,9 @@ func TestMockValidate(t *testing.T) {
 		{"Missing", []string{"mock", "validate", filepath.Join(dir, "none.yaml")}, exitFailure, nil, []string{"no such file"}},
 		{"NoArg", []string{"mock", "validate"}, exitUsage, nil, nil},
 		{"ServeInvalidFile", []string{"mock", "serve", "--file", bad, "--port", "0"}, exitUsage, nil, []string{"bad.yaml:2:"}},
+		{"ServeRejectsAddr", []string{"mock", "serve", "--addr", ":9"}, exitUsage, nil, []string{"--addr does not apply"}},
+		{"ServeRejectsDataDir", []string{"mock", "serve", "--data-dir", dir}, exitUsage, nil, []string{"--data-dir does not apply"}},
+		{"ServeRejectsConfig", []string{"mock", "serve", "--config", good}, exitUsage, nil, []string{"--config does not apply"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -310,6 +310,9 @@ func Pick[T any](g *Generator, items []T) T {
 // html/template: user, product, address, phone, name, email, uuid, int
 // (min max), string (n [charset]), bool (p), date (start end, RFC 3339
 // strings; "" for the defaults), pick (values...) and seq (n: 0..n-1, to range over).
+//
+// The functions that take a count (seq, string) refuse one above [MaxTemplateCount] or below
+// zero with an error, which stops the template.
 func (g *Generator) FuncMap() template.FuncMap {
 	return template.FuncMap{
 		"user":    func() User { return g.User(User{}) },
@@ -320,8 +323,11 @@ func (g *Generator) FuncMap() template.FuncMap {
 		"email":   g.Email,
 		"uuid":    g.UUID,
 		"int":     g.Int,
-		"string": func(n int, charset ...string) string {
-			return g.String(n, strings.Join(charset, ""))
+		"string": func(n int, charset ...string) (string, error) {
+			if err := checkCount("string", n); err != nil {
+				return "", err
+			}
+			return g.String(n, strings.Join(charset, "")), nil
 		},
 		"bool": g.Bool,
 		"date": func(start, end string) (string, error) {
@@ -340,6 +346,26 @@ func (g *Generator) FuncMap() template.FuncMap {
 			return g.Date(s, e).UTC().Format(time.RFC3339), nil
 		},
 		"pick": func(items ...any) any { return Pick(g, items) },
-		"seq":  func(n int) []int { return Array(n, func(i int) int { return i }) },
+		"seq": func(n int) ([]int, error) {
+			if err := checkCount("seq", n); err != nil {
+				return nil, err
+			}
+			return Array(n, func(i int) int { return i }), nil
+		},
 	}
+}
+
+// MaxTemplateCount is the largest count a template function (seq, string) accepts: a template
+// cannot make the process allocate without bound.
+const MaxTemplateCount = 10000
+
+// CountFuncs are the template functions whose first argument is a count bounded by
+// [MaxTemplateCount]; a checker of templates may look for literal counts in their calls.
+var CountFuncs = []string{"seq", "string"}
+
+func checkCount(fn string, n int) error {
+	if n < 0 || n > MaxTemplateCount {
+		return fmt.Errorf("%s %d: the count must be 0-%d", fn, n, MaxTemplateCount)
+	}
+	return nil
 }

@@ -27,14 +27,14 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("PATCH /__mock/config", s.handlePatchConfig)
 	mux.HandleFunc("POST /__mock/reset", s.handleReset)
 	mux.HandleFunc("POST /__mock/reload", s.handleReload)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return guardAdmin(s.opts.AdminToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			adminError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path+
 				"; see GET/POST/DELETE /__mock/mocks, GET /__mock/stats, GET/PATCH /__mock/config, POST /__mock/reset, POST /__mock/reload", nil)
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}))
 }
 
 func writeAdmin(w http.ResponseWriter, status int, v any) {

@@ -94,6 +94,8 @@ type Set struct {
 	Config mock.Config
 	// FallbackSet reports whether the file set fallbackToNetwork itself.
 	FallbackSet bool
+	// CORSOrigins are config.cors.origins: the origins CORS answers echo with credentials.
+	CORSOrigins []string
 	// Routes are the mocks in file order.
 	Routes []Route
 	// Warnings are findings that did not stop the load (shadowed routes, …).
@@ -416,7 +418,7 @@ func (p *parser) file(doc *yaml.Node) {
 
 func (p *parser) config(n *yaml.Node) {
 	f := p.fields(n, "", "config", "enabled", "delay", "fallbackToNetwork", "baseURL", "defaultHeaders",
-		"ignorePatterns", "includePatterns", "routeMatching", "persistence", "logging", "preserveOriginalHeaders")
+		"ignorePatterns", "includePatterns", "routeMatching", "persistence", "logging", "preserveOriginalHeaders", "cors")
 	cfg := &p.set.Config
 	for k, v := range f {
 		switch k {
@@ -449,6 +451,28 @@ func (p *parser) config(n *yaml.Node) {
 			p.persistence(v)
 		case "logging":
 			p.logging(v)
+		case "cors":
+			p.cors(v)
+		}
+	}
+}
+
+// cors reads config.cors: {origins: [...]}, the origins the CORS answers echo with
+// credentials allowed (any other origin gets "*" without credentials).
+func (p *parser) cors(n *yaml.Node) {
+	for k, v := range p.fields(n, "", "config.cors", "origins") {
+		if k != "origins" {
+			continue
+		}
+		v = resolve(v)
+		if v.Kind != yaml.SequenceNode {
+			p.fail(v, "", CodeType, "config.cors.origins must be a list of origins (https://app.example.com)")
+			continue
+		}
+		for _, c := range v.Content {
+			if o, ok := p.str(c, "", "config.cors.origins entry"); ok {
+				p.set.CORSOrigins = append(p.set.CORSOrigins, strings.TrimRight(o, "/"))
+			}
 		}
 	}
 }

@@ -58,6 +58,9 @@ func do(t *testing.T, method, url, body string, headers ...string) answer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json") // the admin API takes only JSON
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}

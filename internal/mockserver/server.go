@@ -36,8 +36,13 @@ type Options struct {
 	Delay *mock.Delay
 	// Record, when set, names a file every proxied exchange is written to as a mock.
 	Record string
+	// CORSOrigins are origins (besides the file's config.cors.origins) whose requests get
+	// their origin echoed with credentials allowed; any other origin gets "*".
+	CORSOrigins []string
 	// NoCORS turns off the CORS headers and preflight answers (on by default).
 	NoCORS bool
+	// AdminToken, when set, is the bearer token every admin request must carry.
+	AdminToken string
 	// LogRequests logs every request the interceptor answers.
 	LogRequests bool
 	// Logger receives reloads, record writes and request logs. Default slog.Default().
@@ -176,28 +181,33 @@ func (s *Server) apply(set *Set) error {
 // ServeHTTP answers CORS preflights, the admin API under /__mock/, and everything else from
 // the mocks (or the target).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.opts.NoCORS && cors(w, r) {
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" {
+		s.admin.ServeHTTP(w, r) // never CORS: no other origin may read or drive it
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" {
-		s.admin.ServeHTTP(w, r)
+	if !s.opts.NoCORS && s.cors(w, r) {
 		return
 	}
 	s.ic.ServeHTTP(w, r)
 }
 
-// cors sets the CORS headers on every answer and answers preflights itself (true). The
-// request's Origin is echoed with credentials allowed, so a browser front end on another
-// port works with cookies and Authorization headers alike.
-func cors(w http.ResponseWriter, r *http.Request) bool {
+// cors sets the CORS headers on every answer and answers preflights itself (true). An origin
+// listed in --cors-origin or config.cors.origins is echoed with credentials allowed, so a
+// front end on another port works with cookies and Authorization headers alike; any other
+// origin gets "*" without credentials, so no page can read an answer as the user.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return false
 	}
 	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Allow-Credentials", "true")
 	h.Add("Vary", "Origin")
+	if s.originListed(origin) {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+	} else {
+		h.Set("Access-Control-Allow-Origin", "*")
+	}
 	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
 		h.Set("Access-Control-Expose-Headers", "*")
 		return false
@@ -213,6 +223,24 @@ func cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Add("Vary", "Access-Control-Request-Headers")
 	w.WriteHeader(http.StatusNoContent)
 	return true
+}
+
+// originListed reports whether origin is in --cors-origin or the file's config.cors.origins.
+func (s *Server) originListed(origin string) bool {
+	for _, o := range s.opts.CORSOrigins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	s.mu.Lock()
+	set := s.set
+	s.mu.Unlock()
+	for _, o := range set.CORSOrigins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
 }
 
 // Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps

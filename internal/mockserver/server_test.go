@@ -303,27 +303,37 @@ func writeAtomically(t *testing.T, path, content string) {
 	}
 }
 
-// Ensure preflights are answered with the CORS headers and simple requests carry them.
+// Ensure preflights are answered with the CORS headers and simple requests carry them: a
+// listed origin (flag or config.cors.origins) is echoed with credentials, any other gets "*"
+// without credentials.
 func TestCORS(t *testing.T) {
 	t.Parallel()
-	_, hs, _ := newTestServer(t, "m.yaml", yamlFile, nil)
-	a := do(t, "OPTIONS", hs.URL+"/users/1", "", "Origin", "http://localhost:5173",
-		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type")
-	if a.status != 204 {
-		t.Fatalf("preflight status=%d", a.status)
-	}
-	h := a.header
-	if h.Get("Access-Control-Allow-Origin") != "http://localhost:5173" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
-		h.Get("Access-Control-Allow-Headers") != "authorization,content-type" || h.Get("Access-Control-Allow-Credentials") != "true" {
-		t.Fatalf("preflight headers=%v", h)
-	}
-	a = do(t, "GET", hs.URL+"/users/1", "", "Origin", "http://localhost:5173")
-	if a.header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
-		t.Fatalf("simple request headers=%v", a.header)
+	file := strings.Replace(yamlFile, "config:\n", "config:\n  cors: {origins: [\"http://from-file.test\"]}\n", 1)
+	_, hs, _ := newTestServer(t, "m.yaml", file, func(o *Options) { o.CORSOrigins = []string{"http://localhost:5173"} })
+	for _, tc := range []struct {
+		name, origin, wantOrigin, wantCreds string
+	}{
+		{"FlagOrigin", "http://localhost:5173", "http://localhost:5173", "true"},
+		{"FileOrigin", "http://from-file.test", "http://from-file.test", "true"},
+		{"OtherOrigin", "https://evil.example", "*", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, "OPTIONS", hs.URL+"/users/1", "", "Origin", tc.origin,
+				"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type")
+			h := a.header
+			if a.status != 204 || h.Get("Access-Control-Allow-Origin") != tc.wantOrigin || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+				h.Get("Access-Control-Allow-Headers") != "authorization,content-type" || h.Get("Access-Control-Allow-Credentials") != tc.wantCreds {
+				t.Fatalf("preflight %d headers=%v", a.status, h)
+			}
+			a = do(t, "GET", hs.URL+"/users/1", "", "Origin", tc.origin)
+			if a.header.Get("Access-Control-Allow-Origin") != tc.wantOrigin || a.header.Get("Access-Control-Allow-Credentials") != tc.wantCreds {
+				t.Fatalf("simple request headers=%v", a.header)
+			}
+		})
 	}
 
 	_, off, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.NoCORS = true })
-	a = do(t, "GET", off.URL+"/users/1", "", "Origin", "http://localhost:5173")
+	a := do(t, "GET", off.URL+"/users/1", "", "Origin", "http://localhost:5173")
 	if a.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatal("--no-cors still sent CORS headers")
 	}

@@ -3,13 +3,16 @@ package mockserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"text/template"
+	"text/template/parse"
 	"time"
 	"unicode/utf8"
 
@@ -147,6 +150,38 @@ var funcMap = sync.OnceValue(func() template.FuncMap {
 type tmpl struct {
 	t    *template.Template
 	segs []seg // the fast path, when not nil
+	// bodyField: the template reads a field of the body ({{.Body.email}}), which needs a
+	// JSON object.
+	bodyField bool
+}
+
+// Bounds of one template run: a render larger than maxRender bytes, or still writing after
+// renderTimeout, stops with an error (answered 500 HANDLER_EXECUTION_ERROR).
+const maxRender = 10 << 20
+
+var renderTimeout = 2 * time.Second
+
+var (
+	errRenderTooLarge = fmt.Errorf("the template's answer is over %d MB", maxRender>>20)
+	errRenderTooSlow  = fmt.Errorf("the template ran longer than %s", renderTimeout)
+	// errBodyNotObject: a template reads {{.Body.x}} but the request body is not a JSON object.
+	errBodyNotObject = errors.New("the template reads a field of the request body, which is not a JSON object")
+)
+
+// boundedWriter is the render's buffer: it refuses bytes past maxRender or after the deadline.
+type boundedWriter struct {
+	buf      *bytes.Buffer
+	deadline time.Time
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > maxRender {
+		return 0, errRenderTooLarge
+	}
+	if time.Now().After(w.deadline) {
+		return 0, errRenderTooSlow
+	}
+	return w.buf.Write(p)
 }
 
 // seg is one piece of a fast-path template: literal text, or a lookup in params (p), query
@@ -164,7 +199,73 @@ func parseTemplate(name, text string) (*tmpl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tmpl{t: t, segs: fastSegs(text)}, nil
+	if err := checkCounts(t.Tree.Root); err != nil {
+		return nil, err
+	}
+	return &tmpl{t: t, segs: fastSegs(text), bodyField: strings.Contains(text, ".Body.")}, nil
+}
+
+// checkCounts refuses, at load, counts written into the template above mock.MaxTemplateCount:
+// {{range 20000}} and {{seq 20000}} / {{string 20000}}. Counts computed from the request are
+// checked by the functions when the template runs.
+func checkCounts(n parse.Node) error {
+	var err error
+	var walk func(parse.Node)
+	over := func(arg parse.Node) bool {
+		num, ok := arg.(*parse.NumberNode)
+		return ok && num.IsInt && (num.Int64 > mock.MaxTemplateCount || num.Int64 < 0)
+	}
+	walk = func(n parse.Node) {
+		if n == nil || err != nil {
+			return
+		}
+		switch x := n.(type) {
+		case *parse.ListNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(x.Pipe)
+		case *parse.PipeNode:
+			if x == nil {
+				return
+			}
+			for _, c := range x.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			if len(x.Args) >= 2 {
+				if id, ok := x.Args[0].(*parse.IdentifierNode); ok && slices.Contains(mock.CountFuncs, id.Ident) && over(x.Args[1]) {
+					err = fmt.Errorf("%s: the count must be 0-%d", x, mock.MaxTemplateCount)
+					return
+				}
+			}
+			for _, a := range x.Args {
+				walk(a)
+			}
+		case *parse.RangeNode:
+			if len(x.Pipe.Cmds) == 1 && len(x.Pipe.Cmds[0].Args) == 1 && over(x.Pipe.Cmds[0].Args[0]) {
+				err = fmt.Errorf("range %s: the count must be 0-%d", x.Pipe, mock.MaxTemplateCount)
+				return
+			}
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.IfNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		case *parse.WithNode:
+			walk(x.Pipe)
+			walk(x.List)
+			walk(x.ElseList)
+		}
+	}
+	walk(n)
+	return err
 }
 
 // fastSegs splits text into literals and plain lookups, or returns nil when it holds any
@@ -204,8 +305,17 @@ func (t *tmpl) exec(v *reqView) (string, error) {
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	defer bufPool.Put(buf)
-	if err := t.t.Execute(buf, v); err != nil {
+	defer func() {
+		if buf.Cap() <= 64<<10 { // a huge render's buffer is not kept
+			bufPool.Put(buf)
+		}
+	}()
+	if err := t.t.Execute(&boundedWriter{buf: buf, deadline: time.Now().Add(renderTimeout)}, v); err != nil {
+		if t.bodyField && v.hasBody {
+			if _, isObj := v.body.(map[string]any); !isObj {
+				return "", errBodyNotObject
+			}
+		}
 		return "", err
 	}
 	s := buf.String()
