@@ -32,6 +32,9 @@ type Config struct {
 	Logging LoggingConfig
 	// Persistence configures the response cache.
 	Persistence PersistenceConfig
+	// Cache says which answers the response cache keeps (when Persistence is enabled).
+	// Default: GET and HEAD answered 2xx.
+	Cache CacheConfig
 	// Middleware runs around every mocked request, higher Priority first.
 	// Default empty.
 	Middleware []Middleware
@@ -151,6 +154,7 @@ func DefaultConfig() Config {
 		DefaultHeaders:          map[string]string{"Content-Type": "application/json"},
 		PreserveOriginalHeaders: true,
 		RouteMatching:           DefaultRouteMatchingConfig(),
+		Cache:                   DefaultCacheConfig(),
 	}
 }
 
@@ -175,6 +179,7 @@ func (c Config) withDefaults() Config {
 		c.DefaultHeaders = map[string]string{"Content-Type": "application/json"}
 	}
 	c.RouteMatching = c.RouteMatching.withDefaults()
+	c.Cache = c.Cache.withDefaults()
 	p := &c.Persistence
 	if p.TTL <= 0 {
 		p.TTL = 5 * time.Minute
@@ -210,6 +215,7 @@ func (c Config) clone() Config {
 	c.IgnorePatterns = append([]Pattern(nil), c.IgnorePatterns...)
 	c.IncludePatterns = append([]Pattern(nil), c.IncludePatterns...)
 	c.DefaultHeaders = maps.Clone(c.DefaultHeaders) // nil stays nil
+	c.Cache = c.Cache.clone()
 	return c
 }
 

@@ -189,6 +189,12 @@ func (ic *Interceptor) build(prev *state, cfg Config, defs Definitions) (*state,
 			ic.closeCache(prev)
 		}
 	}
+	if st.cache != nil {
+		// Entries of routes that changed (or are gone, or may not be cached now) are
+		// dropped, from the persistent tier too: the cache never answers for an old
+		// definition.
+		st.cache.retain(keepCurrent(st.t, cfg.Cache))
+	}
 	return st, nil
 }
 
@@ -643,8 +649,15 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 	}
 	var key string
 	c := st.cache
+	var rc RouteCache
 	if c != nil {
-		key = cacheKey(st.m, req)
+		rc = st.cfg.Cache.Routes[req.Route]
+		if rc.Off || !st.cfg.Cache.methodCached(req.Method) {
+			c = nil
+		}
+	}
+	if c != nil {
+		key = cacheKey(st.m, req, rc.Digest)
 		if resp, ok := c.get(key, ic.now()); ok {
 			ic.stats.recordCache(true)
 			return resp, nil
@@ -655,7 +668,7 @@ func (ic *Interceptor) run(ctx context.Context, st *state, h Handler, req *Reque
 	if err != nil {
 		return nil, err
 	}
-	if c != nil {
+	if c != nil && st.cfg.Cache.statusCached(statusOf(resp)) {
 		// Encode the body once, as render would, and answer the bytes that
 		// are stored, so that a hit answers exactly what the miss did.
 		b, err := encodeBody(resp, responseHeader(st, resp).Get("Content-Type"))
@@ -712,9 +725,11 @@ func (ic *Interceptor) recover(ctx context.Context, st *state, req *Request, cau
 	return nil, cause
 }
 
-func cacheKey(m *Matcher, req *Request) string {
+// cacheKey is the route, its definition's digest, the method, the normalised URL and a hash
+// of the body: an answer is reused only for the same request to the same definition.
+func cacheKey(m *Matcher, req *Request, digest string) string {
 	sum := sha256.Sum256(req.RawBody)
-	return req.Method + " " + m.NormalizeURL(req.URL) + " " + hex.EncodeToString(sum[:8])
+	return req.Route + cacheKeySep + digest + cacheKeySep + req.Method + " " + m.NormalizeURL(req.URL) + " " + hex.EncodeToString(sum[:8])
 }
 
 func statusOf(r *Response) int {

@@ -2,6 +2,8 @@ package mockserver
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,6 +88,8 @@ type Route struct {
 	Line    int
 	Source  any
 	Handler mock.Handler
+	// Cache is the digest of the route's definition and whether its answers may be cached.
+	Cache mock.RouteCache
 }
 
 // Set is a loaded and validated mock file.
@@ -111,6 +115,15 @@ func (s *Set) Definitions() mock.Definitions {
 		d[r.Key] = r.Handler
 	}
 	return d
+}
+
+// CacheRoutes returns the cache's view of each route, by route key.
+func (s *Set) CacheRoutes() map[string]mock.RouteCache {
+	m := make(map[string]mock.RouteCache, len(s.Routes))
+	for _, r := range s.Routes {
+		m[r.Key] = r.Cache
+	}
+	return m
 }
 
 // ResetSequences starts every sequence of the set again at its first response.
@@ -205,6 +218,20 @@ type parser struct {
 	set   *Set
 	errs  []Problem
 	warns []Problem
+
+	// Of the route being read: whether its answers change from call to call (a sequence,
+	// generated data, a delay range), and its cache field when it has one.
+	dynamic bool
+	cache   *bool
+}
+
+// parseTemplate compiles a template of the route being read, noting generator calls.
+func (p *parser) parseTemplate(key, text string) (*tmpl, error) {
+	t, err := parseTemplate(key, text)
+	if err == nil && t.generates {
+		p.dynamic = true
+	}
+	return t, err
 }
 
 func (p *parser) fail(n *yaml.Node, route, code, format string, args ...any) {
@@ -418,7 +445,7 @@ func (p *parser) file(doc *yaml.Node) {
 
 func (p *parser) config(n *yaml.Node) {
 	f := p.fields(n, "", "config", "enabled", "delay", "fallbackToNetwork", "baseURL", "defaultHeaders",
-		"ignorePatterns", "includePatterns", "routeMatching", "persistence", "logging", "preserveOriginalHeaders", "cors")
+		"ignorePatterns", "includePatterns", "routeMatching", "persistence", "logging", "preserveOriginalHeaders", "cors", "cache")
 	cfg := &p.set.Config
 	for k, v := range f {
 		switch k {
@@ -453,6 +480,42 @@ func (p *parser) config(n *yaml.Node) {
 			p.logging(v)
 		case "cors":
 			p.cors(v)
+		case "cache":
+			p.cacheRules(v)
+		}
+	}
+}
+
+// cacheRules reads config.cache: {methods: [GET, HEAD], statuses: ["2xx"]}, which answers the
+// response cache keeps ("*" for any method or status).
+func (p *parser) cacheRules(n *yaml.Node) {
+	cc := &p.set.Config.Cache
+	for k, v := range p.fields(n, "", "config.cache", "methods", "statuses") {
+		v = resolve(v)
+		what := "config.cache." + k
+		if v.Kind != yaml.SequenceNode {
+			p.fail(v, "", CodeType, "%s must be a list", what)
+			continue
+		}
+		var out []string
+		for _, c := range v.Content {
+			s, ok := p.str(c, "", what+" entry")
+			if !ok {
+				continue
+			}
+			if k == "statuses" && !mock.ValidCacheStatus(s) {
+				p.fail(c, "", CodeConfig, "%s: %q is not a status (200), a class (2xx) or *", what, s)
+				continue
+			}
+			if k == "methods" {
+				s = strings.ToUpper(s)
+			}
+			out = append(out, s)
+		}
+		if k == "methods" {
+			cc.Methods = out
+		} else {
+			cc.Statuses = out
 		}
 	}
 }
@@ -628,12 +691,26 @@ func (p *parser) mocks(n *yaml.Node) {
 		seen[key] = k.Line
 		var src any
 		_ = v.Decode(&src)
+		p.dynamic, p.cache = false, nil
 		h := p.route(key, v)
-		p.set.Routes = append(p.set.Routes, Route{Key: key, Line: k.Line, Source: jsonable(src), Handler: h})
+		src = jsonable(src)
+		rc := mock.RouteCache{Digest: digest(key, src), Off: p.dynamic}
+		if p.cache != nil {
+			rc.Off = !*p.cache
+		}
+		p.set.Routes = append(p.set.Routes, Route{Key: key, Line: k.Line, Source: src, Handler: h, Cache: rc})
 	}
 }
 
-var specFields = []string{"status", "statusText", "data", "body", "headers", "delay", "generate", "sequence", "templating"}
+var specFields = []string{"status", "statusText", "data", "body", "headers", "delay", "generate", "sequence", "templating", "cache"}
+
+// digest identifies a route's definition: a hash of its key and its spec as JSON (map keys
+// sorted by encoding/json, so the same spec always gives the same digest).
+func digest(key string, src any) string {
+	b, _ := json.Marshal(src)
+	sum := sha256.Sum256(append([]byte(key+"\x00"), b...))
+	return hex.EncodeToString(sum[:12])
+}
 
 // route compiles one response spec (or a sequence of them) into a handler.
 func (p *parser) route(key string, n *yaml.Node) mock.Handler {
@@ -641,7 +718,15 @@ func (p *parser) route(key string, n *yaml.Node) mock.Handler {
 	if f == nil {
 		return nil
 	}
+	if cn, ok := f["cache"]; ok {
+		if b, good := p.boolean(cn, key, "cache"); good {
+			p.cache = &b
+		}
+	}
 	seqNode, isSeq := f["sequence"]
+	if isSeq {
+		p.dynamic = true
+	}
 	if !isSeq {
 		r := p.response(key, f, resolve(n))
 		if r == nil {
@@ -710,6 +795,9 @@ func (p *parser) response(key string, f map[string]*yaml.Node, at *yaml.Node) *r
 		d, good := p.delay(n, key)
 		ok = ok && good
 		r.delay = d
+		if d.IsRange() {
+			p.dynamic = true
+		}
 	}
 	if n, has := f["headers"]; has {
 		m, order := p.strMap(n, key, "headers")
@@ -717,7 +805,7 @@ func (p *parser) response(key string, f map[string]*yaml.Node, at *yaml.Node) *r
 			hv := m[name]
 			h := header{name: name, static: hv.Value}
 			if templating && hasTemplate(hv.Value) {
-				t, err := parseTemplate(key, hv.Value)
+				t, err := p.parseTemplate(key, hv.Value)
 				if err != nil {
 					p.fail(hv, key, CodeTemplate, "header %s: %v", name, cleanTemplateErr(key, err))
 					ok = false
@@ -753,7 +841,7 @@ func (p *parser) response(key string, f map[string]*yaml.Node, at *yaml.Node) *r
 			return nil
 		}
 		if templating && hasTemplate(s) {
-			t, err := parseTemplate(key, s)
+			t, err := p.parseTemplate(key, s)
 			if err != nil {
 				p.fail(bn, key, CodeTemplate, "body: %v", cleanTemplateErr(key, err))
 				return nil
@@ -763,6 +851,7 @@ func (p *parser) response(key string, f map[string]*yaml.Node, at *yaml.Node) *r
 			r.rawBody = []byte(s)
 		}
 	case hasGen:
+		p.dynamic = true
 		v := p.generate(key, gn)
 		if v == nil {
 			return nil
@@ -828,7 +917,7 @@ func (p *parser) tree(key string, n *yaml.Node, templating bool) *tree {
 		return t
 	case yaml.ScalarNode:
 		if templating && n.Tag == "!!str" && hasTemplate(n.Value) {
-			tm, err := parseTemplate(key, n.Value)
+			tm, err := p.parseTemplate(key, n.Value)
 			if err != nil {
 				p.fail(n, key, CodeTemplate, "data: %v", cleanTemplateErr(key, err))
 				return nil

@@ -144,6 +144,10 @@ func (s *Server) config(set *Set) mock.Config {
 	if s.ovr.fallback != nil {
 		cfg.FallbackToNetwork = *s.ovr.fallback
 	}
+	cfg.Cache.Routes = set.CacheRoutes()
+	for k, r := range s.runtime {
+		cfg.Cache.Routes[k] = r.Cache
+	}
 	return cfg
 }
 

@@ -3,6 +3,7 @@ package mockserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -410,5 +411,85 @@ func TestReload_InFlightFinishesOnOldSet(t *testing.T) {
 	}
 	if a := do(t, "GET", hs.URL+"/slow", ""); a.body != `{"v":2}` {
 		t.Fatalf("after reload = %s, want {\"v\":2}", a.body)
+	}
+}
+
+// Ensure the cache never serves an old answer: a reload (and a restart on the persisted
+// bbolt file) answers the new body; POST, non-2xx answers, sequences, generators and delay
+// ranges are not cached unless the file opts in (config.cache, cache: true).
+func TestCache_NeverStale(t *testing.T) {
+	t.Parallel()
+	const file = `config:
+  persistence: {enabled: true, storage: indexeddb, dir: %q}
+  %s
+mocks:
+  "GET /v": {data: {version: %d}}
+  "POST /p": {data: {n: "{{int 1 1000000000}}"}}
+  "GET /missing": {status: 404, data: {n: "{{int 1 1000000000}}"}, cache: %s}
+  "GET /seq": {sequence: [{data: {step: 1}}, {data: {step: 2}}]}
+  "GET /seqcached": {sequence: [{data: {step: 1}}, {data: {step: 2}}], cache: true}
+  "GET /uuid": {data: {id: "{{uuid}}"}}
+  "GET /slow": {data: {id: "{{.Query.x}}"}, delay: [0, 1]}
+`
+	dir := t.TempDir()
+	write := func(path string, version int, rules, missing string) {
+		writeAtomically(t, path, fmt.Sprintf(file, dir, rules, version, missing))
+	}
+	s, hs, path := newTestServer(t, "m.yaml", fmt.Sprintf(file, dir, "", 1, "false"), nil)
+	same := func(p, method string) bool {
+		a, b := do(t, method, hs.URL+p, ""), do(t, method, hs.URL+p, "")
+		return a.body == b.body
+	}
+	for _, tc := range []struct {
+		path, method string
+		cached       bool
+	}{
+		{"/v", "GET", true}, {"/p", "POST", false}, {"/missing", "GET", false}, {"/seq", "GET", false},
+		{"/seqcached", "GET", true}, {"/uuid", "GET", false},
+	} {
+		if got := same(tc.path, tc.method); got != tc.cached {
+			t.Errorf("%s %s: the second answer equals the first: %v, want %v", tc.method, tc.path, got, tc.cached)
+		}
+	}
+	do(t, "POST", hs.URL+"/__mock/reset", "")
+	do(t, "GET", hs.URL+"/slow?x=1", "")
+	do(t, "GET", hs.URL+"/slow?x=1", "")
+	if st := decode[map[string]any](t, do(t, "GET", hs.URL+"/__mock/stats", "")); st["cacheHitRate"] != nil && st["cacheHitRate"].(float64) != 0 {
+		t.Errorf("a route with a delay range was answered from the cache: %v", st["cacheHitRate"])
+	}
+	write(path, 2, "", "false")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"version":2}` {
+		t.Fatalf("after reload: %s", a.body)
+	}
+	hs.Close()
+	s.Close()
+
+	// A restart on the persisted file: the changed route answers fresh.
+	write(path, 3, "", "false")
+	s2, err := New(Options{Logger: quiet, File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	hs2 := httptest.NewServer(s2)
+	defer hs2.Close()
+	if a := do(t, "GET", hs2.URL+"/v", ""); a.body != `{"version":3}` {
+		t.Fatalf("after restart: %s", a.body)
+	}
+
+	// Opt-in: every method and status, and a dynamic route that says cache: true.
+	_, hs3, _ := newTestServer(t, "m.yaml", fmt.Sprintf(file, t.TempDir(), `cache: {methods: ["*"], statuses: ["*"]}`, 1, "true"), nil)
+	for _, p := range []string{"/p", "/missing"} {
+		method := map[string]string{"/p": "POST", "/missing": "GET"}[p]
+		a, b := do(t, method, hs3.URL+p, ""), do(t, method, hs3.URL+p, "")
+		if p == "/p" && a.body == b.body {
+			t.Errorf("POST /p has a generator and no cache: true, yet was cached")
+		}
+		if p == "/missing" && a.body != b.body {
+			t.Errorf("GET /missing (404, cache: true, statuses *) was not cached")
+		}
 	}
 }

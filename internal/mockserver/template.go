@@ -153,7 +153,21 @@ type tmpl struct {
 	// bodyField: the template reads a field of the body ({{.Body.email}}), which needs a
 	// JSON object.
 	bodyField bool
+	// generates: the template calls a generator (uuid, name, int, now, …), so its answers
+	// differ from call to call.
+	generates bool
 }
+
+// generatorFuncs are the template functions whose results change from call to call.
+var generatorFuncs = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{"now": true}
+	for name := range mock.DefaultGenerator().FuncMap() {
+		if name != "seq" {
+			m[name] = true
+		}
+	}
+	return m
+})
 
 // Bounds of one template run: a render larger than maxRender bytes, or still writing after
 // renderTimeout, stops with an error (answered 500 HANDLER_EXECUTION_ERROR).
@@ -199,17 +213,18 @@ func parseTemplate(name, text string) (*tmpl, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCounts(t.Tree.Root); err != nil {
+	gen, err := checkCounts(t.Tree.Root)
+	if err != nil {
 		return nil, err
 	}
-	return &tmpl{t: t, segs: fastSegs(text), bodyField: strings.Contains(text, ".Body.")}, nil
+	return &tmpl{t: t, segs: fastSegs(text), bodyField: strings.Contains(text, ".Body."), generates: gen}, nil
 }
 
 // checkCounts refuses, at load, counts written into the template above mock.MaxTemplateCount:
 // {{range 20000}} and {{seq 20000}} / {{string 20000}}. Counts computed from the request are
-// checked by the functions when the template runs.
-func checkCounts(n parse.Node) error {
-	var err error
+// checked by the functions when the template runs. It also reports whether the template
+// calls a generator.
+func checkCounts(n parse.Node) (generates bool, err error) {
 	var walk func(parse.Node)
 	over := func(arg parse.Node) bool {
 		num, ok := arg.(*parse.NumberNode)
@@ -236,6 +251,8 @@ func checkCounts(n parse.Node) error {
 			for _, c := range x.Cmds {
 				walk(c)
 			}
+		case *parse.IdentifierNode:
+			generates = generates || generatorFuncs()[x.Ident]
 		case *parse.CommandNode:
 			if len(x.Args) >= 2 {
 				if id, ok := x.Args[0].(*parse.IdentifierNode); ok && slices.Contains(mock.CountFuncs, id.Ident) && over(x.Args[1]) {
@@ -265,7 +282,7 @@ func checkCounts(n parse.Node) error {
 		}
 	}
 	walk(n)
-	return err
+	return generates, err
 }
 
 // fastSegs splits text into literals and plain lookups, or returns nil when it holds any
