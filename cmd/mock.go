@@ -19,6 +19,7 @@ import (
 	"github.com/acme/app/internal/mockserver"
 	"github.com/acme/app/internal/version"
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/wiremock"
 )
 
 // newMockCmd is the mock group. It never opens the database and needs no configuration, so
@@ -90,6 +91,7 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
 	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
 	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
 	fl.BoolVar(&opts.LogRequests, "log-requests", false, "log every mocked request and response")
+	fl.StringVar(&opts.WireMock, "wiremock", "", "serve the WireMock stub mappings of this directory (mappings/*.json, __files/) before the mocks")
 	fl.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API (/__mock/) requires; required when --host is not loopback (or APP_MOCK_ADMIN_TOKEN)")
 	fl.StringArrayVar(&opts.CORSOrigins, "cors-origin", nil, "origin whose requests get their origin echoed with credentials (repeatable); others get *")
 	return c
@@ -112,7 +114,7 @@ func rejectGlobalFlags(cmd *cobra.Command) error {
 // serverOptions checks the flags and turns them into the server's options.
 func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests,
-		AdminToken: o.AdminToken}
+		AdminToken: o.AdminToken, WireMock: o.WireMock}
 	if o.AdminToken == "" && !mockserver.IsLoopback(o.Host) {
 		return so, usageError{fmt.Errorf("--host %s accepts connections from other machines: set --admin-token (or APP_MOCK_ADMIN_TOKEN) to protect the admin API", o.Host)}
 	}
@@ -157,7 +159,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	}
 	so.Logger = f.log
 	started := time.Now()
-	if o.File == "" && o.Target == "" {
+	if o.File == "" && o.Target == "" && o.WireMock == "" {
 		api, err := openBuiltinAPI(ctx, f)
 		if err != nil {
 			return err
@@ -202,6 +204,12 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 	base := "http://" + addr
 	source := "no file"
 	mocks := fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)
+	if n := srv.WireMockMappings(); n > 0 || len(srv.WireMockProblems()) > 0 {
+		mocks += fmt.Sprintf("; %d WireMock mappings", n)
+		if p := len(srv.WireMockProblems()); p > 0 {
+			mocks += fmt.Sprintf(" (%d problem(s) not served, see the log)", p)
+		}
+	}
 	if so.API != nil {
 		mocks = "the real /api handlers over a throwaway store, demo data loaded (admin@example.com / admin123, user@example.com / user123)"
 	} else {
@@ -253,27 +261,39 @@ func printProblems(f *factory, le *mockserver.LoadError) {
 }
 
 type mockValidateOptions struct {
-	File string
-	JSON bool
+	File     string
+	WireMock string
+	JSON     bool
 }
 
 // validateReport is the --json form of `mock validate`.
 type validateReport struct {
-	File     string               `json:"file"`
+	File     string               `json:"file,omitempty"`
 	Valid    bool                 `json:"isValid"`
 	Routes   int                  `json:"routes"`
 	Errors   []mockserver.Problem `json:"errors"`
 	Warnings []mockserver.Problem `json:"warnings"`
+	// WireMock: the mapping directory checked, its mappings served and what is not.
+	WireMock         string             `json:"wiremock,omitempty"`
+	WireMockMappings int                `json:"wiremockMappings,omitempty"`
+	WireMockProblems []wiremock.Problem `json:"wiremockProblems,omitempty"`
 }
 
 func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobra.Command {
 	opts := &mockValidateOptions{}
 	c := &cobra.Command{
-		Use:   "validate FILE",
-		Short: "Check a mock file without serving it (exit 2 when it is invalid)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "validate [FILE] [--wiremock DIR]",
+		Short: "Check a mock file and/or WireMock mappings without serving them (exit 2 when invalid)",
+		Long: `Check a mock file (every problem with its line), and WireMock stub mappings: each mapping or
+field app does not serve is listed (file, mapping, field) and makes the check fail.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			opts.File = args[0]
+			if len(args) == 1 {
+				opts.File = args[0]
+			}
+			if opts.File == "" && opts.WireMock == "" {
+				return usageError{errors.New("name a mock file, --wiremock DIR, or both")}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -281,38 +301,65 @@ func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobr
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&opts.WireMock, "wiremock", "", "a directory of WireMock stub mappings (mappings/*.json, __files/)")
 	return c
 }
 
 func runMockValidate(f *factory, o *mockValidateOptions) error {
-	set, err := mockserver.LoadFile(o.File)
+	rep := validateReport{File: o.File, Valid: true, Errors: []mockserver.Problem{}, Warnings: []mockserver.Problem{}}
 	var le *mockserver.LoadError
-	if err != nil && !errors.As(err, &le) {
-		return err
+	if o.File != "" {
+		set, err := mockserver.LoadFile(o.File)
+		if err != nil && !errors.As(err, &le) {
+			return err
+		}
+		if set != nil {
+			rep.Routes = len(set.Routes)
+			rep.Warnings = append(rep.Warnings, set.Warnings...)
+			if o.WireMock == "" {
+				o.WireMock = set.WireMock
+			}
+		}
+		if le != nil {
+			rep.Valid, rep.Errors = false, le.Problems
+		}
 	}
-	rep := validateReport{File: o.File, Valid: err == nil, Errors: []mockserver.Problem{}, Warnings: []mockserver.Problem{}}
-	if set != nil {
-		rep.Routes = len(set.Routes)
-		rep.Warnings = append(rep.Warnings, set.Warnings...)
-	}
-	if le != nil {
-		rep.Errors = le.Problems
+	if o.WireMock != "" {
+		stubs, problems, err := wiremock.Load(o.WireMock)
+		if err != nil {
+			return err
+		}
+		rep.WireMock, rep.WireMockMappings, rep.WireMockProblems = o.WireMock, stubs.Len(), problems
+		rep.Valid = rep.Valid && len(problems) == 0
 	}
 	if o.JSON {
 		if err := f.printer().json(rep); err != nil {
 			return err
 		}
-	} else if le == nil {
-		fmt.Fprintf(f.out, "%s: valid, %d route(s), %d warning(s)\n", o.File, rep.Routes, len(rep.Warnings))
-		for _, w := range rep.Warnings {
-			fmt.Fprintf(f.out, "  warning: %s\n", w.String())
+	} else {
+		if o.File != "" && le == nil {
+			fmt.Fprintf(f.out, "%s: valid, %d route(s), %d warning(s)\n", o.File, rep.Routes, len(rep.Warnings))
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(f.out, "  warning: %s\n", w.String())
+			}
 		}
-	}
-	if le != nil {
-		if !o.JSON {
+		if le != nil {
 			printProblems(f, le)
 		}
-		return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
+		if o.WireMock != "" {
+			fmt.Fprintf(f.out, "%s: %d WireMock mapping(s) served, %d problem(s)\n", o.WireMock, rep.WireMockMappings, len(rep.WireMockProblems))
+			for _, p := range rep.WireMockProblems {
+				fmt.Fprintf(f.errOut, "%s: %s\n", o.WireMock, p.String())
+			}
+		}
+	}
+	if !rep.Valid {
+		n := len(rep.Errors) + len(rep.WireMockProblems)
+		what := o.File
+		if what == "" {
+			what = o.WireMock
+		}
+		return usageError{fmt.Errorf("%s is invalid: %d problem(s)", what, n)}
 	}
 	return nil
 }

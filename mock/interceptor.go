@@ -499,6 +499,10 @@ func (ic *Interceptor) noMatch(st *state, method, rawURL, path string) *Error {
 	return &Error{Code: CodeRouteMatchFailed, Message: msg, Method: method, URL: rawURL, Closest: closest}
 }
 
+// Closest returns up to n of keys nearest to want by edit distance, ignoring case, nearest
+// first (the suggestions of an unmatched request).
+func Closest(keys []string, want string, n int) []string { return closestRoutes(keys, want, n) }
+
 // closestRoutes ranks keys by edit distance to want.
 func closestRoutes(keys []string, want string, n int) []string {
 	type cand struct {
@@ -509,7 +513,7 @@ func closestRoutes(keys []string, want string, n int) []string {
 	cands := make([]cand, 0, limit)
 	want = strings.ToLower(want)
 	for _, k := range keys[:limit] {
-		cands = append(cands, cand{k, editDistance(strings.ToLower(k), want)})
+		cands = append(cands, cand{k, EditDistance(strings.ToLower(k), want)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].d < cands[j].d })
 	out := make([]string, 0, n)
@@ -522,7 +526,10 @@ func closestRoutes(keys []string, want string, n int) []string {
 	return out
 }
 
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance of a and b, counted in bytes over at most their
+// first 128 bytes (enough to rank route keys and suggest field names). It is the one edit
+// distance of the module: the mock file reader and the WireMock loader use it too.
+func EditDistance(a, b string) int {
 	if len(a) > 128 {
 		a = a[:128]
 	}

@@ -27,6 +27,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("PATCH /__mock/config", s.handlePatchConfig)
 	mux.HandleFunc("POST /__mock/reset", s.handleReset)
 	mux.HandleFunc("POST /__mock/reload", s.handleReload)
+	mux.HandleFunc("POST "+wiremockReset, s.handleScenarioReset)
 	return guardAdmin(s.opts.AdminToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			adminError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path+
@@ -35,6 +36,17 @@ func (s *Server) adminHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	}))
+}
+
+// wiremockReset is WireMock's own scenario reset, served for tools that call it.
+const wiremockReset = "/__admin/scenarios/reset"
+
+// handleScenarioReset puts every WireMock scenario back in its Started state.
+func (s *Server) handleScenarioReset(w http.ResponseWriter, _ *http.Request) {
+	if wm := s.wm.Load(); wm != nil {
+		wm.ResetScenarios()
+	}
+	writeAdmin(w, http.StatusOK, map[string]any{"reset": true})
 }
 
 func writeAdmin(w http.ResponseWriter, status int, v any) {
@@ -359,6 +371,9 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 		c.Store(0)
 	}
 	s.mu.Unlock()
+	if wm := s.wm.Load(); wm != nil {
+		wm.ResetScenarios()
+	}
 	writeAdmin(w, http.StatusOK, map[string]any{"reset": true, "stats": s.ic.Stats()})
 }
 

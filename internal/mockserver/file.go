@@ -98,6 +98,9 @@ type Set struct {
 	Config mock.Config
 	// FallbackSet reports whether the file set fallbackToNetwork itself.
 	FallbackSet bool
+	// WireMock is the file's wiremock: a directory of WireMock stub mappings served beside
+	// the mocks (relative to the file's directory once loaded by LoadFile).
+	WireMock string
 	// CORSOrigins are config.cors.origins: the origins CORS answers echo with credentials.
 	CORSOrigins []string
 	// Routes are the mocks in file order.
@@ -140,7 +143,11 @@ func LoadFile(path string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	set, err := Parse(data, path)
+	if err == nil && set.WireMock != "" && !filepath.IsAbs(set.WireMock) {
+		set.WireMock = filepath.Join(filepath.Dir(path), set.WireMock)
+	}
+	return set, err
 }
 
 // Parse reads a mock file's bytes; name is used in messages and to tell JSON (.json) from YAML.
@@ -289,33 +296,11 @@ func (p *parser) fields(n *yaml.Node, route, what string, known ...string) map[s
 func closest(s string, known []string) string {
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := levenshtein(strings.ToLower(s), strings.ToLower(k)); d < bestD {
+		if d := mock.EditDistance(strings.ToLower(s), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// levenshtein is the edit distance of a and b. mock.editDistance is its unexported twin: the
-// public package exports no string helpers and imports nothing of internal/.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func (p *parser) str(n *yaml.Node, route, what string) (string, bool) {
@@ -431,9 +416,12 @@ func (p *parser) delay(n *yaml.Node, route string) (mock.Delay, bool) {
 
 // file reads the top level: config and mocks.
 func (p *parser) file(doc *yaml.Node) {
-	f := p.fields(doc, "", "the file", "config", "mocks")
+	f := p.fields(doc, "", "the file", "config", "mocks", "wiremock")
 	if f == nil {
 		return
+	}
+	if n, ok := f["wiremock"]; ok {
+		p.set.WireMock, _ = p.str(n, "", "wiremock (a directory of WireMock mappings)")
 	}
 	if n, ok := f["config"]; ok {
 		p.config(n)

@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/wiremock"
 )
 
 // AdminPrefix is where the admin API lives.
@@ -41,6 +42,9 @@ type Options struct {
 	CORSOrigins []string
 	// NoCORS turns off the CORS headers and preflight answers (on by default).
 	NoCORS bool
+	// WireMock is a directory of WireMock stub mappings (mappings/*.json, __files/) served
+	// before the mocks; it wins over the file's wiremock key.
+	WireMock string
 	// AdminToken, when set, is the bearer token every admin request must carry.
 	AdminToken string
 	// LogRequests logs every request the interceptor answers.
@@ -76,6 +80,13 @@ type Server struct {
 	runtimeSeqs []*atomic.Int64
 	ovr         overrides
 	loaded      time.Time
+
+	// wm are the WireMock mappings (nil: none); wmProblems what they could not serve.
+	wm         atomic.Pointer[wiremock.Stubs]
+	wmProblems []wiremock.Problem
+	// next answers what the WireMock mappings miss: the interceptor, or nil (WireMock's own
+	// 404) when there is nothing else to serve.
+	next http.Handler
 }
 
 // New loads the mock file (a *LoadError when it is invalid) and builds the server.
@@ -91,8 +102,8 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		if opts.API == nil && opts.Target == nil {
-			return nil, errors.New("mockserver: nothing to serve: no file, no API handler and no target")
+		if opts.API == nil && opts.Target == nil && opts.WireMock == "" {
+			return nil, errors.New("mockserver: nothing to serve: no file, no API handler, no target and no WireMock mappings")
 		}
 		set = &Set{Config: mock.DefaultConfig()}
 	}
@@ -122,8 +133,54 @@ func New(opts Options) (*Server, error) {
 		_ = s.ic.Close()
 		return nil, err
 	}
+	if opts.File != "" || opts.API != nil || opts.Target != nil {
+		s.next = s.ic
+	}
+	if err := s.loadWireMock(set); err != nil {
+		_ = s.ic.Close()
+		return nil, err
+	}
 	s.admin = s.adminHandler()
 	return s, nil
+}
+
+// loadWireMock (re)loads the WireMock mappings named by --wiremock or the file, logging
+// what they cannot serve. Callers hold s.mu or own s.
+func (s *Server) loadWireMock(set *Set) error {
+	dir := s.opts.WireMock
+	if dir == "" {
+		dir = set.WireMock
+	}
+	if dir == "" {
+		s.wm.Store(nil)
+		s.wmProblems = nil
+		return nil
+	}
+	stubs, problems, err := wiremock.Load(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		s.log.Warn("wiremock mapping not served", "problem", p.String())
+	}
+	s.wm.Store(stubs)
+	s.wmProblems = problems
+	return nil
+}
+
+// WireMockProblems returns what the WireMock mappings ask for and the server does not do.
+func (s *Server) WireMockProblems() []wiremock.Problem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wmProblems
+}
+
+// WireMockMappings is the number of WireMock mappings served.
+func (s *Server) WireMockMappings() int {
+	if wm := s.wm.Load(); wm != nil {
+		return wm.Len()
+	}
+	return 0
 }
 
 // config returns the interceptor configuration for set under the flags and overrides.
@@ -185,11 +242,15 @@ func (s *Server) apply(set *Set) error {
 // ServeHTTP answers CORS preflights, the admin API under /__mock/, and everything else from
 // the mocks (or the target).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" {
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" || r.URL.Path == wiremockReset {
 		s.admin.ServeHTTP(w, r) // never CORS: no other origin may read or drive it
 		return
 	}
 	if !s.opts.NoCORS && s.cors(w, r) {
+		return
+	}
+	if wm := s.wm.Load(); wm != nil {
+		wm.ServeNext(w, r, s.next)
 		return
 	}
 	s.ic.ServeHTTP(w, r)
@@ -260,6 +321,8 @@ func (s *Server) Reload() error {
 		s.removed = map[string]bool{} // the file is the truth again: removed file mocks come back
 		if err = s.apply(set); err != nil {
 			s.removed = removed
+		} else {
+			err = s.loadWireMock(set)
 		}
 		s.mu.Unlock()
 	}

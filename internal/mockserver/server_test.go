@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -491,5 +492,45 @@ mocks:
 		if p == "/missing" && a.body != b.body {
 			t.Errorf("GET /missing (404, cache: true, statuses *) was not cached")
 		}
+	}
+}
+
+// Ensure WireMock mappings named by the file's wiremock key are served before the file's
+// mocks, a miss falls through to the mocks, and WireMock's scenario reset is an admin call.
+func TestWireMock_BesideTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wm := filepath.Join(dir, "wm", "mappings")
+	if err := os.MkdirAll(wm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(wm, "s.json"), []byte(`{"mappings":[
+		{"scenarioName":"s","requiredScenarioState":"Started","newScenarioState":"done","request":{"method":"POST","urlPath":"/users/1"},"response":{"status":202,"body":"moved"}},
+		{"request":{"method":"GET","urlPath":"/users/1"},"response":{"status":200,"jsonBody":{"from":"wiremock"}}}]}`), 0o644)
+	path := filepath.Join(dir, "m.yaml")
+	os.WriteFile(path, []byte("wiremock: wm\n"+yamlFile), 0o644)
+	s, err := New(Options{Logger: quiet, File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	if a := do(t, "GET", hs.URL+"/users/1", ""); a.body != `{"from":"wiremock"}` {
+		t.Fatalf("the mapping did not answer first: %s", a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/users/2", ""); !strings.Contains(a.body, `"kind":"user"`) {
+		t.Fatalf("a miss did not fall through to the file's mocks: %s", a.body)
+	}
+	if a := do(t, "POST", hs.URL+"/users/1", ""); a.status != 202 {
+		t.Fatalf("scenario step: %d", a.status)
+	}
+	if a := do(t, "POST", hs.URL+"/__admin/scenarios/reset", "", "Origin", "https://evil.example"); a.status != 403 {
+		t.Fatalf("cross-origin scenario reset: %d", a.status)
+	}
+	if a := do(t, "POST", hs.URL+"/__admin/scenarios/reset", ""); a.status != 200 {
+		t.Fatalf("scenario reset: %d %s", a.status, a.body)
+	}
+	if a := do(t, "POST", hs.URL+"/users/1", ""); a.status != 202 {
+		t.Fatalf("the scenario did not start again after reset: %d", a.status)
 	}
 }
