@@ -219,6 +219,9 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 		}
 	}
 	fallback := "none: unmatched requests get 404 ROUTE_MATCH_FAILED"
+	if so.File == "" && so.API == nil && so.Target == nil {
+		fallback = "none: unmatched requests get WireMock's 404 \"Request was not matched\""
+	}
 	if so.Target != nil {
 		fallback = so.Target.String()
 		if so.Record != "" {

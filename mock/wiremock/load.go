@@ -362,7 +362,7 @@ func (m *mp) url(kind, s string, st *stub) {
 			t.segs = append(t.segs, tmplSeg{lit: sg})
 		}
 		st.tmpl = t
-		st.url = urlMatch{kind: urlTemplate}
+		st.url = urlMatch{kind: urlTemplate, s: s}
 	}
 }
 
