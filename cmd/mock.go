@@ -19,6 +19,7 @@ import (
 	"github.com/acme/app/internal/mockserver"
 	"github.com/acme/app/internal/version"
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 	"github.com/acme/app/mock/wiremock"
 )
 
@@ -41,18 +42,19 @@ func newMockCmd(f *factory) *cobra.Command {
 }
 
 type mockServeOptions struct {
-	File        string
-	Host        string
-	Port        int
-	Target      string
-	Delay       string
-	Watch       bool
-	Record      string
-	NoCORS      bool
-	LogRequests bool
-	AdminToken  string
-	CORSOrigins []string
-	WireMock    string
+	File          string
+	Host          string
+	Port          int
+	Target        string
+	Delay         string
+	Watch         bool
+	Record        string
+	RecordSecrets bool
+	NoCORS        bool
+	LogRequests   bool
+	AdminToken    string
+	CORSOrigins   []string
+	WireMock      string
 }
 
 func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) error) *cobra.Command {
@@ -89,6 +91,7 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
 	fl.StringVar(&opts.Delay, "delay", "", "delay every mocked response: milliseconds (200) or a range (100-400); overrides the file")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reload the file when it changes")
 	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
+	fl.BoolVar(&opts.RecordSecrets, "record-secrets", false, "keep tokens, passwords and keys in recorded answers (redacted by default)")
 	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
 	fl.BoolVar(&opts.LogRequests, "log-requests", false, "log every mocked request and response")
 	fl.StringVar(&opts.WireMock, "wiremock", "", "serve the WireMock stub mappings of this directory (mappings/*.json, __files/) before the mocks")
@@ -113,7 +116,7 @@ func rejectGlobalFlags(cmd *cobra.Command) error {
 
 // serverOptions checks the flags and turns them into the server's options.
 func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
-	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests,
+	so := mockserver.Options{File: o.File, Record: o.Record, RecordSecrets: o.RecordSecrets, NoCORS: o.NoCORS, LogRequests: o.LogRequests,
 		AdminToken: o.AdminToken, WireMock: o.WireMock}
 	if o.AdminToken == "" && !mockserver.IsLoopback(o.Host) {
 		return so, usageError{fmt.Errorf("--host %s accepts connections from other machines: set --admin-token (or APP_MOCK_ADMIN_TOKEN) to protect the admin API", o.Host)}
@@ -136,7 +139,7 @@ func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 		so.Target = u
 	}
 	if o.Delay != "" {
-		d, err := mockserver.ParseDelay(o.Delay)
+		d, err := mockfile.ParseDelay(o.Delay)
 		if err != nil {
 			return so, usageError{fmt.Errorf("--delay: %w", err)}
 		}
@@ -169,7 +172,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	}
 	srv, err := mockserver.New(so)
 	if err != nil {
-		var le *mockserver.LoadError
+		var le *mockfile.LoadError
 		if errors.As(err, &le) {
 			printProblems(f, le)
 			return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
@@ -253,7 +256,7 @@ func delayString(d mock.Delay) string {
 }
 
 // printProblems writes each problem of a mock file on its own line to stderr.
-func printProblems(f *factory, le *mockserver.LoadError) {
+func printProblems(f *factory, le *mockfile.LoadError) {
 	for _, p := range le.Problems {
 		loc := le.File
 		if p.Line > 0 {
@@ -274,8 +277,8 @@ type validateReport struct {
 	File     string               `json:"file,omitempty"`
 	Valid    bool                 `json:"isValid"`
 	Routes   int                  `json:"routes"`
-	Errors   []mockserver.Problem `json:"errors"`
-	Warnings []mockserver.Problem `json:"warnings"`
+	Errors   []mockfile.Problem `json:"errors"`
+	Warnings []mockfile.Problem `json:"warnings"`
 	// WireMock: the mapping directory checked, its mappings served and what is not.
 	WireMock         string             `json:"wiremock,omitempty"`
 	WireMockMappings int                `json:"wiremockMappings,omitempty"`
@@ -309,10 +312,10 @@ field app does not serve is listed (file, mapping, field) and makes the check fa
 }
 
 func runMockValidate(f *factory, o *mockValidateOptions) error {
-	rep := validateReport{File: o.File, Valid: true, Errors: []mockserver.Problem{}, Warnings: []mockserver.Problem{}}
-	var le *mockserver.LoadError
+	rep := validateReport{File: o.File, Valid: true, Errors: []mockfile.Problem{}, Warnings: []mockfile.Problem{}}
+	var le *mockfile.LoadError
 	if o.File != "" {
-		set, err := mockserver.LoadFile(o.File)
+		set, err := mockfile.LoadFile(o.File)
 		if err != nil && !errors.As(err, &le) {
 			return err
 		}

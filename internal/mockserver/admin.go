@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 )
 
 // maxAdminBody caps admin request bodies.
@@ -62,7 +63,7 @@ func writeAdmin(w http.ResponseWriter, status int, v any) {
 
 // adminError answers in the project's error envelope, with the problems of a mock set when
 // there are some.
-func adminError(w http.ResponseWriter, status int, msg string, problems []Problem) {
+func adminError(w http.ResponseWriter, status int, msg string, problems []mockfile.Problem) {
 	body := map[string]any{"statusCode": status, "message": msg, "error": http.StatusText(status)}
 	if problems != nil {
 		body["problems"] = problems
@@ -125,7 +126,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	set, err := ParseMocks(b)
+	set, err := mockfile.ParseMocks(b)
 	if err != nil {
 		adminLoadError(w, err)
 		return
@@ -142,7 +143,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 		delete(s.removed, rt.Key)
 		added = append(added, rt.Key)
 	}
-	s.runtimeSeqs = append(s.runtimeSeqs, set.seqs...)
+	s.runtimeSets = append(s.runtimeSets, set)
 	err = s.apply(s.set)
 	if err != nil {
 		s.runtime, s.removed = prevRuntime, prevRemoved
@@ -155,9 +156,9 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 	writeAdmin(w, http.StatusCreated, map[string]any{"added": added, "warnings": nonNil(set.Warnings)})
 }
 
-func nonNil(p []Problem) []Problem {
+func nonNil(p []mockfile.Problem) []mockfile.Problem {
 	if p == nil {
-		return []Problem{}
+		return []mockfile.Problem{}
 	}
 	return p
 }
@@ -215,19 +216,19 @@ func (s *Server) handleDeleteMocks(w http.ResponseWriter, r *http.Request) {
 
 // configView is the body of GET /__mock/config.
 type configView struct {
-	Enabled           bool      `json:"enabled"`
-	Delay             delayView `json:"delay"`
-	FallbackToNetwork bool      `json:"fallbackToNetwork"`
-	Target            string    `json:"target,omitempty"`
-	File              string    `json:"file,omitempty"`
-	Routes            int       `json:"routes"`
-	CORS              bool      `json:"cors"`
-	Record            string    `json:"record,omitempty"`
-	BaseURL           string    `json:"baseURL,omitempty"`
-	Persistence       bool      `json:"persistence"`
-	LoadedAt          string    `json:"loadedAt"`
-	Warnings          []Problem `json:"warnings"`
-	RouteMatching     matchView `json:"routeMatching"`
+	Enabled           bool               `json:"enabled"`
+	Delay             delayView          `json:"delay"`
+	FallbackToNetwork bool               `json:"fallbackToNetwork"`
+	Target            string             `json:"target,omitempty"`
+	File              string             `json:"file,omitempty"`
+	Routes            int                `json:"routes"`
+	CORS              bool               `json:"cors"`
+	Record            string             `json:"record,omitempty"`
+	BaseURL           string             `json:"baseURL,omitempty"`
+	Persistence       bool               `json:"persistence"`
+	LoadedAt          string             `json:"loadedAt"`
+	Warnings          []mockfile.Problem `json:"warnings"`
+	RouteMatching     matchView          `json:"routeMatching"`
 }
 
 type delayView struct {
@@ -349,15 +350,15 @@ func (s *Server) handlePatchConfig(w http.ResponseWriter, r *http.Request) {
 func delayJSON(raw json.RawMessage) (mock.Delay, error) {
 	var n float64
 	if json.Unmarshal(raw, &n) == nil {
-		return ParseDelay(strconv.FormatInt(int64(n), 10))
+		return mockfile.ParseDelay(strconv.FormatInt(int64(n), 10))
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return ParseDelay(str)
+		return mockfile.ParseDelay(str)
 	}
 	var pair []int64
 	if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 {
-		return ParseDelay(strconv.FormatInt(pair[0], 10) + "-" + strconv.FormatInt(pair[1], 10))
+		return mockfile.ParseDelay(strconv.FormatInt(pair[0], 10) + "-" + strconv.FormatInt(pair[1], 10))
 	}
 	return mock.Delay{}, errors.New("bad delay")
 }
@@ -367,8 +368,8 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 	s.ic.ResetStats()
 	s.mu.Lock()
 	s.set.ResetSequences()
-	for _, c := range s.runtimeSeqs {
-		c.Store(0)
+	for _, rs := range s.runtimeSets {
+		rs.ResetSequences()
 	}
 	s.mu.Unlock()
 	if wm := s.wm.Load(); wm != nil {
@@ -380,7 +381,7 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 // handleReload re-reads the mock file now (what WireMock users do with mappings/reset).
 func (s *Server) handleReload(w http.ResponseWriter, _ *http.Request) {
 	if err := s.Reload(); err != nil {
-		var le *LoadError
+		var le *mockfile.LoadError
 		if errors.As(err, &le) {
 			adminError(w, http.StatusBadRequest, "mock file invalid; the previous mocks stay", le.Problems)
 			return
@@ -394,7 +395,7 @@ func (s *Server) handleReload(w http.ResponseWriter, _ *http.Request) {
 // adminLoadError answers a mock set that failed to load: 400 with its problems when it has
 // them, else with the error's text.
 func adminLoadError(w http.ResponseWriter, err error) {
-	var le *LoadError
+	var le *mockfile.LoadError
 	if errors.As(err, &le) {
 		adminError(w, http.StatusBadRequest, "invalid mocks", le.Problems)
 		return

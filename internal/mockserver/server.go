@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 	"github.com/acme/app/mock/wiremock"
 )
 
@@ -37,6 +38,8 @@ type Options struct {
 	Delay *mock.Delay
 	// Record, when set, names a file every proxied exchange is written to as a mock.
 	Record string
+	// RecordSecrets keeps tokens, passwords and keys in recorded answers (redacted otherwise).
+	RecordSecrets bool
 	// CORSOrigins are origins (besides the file's config.cors.origins) whose requests get
 	// their origin echoed with credentials allowed; any other origin gets "*".
 	CORSOrigins []string
@@ -72,12 +75,12 @@ type Server struct {
 	ic    *mock.Interceptor
 	admin http.Handler
 
-	mu      sync.Mutex // guards the fields below and serialises reconfiguration
-	set     *Set       // the file's (or the built-in) mocks
-	runtime map[string]Route
+	mu      sync.Mutex    // guards the fields below and serialises reconfiguration
+	set     *mockfile.Set // the file's (or the built-in) mocks
+	runtime map[string]mockfile.Route
 	removed map[string]bool
-	// runtimeSeqs are the sequence counters of mocks added through the admin API.
-	runtimeSeqs []*atomic.Int64
+	// runtimeSets are the sets of mocks added through the admin API (their sequences).
+	runtimeSets []*mockfile.Set
 	ovr         overrides
 	loaded      time.Time
 
@@ -89,23 +92,23 @@ type Server struct {
 	next http.Handler
 }
 
-// New loads the mock file (a *LoadError when it is invalid) and builds the server.
+// New loads the mock file (a *mockfile.LoadError when it is invalid) and builds the server.
 func New(opts Options) (*Server, error) {
-	s := &Server{opts: opts, log: opts.Logger, runtime: map[string]Route{}, removed: map[string]bool{}}
+	s := &Server{opts: opts, log: opts.Logger, runtime: map[string]mockfile.Route{}, removed: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	var set *Set
+	var set *mockfile.Set
 	if opts.File != "" {
 		var err error
-		if set, err = LoadFile(opts.File); err != nil {
+		if set, err = mockfile.LoadFile(opts.File); err != nil {
 			return nil, err
 		}
 	} else {
 		if opts.API == nil && opts.Target == nil && opts.WireMock == "" {
 			return nil, errors.New("mockserver: nothing to serve: no file, no API handler, no target and no WireMock mappings")
 		}
-		set = &Set{Config: mock.DefaultConfig()}
+		set = &mockfile.Set{Config: mock.DefaultConfig()}
 	}
 	s.ovr.delay = opts.Delay
 	icOpts := []mock.Option{mock.WithLogger(s.log)}
@@ -118,7 +121,7 @@ func New(opts Options) (*Server, error) {
 			rt = http.DefaultTransport
 		}
 		if opts.Record != "" {
-			rec, err := newRecorder(opts.Record, opts.Target, rt, s.log)
+			rec, err := newRecorder(opts.Record, opts.Target, rt, s.log, opts.RecordSecrets)
 			if err != nil {
 				return nil, err
 			}
@@ -146,7 +149,7 @@ func New(opts Options) (*Server, error) {
 
 // loadWireMock (re)loads the WireMock mappings named by --wiremock or the file, logging
 // what they cannot serve. Callers hold s.mu or own s.
-func (s *Server) loadWireMock(set *Set) error {
+func (s *Server) loadWireMock(set *mockfile.Set) error {
 	dir := s.opts.WireMock
 	if dir == "" {
 		dir = set.WireMock
@@ -184,7 +187,7 @@ func (s *Server) WireMockMappings() int {
 }
 
 // config returns the interceptor configuration for set under the flags and overrides.
-func (s *Server) config(set *Set) mock.Config {
+func (s *Server) config(set *mockfile.Set) mock.Config {
 	cfg := set.Config
 	if (s.opts.Target != nil || s.opts.API != nil) && !set.FallbackSet {
 		cfg.FallbackToNetwork = true
@@ -209,7 +212,7 @@ func (s *Server) config(set *Set) mock.Config {
 }
 
 // definitions merges the set, minus removed routes, with the runtime mocks (which win).
-func (s *Server) definitions(set *Set) mock.Definitions {
+func (s *Server) definitions(set *mockfile.Set) mock.Definitions {
 	defs := set.Definitions()
 	for k := range s.removed {
 		delete(defs, k)
@@ -222,13 +225,13 @@ func (s *Server) definitions(set *Set) mock.Definitions {
 
 // apply swaps set in. The interceptor takes the new configuration and routes as one
 // snapshot: requests in flight finish on the old one. Callers hold s.mu or own s.
-func (s *Server) apply(set *Set) error {
+func (s *Server) apply(set *mockfile.Set) error {
 	if err := s.ic.Configure(s.config(set), s.definitions(set)); err != nil {
 		var me *mock.Error
 		if errors.As(err, &me) && me.Validation != nil {
-			le := &LoadError{File: s.opts.File}
+			le := &mockfile.LoadError{File: s.opts.File}
 			for _, e := range me.Validation.Errors {
-				le.Problems = append(le.Problems, Problem{Route: e.Route, Code: e.Code, Message: e.Message, Severity: mock.SeverityError})
+				le.Problems = append(le.Problems, mockfile.Problem{Route: e.Route, Code: e.Code, Message: e.Message, Severity: mock.SeverityError})
 			}
 			return le
 		}
@@ -309,12 +312,12 @@ func (s *Server) originListed(origin string) bool {
 }
 
 // Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps
-// the current mocks and returns why (a *LoadError).
+// the current mocks and returns why (a *mockfile.LoadError).
 func (s *Server) Reload() error {
 	if s.opts.File == "" {
 		return errors.New("the built-in mock has no file to reload")
 	}
-	set, err := LoadFile(s.opts.File)
+	set, err := mockfile.LoadFile(s.opts.File)
 	if err == nil {
 		s.mu.Lock()
 		removed := s.removed
@@ -404,7 +407,7 @@ func (s *Server) Watch(ctx context.Context) error {
 func (s *Server) RouteKeys() []string { return s.ic.Mocks() }
 
 // Warnings returns the warnings of the loaded set.
-func (s *Server) Warnings() []Problem {
+func (s *Server) Warnings() []mockfile.Problem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.set.Warnings

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 )
 
 const templFile = `
@@ -284,8 +285,8 @@ func TestHotReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := wait()
-	var le *LoadError
-	if !errors.As(err, &le) || le.Problems[0].Code != CodeStatus {
+	var le *mockfile.LoadError
+	if !errors.As(err, &le) || le.Problems[0].Code != mockfile.CodeStatus {
 		t.Fatalf("invalid edit: err=%v, want a LoadError with INVALID_STATUS", err)
 	}
 	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"v":2}` {
@@ -369,7 +370,7 @@ func TestRecordJSON(t *testing.T) {
 	if err != nil || !json.Valid(b) || !strings.Contains(string(b), `"POST /things"`) {
 		t.Fatalf("recorded %s, %v", b, err)
 	}
-	if _, err := LoadFile(rec); err != nil {
+	if _, err := mockfile.LoadFile(rec); err != nil {
 		t.Fatalf("recorded file does not load: %v", err)
 	}
 }
