@@ -198,9 +198,8 @@ func sortedKeys(h http.Header) []string {
 // blockStyle turns a node parsed from JSON (flow style) into block style, as a person would
 // write the file.
 func blockStyle(n *yaml.Node) {
-	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
-		n.Style = 0
-	}
+	n.Style = 0 // scalars too: the encoder quotes a string that would read as another type
+
 	for _, c := range n.Content {
 		blockStyle(c)
 	}

@@ -535,3 +535,73 @@ func TestWireMock_BesideTheFile(t *testing.T) {
 		t.Fatalf("the scenario did not start again after reset: %d", a.status)
 	}
 }
+
+// Ensure a recording keeps the upstream's key order and the order routes were recorded in,
+// does not replay volatile headers, and redacts tokens unless RecordSecrets is set; in YAML
+// and in JSON.
+func TestRecord_OrderVolatileSecrets(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("X-Request-Id", "req-123")
+		h.Set("X-RateLimit-Remaining", "99")
+		h.Set("Set-Cookie", "s=1")
+		h.Set("X-Kept", "yes")
+		w.Write([]byte(`{"zeta":1,"alpha":{"accessToken":"abc","nested":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"},"mid":[3,2,1]}`))
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	for _, tc := range []struct {
+		name    string
+		file    string
+		secrets bool
+	}{
+		{"YAML", "rec.yaml", false},
+		{"JSON", "rec.json", false},
+		{"YAMLSecrets", "rec.yaml", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := filepath.Join(t.TempDir(), tc.file)
+			_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec; o.RecordSecrets = tc.secrets })
+			do(t, "GET", hs.URL+"/second", "")
+			do(t, "GET", hs.URL+"/first", "")
+			do(t, "GET", hs.URL+"/second", "")
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(b)
+			first := strings.Index(text, "GET /first")
+			if s := strings.Index(text, "GET /second"); s < 0 || first < s {
+				t.Fatalf("routes out of recording order:\n%s", text)
+			}
+			last := first
+			for _, w := range []string{"zeta", "alpha", "mid"} {
+				i := strings.Index(text[first:], w) + first
+				if i < last {
+					t.Fatalf("%q missing or out of the upstream's order in:\n%s", w, text)
+				}
+				last = i
+			}
+			for _, gone := range []string{"req-123", "X-Ratelimit", "X-RateLimit", "Set-Cookie"} {
+				if strings.Contains(text, gone) {
+					t.Errorf("the recording replays %q:\n%s", gone, text)
+				}
+			}
+			if !strings.Contains(text, "X-Kept") {
+				t.Errorf("an ordinary header was dropped:\n%s", text)
+			}
+			hasSecret := strings.Contains(text, "abc") || strings.Contains(text, "eyJhbGciOiJIUzI1NiJ9")
+			if hasSecret != tc.secrets {
+				t.Errorf("secrets kept: %v, want %v:\n%s", hasSecret, tc.secrets, text)
+			}
+			// The recording replays.
+			_, replay, _ := newTestServer(t, "replay"+filepath.Ext(tc.file), text, nil)
+			if a := do(t, "GET", replay.URL+"/first", ""); a.status != 200 || !strings.HasPrefix(a.body, `{"zeta":1,"alpha":`) {
+				t.Fatalf("replay: %d %s", a.status, a.body)
+			}
+		})
+	}
+}
