@@ -274,9 +274,9 @@ type mockValidateOptions struct {
 
 // validateReport is the --json form of `mock validate`.
 type validateReport struct {
-	File     string               `json:"file,omitempty"`
-	Valid    bool                 `json:"isValid"`
-	Routes   int                  `json:"routes"`
+	File     string             `json:"file,omitempty"`
+	Valid    bool               `json:"isValid"`
+	Routes   int                `json:"routes"`
 	Errors   []mockfile.Problem `json:"errors"`
 	Warnings []mockfile.Problem `json:"warnings"`
 	// WireMock: the mapping directory checked, its mappings served and what is not.

@@ -51,4 +51,3 @@ mocks:
 	// 200 {"id":"42","kind":"user"}
 	// 201 {"created":"Ada"}
 }
-
