@@ -3,6 +3,7 @@ package mockserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -214,21 +215,74 @@ func (s *Server) handleDeleteMocks(w http.ResponseWriter, r *http.Request) {
 	writeAdmin(w, status, map[string]any{"removed": removed, "unknown": unknown})
 }
 
-// configView is the body of GET /__mock/config.
+// configView is the body of GET /__mock/config: the whole effective configuration (the
+// file's, the flags', the runtime changes and the defaults). Secrets are never shown: the
+// admin token only as set or not.
 type configView struct {
-	Enabled           bool               `json:"enabled"`
-	Delay             delayView          `json:"delay"`
-	FallbackToNetwork bool               `json:"fallbackToNetwork"`
-	Target            string             `json:"target,omitempty"`
-	File              string             `json:"file,omitempty"`
-	Routes            int                `json:"routes"`
-	CORS              bool               `json:"cors"`
-	Record            string             `json:"record,omitempty"`
-	BaseURL           string             `json:"baseURL,omitempty"`
-	Persistence       bool               `json:"persistence"`
-	LoadedAt          string             `json:"loadedAt"`
-	Warnings          []mockfile.Problem `json:"warnings"`
-	RouteMatching     matchView          `json:"routeMatching"`
+	Enabled                 bool               `json:"enabled"`
+	Delay                   delayView          `json:"delay"`
+	FallbackToNetwork       bool               `json:"fallbackToNetwork"`
+	Target                  string             `json:"target,omitempty"`
+	File                    string             `json:"file,omitempty"`
+	WireMock                string             `json:"wiremock,omitempty"`
+	WireMockMappings        int                `json:"wiremockMappings"`
+	Routes                  int                `json:"routes"`
+	CORS                    bool               `json:"cors"`
+	CORSOrigins             []string           `json:"corsOrigins"`
+	AdminToken              bool               `json:"adminTokenSet"`
+	Record                  string             `json:"record,omitempty"`
+	RecordSecrets           bool               `json:"recordSecrets"`
+	BaseURL                 string             `json:"baseURL,omitempty"`
+	DefaultHeaders          map[string]string  `json:"defaultHeaders"`
+	PreserveOriginalHeaders bool               `json:"preserveOriginalHeaders"`
+	IgnorePatterns          []string           `json:"ignorePatterns"`
+	IncludePatterns         []string           `json:"includePatterns"`
+	Middleware              []any              `json:"middleware"`
+	Persistence             persistenceView    `json:"persistence"`
+	Cache                   cacheView          `json:"cache"`
+	Logging                 loggingView        `json:"logging"`
+	LoadedAt                string             `json:"loadedAt"`
+	Warnings                []mockfile.Problem `json:"warnings"`
+	RouteMatching           matchView          `json:"routeMatching"`
+}
+
+type persistenceView struct {
+	Enabled      bool   `json:"enabled"`
+	TTL          int64  `json:"ttl"` // ms
+	Storage      string `json:"storage"`
+	Dir          string `json:"dir,omitempty"`
+	DBName       string `json:"dbName"`
+	DBVersion    int    `json:"dbVersion"`
+	StoreName    string `json:"storeName"`
+	MaxCacheSize int    `json:"maxCacheSize"`
+	AutoCleanup  bool   `json:"autoCleanup"`
+	Namespace    string `json:"namespace"`
+}
+
+type cacheView struct {
+	Methods  []string `json:"methods"`
+	Statuses []string `json:"statuses"`
+}
+
+type loggingView struct {
+	Enabled            bool   `json:"enabled"`
+	Level              string `json:"level"`
+	LogRequests        bool   `json:"logRequests"`
+	LogResponses       bool   `json:"logResponses"`
+	LogRouteMatching   bool   `json:"logRouteMatching"`
+	LogCacheOperations bool   `json:"logCacheOperations"`
+}
+
+func patternStrings(ps []mock.Pattern) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if st, ok := p.(fmt.Stringer); ok {
+			out = append(out, st.String()) // globs and regular expressions both are
+		} else {
+			out = append(out, fmt.Sprint(p))
+		}
+	}
+	return out
 }
 
 type delayView struct {
@@ -250,17 +304,38 @@ func (s *Server) configView() configView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := configView{
-		Enabled:           cfg.Enabled,
-		Delay:             delayView{Min: cfg.Delay.Min.Milliseconds(), Max: max(cfg.Delay.Max, cfg.Delay.Min).Milliseconds()},
-		FallbackToNetwork: cfg.FallbackToNetwork,
-		File:              s.opts.File,
-		Routes:            len(s.ic.Mocks()),
-		CORS:              !s.opts.NoCORS,
-		Record:            s.opts.Record,
-		BaseURL:           cfg.BaseURL,
-		Persistence:       cfg.Persistence.Enabled,
-		LoadedAt:          s.loaded.UTC().Format("2006-01-02T15:04:05.000Z"),
-		Warnings:          nonNil(s.set.Warnings),
+		Enabled:                 cfg.Enabled,
+		Delay:                   delayView{Min: cfg.Delay.Min.Milliseconds(), Max: max(cfg.Delay.Max, cfg.Delay.Min).Milliseconds()},
+		FallbackToNetwork:       cfg.FallbackToNetwork,
+		File:                    s.opts.File,
+		Routes:                  len(s.ic.Mocks()),
+		CORS:                    !s.opts.NoCORS,
+		CORSOrigins:             append(append([]string{}, s.opts.CORSOrigins...), s.set.CORSOrigins...),
+		AdminToken:              s.opts.AdminToken != "",
+		Record:                  s.opts.Record,
+		RecordSecrets:           s.opts.RecordSecrets,
+		BaseURL:                 cfg.BaseURL,
+		DefaultHeaders:          cfg.DefaultHeaders,
+		PreserveOriginalHeaders: cfg.PreserveOriginalHeaders,
+		IgnorePatterns:          patternStrings(cfg.IgnorePatterns),
+		IncludePatterns:         patternStrings(cfg.IncludePatterns),
+		Middleware:              append([]any{}, s.set.MiddlewareSpec...),
+		Persistence: persistenceView{
+			Enabled: cfg.Persistence.Enabled, TTL: cfg.Persistence.TTL.Milliseconds(), Storage: string(cfg.Persistence.Storage),
+			Dir: cfg.Persistence.Dir, DBName: cfg.Persistence.DBName, DBVersion: cfg.Persistence.DBVersion,
+			StoreName: cfg.Persistence.StoreName, MaxCacheSize: cfg.Persistence.MaxCacheSize,
+			AutoCleanup: cfg.Persistence.AutoCleanup, Namespace: cfg.Persistence.Namespace,
+		},
+		Cache: cacheView{Methods: cfg.Cache.Methods, Statuses: cfg.Cache.Statuses},
+		Logging: loggingView{
+			Enabled: cfg.Logging.Enabled, Level: strings.ToLower(cfg.Logging.Level.String()),
+			LogRequests: cfg.Logging.LogRequests, LogResponses: cfg.Logging.LogResponses,
+			LogRouteMatching: cfg.Logging.LogRouteMatching, LogCacheOperations: cfg.Logging.LogCacheOperations,
+		},
+		WireMock:         s.opts.WireMock,
+		WireMockMappings: 0,
+		LoadedAt:         s.loaded.UTC().Format("2006-01-02T15:04:05.000Z"),
+		Warnings:         nonNil(s.set.Warnings),
 		RouteMatching: matchView{
 			CaseSensitive: cfg.RouteMatching.CaseSensitive, ExactMatch: cfg.RouteMatching.ExactMatch,
 			StripPrefix: cfg.RouteMatching.StripPrefix, NormalizeURLs: cfg.RouteMatching.NormalizeURLs,
@@ -269,6 +344,12 @@ func (s *Server) configView() configView {
 	}
 	if s.opts.Target != nil {
 		v.Target = s.opts.Target.String()
+	}
+	if v.WireMock == "" {
+		v.WireMock = s.set.WireMock
+	}
+	if wm := s.wm.Load(); wm != nil {
+		v.WireMockMappings = wm.Len()
 	}
 	return v
 }

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -172,5 +173,47 @@ func TestAdmin_Guard(t *testing.T) {
 	a := do(t, "OPTIONS", open.URL+"/__mock/mocks", "", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
 	if a.header.Get("Access-Control-Allow-Origin") != "" || a.status == 204 {
 		t.Fatalf("admin preflight answered %d %v", a.status, a.header)
+	}
+}
+
+// Ensure config.middleware switches on the package's middleware in list order, and
+// GET /__mock/config shows the whole effective configuration, middleware and patterns included.
+func TestConfig_MiddlewareAndView(t *testing.T) {
+	t.Parallel()
+	const file = `config:
+  ignorePatterns: ["/health*"]
+  middleware:
+    - auth: {tokens: [dev-token]}
+    - rateLimit: {limit: 2, window: 60s}
+mocks:
+  "GET /users/:id": {data: {id: "{{.Params.id}}"}}
+`
+	_, hs, _ := newTestServer(t, "m.yaml", file, nil)
+	for i, tc := range []struct {
+		token string
+		want  int
+	}{
+		{"", 401}, {"wrong", 401}, {"dev-token", 200}, {"dev-token", 200}, {"dev-token", 429},
+	} {
+		h := []string{}
+		if tc.token != "" {
+			h = []string{"Authorization", "Bearer " + tc.token}
+		}
+		if a := do(t, "GET", hs.URL+"/users/1", "", h...); a.status != tc.want {
+			t.Fatalf("request %d (token %q): %d %s, want %d", i, tc.token, a.status, a.body, tc.want)
+		}
+	}
+	v := decode[map[string]any](t, do(t, "GET", hs.URL+"/__mock/config", ""))
+	mw, _ := v["middleware"].([]any)
+	if len(mw) != 2 || !strings.Contains(fmt.Sprint(mw[0]), "dev-token") || !strings.Contains(fmt.Sprint(mw[1]), "rateLimit") {
+		t.Errorf("middleware %v", v["middleware"])
+	}
+	if fmt.Sprint(v["ignorePatterns"]) != "[/health*]" {
+		t.Errorf("ignorePatterns %v", v["ignorePatterns"])
+	}
+	for _, k := range []string{"persistence", "cache", "logging", "defaultHeaders", "routeMatching", "adminTokenSet", "corsOrigins"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("config lacks %q: %v", k, v)
+		}
 	}
 }

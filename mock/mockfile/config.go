@@ -29,7 +29,7 @@ func (p *parser) file(doc *yaml.Node) {
 
 func (p *parser) config(n *yaml.Node) {
 	f := p.fields(n, "", "config", "enabled", "delay", "fallbackToNetwork", "baseURL", "defaultHeaders",
-		"ignorePatterns", "includePatterns", "routeMatching", "persistence", "logging", "preserveOriginalHeaders", "cors", "cache")
+		"ignorePatterns", "includePatterns", "routeMatching", "persistence", "logging", "preserveOriginalHeaders", "cors", "cache", "middleware")
 	cfg := &p.set.Config
 	for k, v := range f {
 		switch k {
@@ -66,6 +66,8 @@ func (p *parser) config(n *yaml.Node) {
 			p.cors(v)
 		case "cache":
 			p.cacheRules(v)
+		case "middleware":
+			p.middleware(v)
 		}
 	}
 }

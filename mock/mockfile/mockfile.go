@@ -113,6 +113,8 @@ type Set struct {
 	// WireMock is the file's wiremock: a directory of WireMock stub mappings served beside
 	// the mocks (relative to the file's directory once loaded by LoadFile).
 	WireMock string
+	// MiddlewareSpec is config.middleware as written (Config.Middleware holds the middleware).
+	MiddlewareSpec []any
 	// CORSOrigins are config.cors.origins: the origins CORS answers echo with credentials.
 	CORSOrigins []string
 	// Routes are the mocks in file order.
