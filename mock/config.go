@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Config configures an [Interceptor] (the seed's GlobalInterceptorConfig).
+// Config configures an [Interceptor] (the TypeScript mock library's GlobalInterceptorConfig).
 // Start from [DefaultConfig]: the zero value of a bool field is false, while
-// several of the seed's boolean defaults are true. Zero-valued non-boolean
+// several of the TypeScript mock library's boolean defaults are true. Zero-valued non-boolean
 // fields (ParameterPrefix, TTL, MaxCacheSize, Storage, Level) take their
 // defaults in [New].
 type Config struct {
@@ -77,7 +77,7 @@ type LoggingConfig struct {
 // Storage names where the response cache keeps its entries.
 type Storage string
 
-// The four storages of the seed library.
+// The four storages of the TypeScript mock library library.
 const (
 	// StorageMemory keeps entries in process memory only.
 	StorageMemory Storage = "memory"
@@ -144,7 +144,7 @@ type RouteMatchingConfig struct {
 	SupportWildcards bool
 }
 
-// DefaultConfig returns the seed's defaults.
+// DefaultConfig returns the TypeScript mock library's defaults.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:                 true,
@@ -158,7 +158,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// DefaultPersistenceConfig returns the seed's cache defaults (disabled).
+// DefaultPersistenceConfig returns the TypeScript mock library's cache defaults (disabled).
 func DefaultPersistenceConfig() PersistenceConfig {
 	return PersistenceConfig{
 		TTL:          5 * time.Minute,
@@ -168,7 +168,7 @@ func DefaultPersistenceConfig() PersistenceConfig {
 	}
 }
 
-// DefaultRouteMatchingConfig returns the seed's matcher defaults.
+// DefaultRouteMatchingConfig returns the TypeScript mock library's matcher defaults.
 func DefaultRouteMatchingConfig() RouteMatchingConfig {
 	return RouteMatchingConfig{NormalizeURLs: true, ParameterPrefix: ":", SupportWildcards: true}
 }

@@ -109,7 +109,7 @@ func (ic *Interceptor) Configure(cfg Config, defs Definitions) error {
 	})
 }
 
-// SetMocks replaces every definition with defs, atomically (the seed's
+// SetMocks replaces every definition with defs, atomically (the TypeScript mock library's
 // updateMocks). It returns an [*Error] with [CodeInvalidMockDefinition]
 // and changes nothing if defs is invalid.
 func (ic *Interceptor) SetMocks(defs Definitions) error {
@@ -145,7 +145,7 @@ func (ic *Interceptor) RemoveMocks(routes ...string) {
 	})
 }
 
-// ClearMocks removes every definition (the seed's clearMocks).
+// ClearMocks removes every definition (the TypeScript mock library's clearMocks).
 func (ic *Interceptor) ClearMocks() {
 	_ = ic.update(func(_ *Config, d Definitions) error { clear(d); return nil })
 }
@@ -158,37 +158,37 @@ func (ic *Interceptor) Mocks() []string {
 // Definitions returns a copy of the registered definitions.
 func (ic *Interceptor) Definitions() Definitions { return ic.state.Load().t.definitions() }
 
-// SetEnabled turns interception on or off (the seed's setEnabled).
+// SetEnabled turns interception on or off (the TypeScript mock library's setEnabled).
 func (ic *Interceptor) SetEnabled(enabled bool) {
 	_ = ic.update(func(c *Config, _ Definitions) error { c.Enabled = enabled; return nil })
 }
 
-// Enabled reports whether interception is on (the seed's isEnabled and
+// Enabled reports whether interception is on (the TypeScript mock library's isEnabled and
 // getEnabled).
 func (ic *Interceptor) Enabled() bool { return ic.state.Load().cfg.Enabled }
 
-// SetDelay sets the delay of every mocked response (the seed's setDelay).
+// SetDelay sets the delay of every mocked response (the TypeScript mock library's setDelay).
 func (ic *Interceptor) SetDelay(d Delay) {
 	_ = ic.update(func(c *Config, _ Definitions) error { c.Delay = d; return nil })
 }
 
-// Delay returns the configured delay (the seed's getDelay).
+// Delay returns the configured delay (the TypeScript mock library's getDelay).
 func (ic *Interceptor) Delay() Delay { return ic.state.Load().cfg.Delay }
 
-// SetFallbackToNetwork turns network fallback on or off (the seed's
+// SetFallbackToNetwork turns network fallback on or off (the TypeScript mock library's
 // setFallbackToNetwork).
 func (ic *Interceptor) SetFallbackToNetwork(on bool) {
 	_ = ic.update(func(c *Config, _ Definitions) error { c.FallbackToNetwork = on; return nil })
 }
 
-// FallbackToNetwork reports whether network fallback is on (the seed's
+// FallbackToNetwork reports whether network fallback is on (the TypeScript mock library's
 // getFallbackToNetwork).
 func (ic *Interceptor) FallbackToNetwork() bool { return ic.state.Load().cfg.FallbackToNetwork }
 
-// Config returns a copy of the configuration (the seed's getConfig).
+// Config returns a copy of the configuration (the TypeScript mock library's getConfig).
 func (ic *Interceptor) Config() Config { return ic.state.Load().cfg.clone() }
 
-// UpdateConfig changes part of the configuration (the seed's
+// UpdateConfig changes part of the configuration (the TypeScript mock library's
 // updateConfig): f receives a copy to modify. The result is applied
 // atomically; if the definitions become invalid under a new matching
 // configuration, it returns the error and nothing changes.

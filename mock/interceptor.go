@@ -139,12 +139,12 @@ func Default() *Interceptor {
 	return defaultIC
 }
 
-// Stats returns a snapshot of the usage statistics (the seed's getStats).
+// Stats returns a snapshot of the usage statistics (the TypeScript mock library's getStats).
 func (ic *Interceptor) Stats() UsageStats {
 	return ic.stats.snapshot(ic.state.Load().cfg.Persistence.Enabled)
 }
 
-// ResetStats zeroes the statistics and the call counts (the seed's
+// ResetStats zeroes the statistics and the call counts (the TypeScript mock library's
 // resetStats).
 func (ic *Interceptor) ResetStats() { ic.stats.reset(ic.now()) }
 

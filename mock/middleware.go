@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Middleware runs around mocked requests (the seed's MockMiddleware).
+// Middleware runs around mocked requests (the TypeScript mock library's MockMiddleware).
 // Middleware with a higher Priority runs earlier, for every hook; equal
 // priorities keep their order in Config.Middleware. A hook that returns an
 // error or panics fails the request with [CodeMiddleware].
@@ -63,7 +63,7 @@ type LoggingOptions struct {
 }
 
 // LoggingMiddleware returns middleware that logs every request, response
-// and failure (the seed's createLoggingMiddleware). Its priority is 1000,
+// and failure (the TypeScript mock library's createLoggingMiddleware). Its priority is 1000,
 // so it runs first.
 func LoggingMiddleware(opts LoggingOptions) Middleware {
 	l := opts.Logger
@@ -110,7 +110,7 @@ type CORSOptions struct {
 
 // CORSMiddleware returns middleware that answers CORS preflight requests
 // (OPTIONS with Access-Control-Request-Method) with 204 and adds the CORS
-// headers to every response (the seed's createCorsMiddleware). A
+// headers to every response (the TypeScript mock library's createCorsMiddleware). A
 // preflight is answered only for a route that has a mock: register
 // "OPTIONS /path" or "* /path" routes, or use a catch-all "OPTIONS /*".
 // Priority 900.
@@ -198,7 +198,7 @@ func cloneHeaders(h map[string]string) map[string]string {
 }
 
 // DelayMiddleware returns middleware that waits d before each handler runs
-// (the seed's createDelayMiddleware), in addition to the configured
+// (the TypeScript mock library's createDelayMiddleware), in addition to the configured
 // delay. The wait ends early when the request's context is done.
 // Priority 100.
 func DelayMiddleware(d Delay) Middleware {
@@ -230,7 +230,7 @@ type AuthOptions struct {
 // AuthMiddleware returns middleware that answers 401 with
 // {"statusCode":401,"message":"Unauthorized","error":"Unauthorized"} when
 // the bearer token (or the configured header) is missing or not accepted
-// (the seed's createAuthMiddleware). CORS preflight requests pass.
+// (the TypeScript mock library's createAuthMiddleware). CORS preflight requests pass.
 // Priority 800.
 func AuthMiddleware(opts AuthOptions) Middleware {
 	if opts.Header == "" {
@@ -299,7 +299,7 @@ type RateLimitOptions struct {
 // RateLimitMiddleware returns middleware that answers 429 with
 // {"statusCode":429,"message":"Too Many Requests","error":"ThrottlerException"}
 // and a Retry-After header once a key exceeds Limit requests in the
-// current window (the seed's createRateLimitMiddleware). Its memory is
+// current window (the TypeScript mock library's createRateLimitMiddleware). Its memory is
 // bounded by MaxKeys. Priority 700.
 func RateLimitMiddleware(opts RateLimitOptions) Middleware {
 	if opts.Limit <= 0 {
