@@ -84,6 +84,8 @@ type Server struct {
 	ovr         overrides
 	loaded      time.Time
 
+	// cors is mock.CORSHandler around serveMocks, rebuilt when the file's origins change.
+	cors atomic.Pointer[http.Handler]
 	// wm are the WireMock mappings (nil: none); wmProblems what they could not serve.
 	wm         atomic.Pointer[wiremock.Stubs]
 	wmProblems []wiremock.Problem
@@ -239,6 +241,8 @@ func (s *Server) apply(set *mockfile.Set) error {
 	}
 	s.set = set
 	s.loaded = time.Now()
+	h := mock.CORSHandler(s.corsOptions(set), http.HandlerFunc(s.serveMocks))
+	s.cors.Store(&h)
 	return nil
 }
 
@@ -249,66 +253,37 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.admin.ServeHTTP(w, r) // never CORS: no other origin may read or drive it
 		return
 	}
-	if !s.opts.NoCORS && s.cors(w, r) {
+	if s.opts.NoCORS {
+		s.serveMocks(w, r)
 		return
 	}
+	(*s.cors.Load()).ServeHTTP(w, r)
+}
+
+// corsOptions is the CORS of the served answers (mock.CORSHandler): an origin listed in
+// --cors-origin or config.cors.origins is echoed with credentials allowed, so a front end on
+// another port works with cookies and Authorization headers alike; any other origin gets "*"
+// without credentials, so no page can read an answer as the user. Preflights are answered
+// for every path, with the requested headers echoed.
+func (s *Server) corsOptions(set *mockfile.Set) mock.CORSOptions {
+	origins := append(append(append([]string{}, s.opts.CORSOrigins...), set.CORSOrigins...), "*")
+	return mock.CORSOptions{
+		AllowOrigins:     origins,
+		AllowMethods:     []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
+		AllowHeaders:     []string{"*"},
+		ExposeHeaders:    []string{"*"},
+		AllowCredentials: true,
+		MaxAge:           10 * time.Minute,
+	}
+}
+
+// serveMocks answers from the WireMock mappings, then the interceptor (mocks, API, target).
+func (s *Server) serveMocks(w http.ResponseWriter, r *http.Request) {
 	if wm := s.wm.Load(); wm != nil {
 		wm.ServeNext(w, r, s.next)
 		return
 	}
 	s.ic.ServeHTTP(w, r)
-}
-
-// cors sets the CORS headers on every answer and answers preflights itself (true). An origin
-// listed in --cors-origin or config.cors.origins is echoed with credentials allowed, so a
-// front end on another port works with cookies and Authorization headers alike; any other
-// origin gets "*" without credentials, so no page can read an answer as the user.
-func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	h := w.Header()
-	h.Add("Vary", "Origin")
-	if s.originListed(origin) {
-		h.Set("Access-Control-Allow-Origin", origin)
-		h.Set("Access-Control-Allow-Credentials", "true")
-	} else {
-		h.Set("Access-Control-Allow-Origin", "*")
-	}
-	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-		h.Set("Access-Control-Expose-Headers", "*")
-		return false
-	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS")
-	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-		h.Set("Access-Control-Allow-Headers", req)
-	} else {
-		h.Set("Access-Control-Allow-Headers", "*")
-	}
-	h.Set("Access-Control-Max-Age", "600")
-	h.Add("Vary", "Access-Control-Request-Method")
-	h.Add("Vary", "Access-Control-Request-Headers")
-	w.WriteHeader(http.StatusNoContent)
-	return true
-}
-
-// originListed reports whether origin is in --cors-origin or the file's config.cors.origins.
-func (s *Server) originListed(origin string) bool {
-	for _, o := range s.opts.CORSOrigins {
-		if strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	s.mu.Lock()
-	set := s.set
-	s.mu.Unlock()
-	for _, o := range set.CORSOrigins {
-		if strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	return false
 }
 
 // Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps
