@@ -63,6 +63,14 @@ func TestMockValidate(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(good, []byte("mocks:\n  \"GET /a\": {data: {x: 1}}\n"), 0o644)
 	os.WriteFile(bad, []byte("mocks:\n  \"GET /a\": {status: 900}\n  \"GET /b\":\n    dta: 1\n"), 0o644)
+	wmGood, wmBad := filepath.Join(dir, "wm-good"), filepath.Join(dir, "wm-bad")
+	for d, mapping := range map[string]string{
+		wmGood: `{"request":{"urlPath":"/a"},"response":{"body":"a"}}`,
+		wmBad:  `{"name":"tpl","request":{"urlPath":"/t"},"response":{"body":"{{x}}","transformers":["response-template"]}}`,
+	} {
+		os.MkdirAll(filepath.Join(d, "mappings"), 0o755)
+		os.WriteFile(filepath.Join(d, "mappings", "m.json"), []byte(mapping), 0o644)
+	}
 	env := func(k string) string {
 		if k == "APP_ADDR" {
 			return "not an address at all::::" // would fail config loading if the mock group loaded it
@@ -81,6 +89,10 @@ func TestMockValidate(t *testing.T) {
 		{"InvalidJSON", []string{"mock", "validate", "--json", bad}, exitUsage, []string{`"isValid": false`, `"line": 4`}, nil},
 		{"Missing", []string{"mock", "validate", filepath.Join(dir, "none.yaml")}, exitFailure, nil, []string{"no such file"}},
 		{"NoArg", []string{"mock", "validate"}, exitUsage, nil, nil},
+		{"WireMockValid", []string{"mock", "validate", "--wiremock", wmGood}, 0, []string{"1 WireMock mapping(s) served, 0 problem(s)"}, nil},
+		{"WireMockUnsupported", []string{"mock", "validate", "--wiremock", wmBad}, exitUsage, []string{"0 WireMock mapping(s) served, 1 problem(s)"},
+			[]string{`mappings/m.json: mapping "tpl": response.transformers: not supported`}},
+		{"WireMockJSON", []string{"mock", "validate", "--json", "--wiremock", wmBad}, exitUsage, []string{`"field": "response.transformers"`}, nil},
 		{"ServeInvalidFile", []string{"mock", "serve", "--file", bad, "--port", "0"}, exitUsage, nil, []string{"bad.yaml:2:"}},
 		{"ServeRejectsAddr", []string{"mock", "serve", "--addr", ":9"}, exitUsage, nil, []string{"--addr does not apply"}},
 		{"ServeRejectsDataDir", []string{"mock", "serve", "--data-dir", dir}, exitUsage, nil, []string{"--data-dir does not apply"}},
@@ -144,5 +156,23 @@ func TestMockServe_Builtin(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("mock serve did not stop")
+	}
+}
+
+// Ensure dev seed loads the demo set into --data-dir once (a second run creates nothing) and
+// refuses an external database.
+func TestDevSeed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	first := runApp(t, testEnv(), "dev", "seed", "--json", "--data-dir", dir)
+	second := runApp(t, testEnv(), "dev", "seed", "--json", "--data-dir", dir)
+	if first.code != 0 || !strings.Contains(first.out, `"usersCreated": 2`) || !strings.Contains(first.out, `"spaceTemplates": 7`) {
+		t.Fatalf("first: %d %s %s", first.code, first.out, first.errOut)
+	}
+	if second.code != 0 || !strings.Contains(second.out, `"usersCreated": 0`) || !strings.Contains(second.out, `"coreTemplatesExisting": 2`) {
+		t.Fatalf("second: %d %s %s", second.code, second.out, second.errOut)
+	}
+	if r := runApp(t, testEnv(), "dev", "seed", "--data-dir", dir, "--mongodb-uri", "mongodb://127.0.0.1:1"); r.code != exitUsage {
+		t.Fatalf("external database: exit %d, want %d", r.code, exitUsage)
 	}
 }
