@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acme/app/mock"
 )
 
 // maxBody bounds the request body read to match bodyPatterns.
@@ -287,4 +289,9 @@ func writeRaw(w http.ResponseWriter, r *http.Request, a *answer) bool {
 	}
 	_ = rw.Flush()
 	return true
+}
+
+// Closest returns the labels of up to n stubs whose URLs are nearest to url (for a miss).
+func (s *Stubs) Closest(url string, n int) []string {
+	return mock.Closest(s.urls, url, n)
 }
