@@ -85,16 +85,25 @@ func (b *builtinAPI) close() {
 	}
 }
 
-// fakeTB lets the fake providers of aitest run outside a test: they use a testing.TB only to
-// register their shutdown (Cleanup) and to mark helpers. Any other method is never called
-// by them; the embedded nil interface would panic if one were.
+// fakeTB lets the fake providers of aitest run outside a test: they use a testing.TB to
+// register their shutdown (Cleanup) and to mark helpers. The reporting methods are no-ops
+// here (a fake's complaint about a request is an answer to that request, not a test
+// failure); a method not defined below would panic on the embedded nil interface.
 type fakeTB struct {
 	testing.TB
 	mu       sync.Mutex
 	cleanups []func()
 }
 
-func (t *fakeTB) Helper() {}
+func (t *fakeTB) Helper()                   {}
+func (t *fakeTB) Name() string              { return "app-mock-serve" }
+func (t *fakeTB) Log(...any)                {}
+func (t *fakeTB) Logf(string, ...any)       {}
+func (t *fakeTB) Error(...any)              {}
+func (t *fakeTB) Errorf(string, ...any)     {}
+func (t *fakeTB) Failed() bool              { return false }
+func (t *fakeTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
+func (t *fakeTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 func (t *fakeTB) Cleanup(fn func()) {
 	t.mu.Lock()
