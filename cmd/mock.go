@@ -222,6 +222,9 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 		}
 	}
 	fallback := "none: unmatched requests get 404 ROUTE_MATCH_FAILED"
+	if so.API != nil {
+		fallback = "none needed: the API answers every request no mock added through the admin API matches"
+	}
 	if so.File == "" && so.API == nil && so.Target == nil {
 		fallback = "none: unmatched requests get WireMock's 404 \"Request was not matched\""
 	}

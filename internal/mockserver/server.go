@@ -289,6 +289,15 @@ func (s *Server) serveMocks(w http.ResponseWriter, r *http.Request) {
 // Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps
 // the current mocks and returns why (a *mockfile.LoadError).
 func (s *Server) Reload() error {
+	if s.opts.File == "" && s.opts.WireMock != "" {
+		s.mu.Lock()
+		err := s.loadWireMock(s.set) // the mappings are all there is to re-read
+		s.mu.Unlock()
+		if s.opts.OnReload != nil {
+			s.opts.OnReload(err)
+		}
+		return err
+	}
 	if s.opts.File == "" {
 		return errors.New("the built-in mock has no file to reload")
 	}

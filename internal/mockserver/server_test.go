@@ -605,3 +605,25 @@ func TestRecord_OrderVolatileSecrets(t *testing.T) {
 		})
 	}
 }
+
+// Ensure POST /__mock/reload re-reads the WireMock mappings when they are all there is.
+func TestReload_WireMockOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(body string) {
+		os.MkdirAll(filepath.Join(dir, "mappings"), 0o755)
+		writeAtomically(t, filepath.Join(dir, "mappings", "a.json"), `{"request":{"urlPath":"/a"},"response":{"body":"`+body+`"}}`)
+	}
+	write("one")
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.WireMock = dir })
+	if a := do(t, "GET", hs.URL+"/a", ""); a.body != "one" {
+		t.Fatalf("first: %q", a.body)
+	}
+	write("two")
+	if a := do(t, "POST", hs.URL+"/__mock/reload", ""); a.status != 200 {
+		t.Fatalf("reload: %d %s", a.status, a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/a", ""); a.body != "two" {
+		t.Fatalf("after reload: %q", a.body)
+	}
+}
