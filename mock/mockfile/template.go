@@ -117,12 +117,12 @@ func parseTemplate(name, text string) (*tmpl, error) {
 // checked by the functions when the template runs. It also reports whether the template
 // calls a generator.
 func checkCounts(n parse.Node) (generates bool, err error) {
-	var walk func(parse.Node)
+	var walk func(parse.Node, int64)
 	over := func(arg parse.Node) bool {
 		num, ok := arg.(*parse.NumberNode)
 		return ok && num.IsInt && (num.Int64 > mock.MaxTemplateCount || num.Int64 < 0)
 	}
-	walk = func(n parse.Node) {
+	walk = func(n parse.Node, iters int64) {
 		if n == nil || err != nil {
 			return
 		}
@@ -132,16 +132,16 @@ func checkCounts(n parse.Node) (generates bool, err error) {
 				return
 			}
 			for _, c := range x.Nodes {
-				walk(c)
+				walk(c, iters)
 			}
 		case *parse.ActionNode:
-			walk(x.Pipe)
+			walk(x.Pipe, iters)
 		case *parse.PipeNode:
 			if x == nil {
 				return
 			}
 			for _, c := range x.Cmds {
-				walk(c)
+				walk(c, iters)
 			}
 		case *parse.IdentifierNode:
 			generates = generates || generatorFuncs()[x.Ident]
@@ -153,28 +153,66 @@ func checkCounts(n parse.Node) (generates bool, err error) {
 				}
 			}
 			for _, a := range x.Args {
-				walk(a)
+				walk(a, iters)
 			}
 		case *parse.RangeNode:
 			if len(x.Pipe.Cmds) == 1 && len(x.Pipe.Cmds[0].Args) == 1 && over(x.Pipe.Cmds[0].Args[0]) {
 				err = fmt.Errorf("range %s: the count must be 0-%d", x.Pipe, mock.MaxTemplateCount)
 				return
 			}
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
+			inner := iters * rangeCount(x.Pipe)
+			if inner > maxIterations {
+				err = fmt.Errorf("range %s: nested counted ranges would run up to %d iterations (at most %d)", x.Pipe, inner, maxIterations)
+				return
+			}
+			walk(x.Pipe, iters)
+			walk(x.List, inner)
+			walk(x.ElseList, iters)
 		case *parse.IfNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
+			walk(x.Pipe, iters)
+			walk(x.List, iters)
+			walk(x.ElseList, iters)
 		case *parse.WithNode:
-			walk(x.Pipe)
-			walk(x.List)
-			walk(x.ElseList)
+			walk(x.Pipe, iters)
+			walk(x.List, iters)
+			walk(x.ElseList, iters)
 		}
 	}
-	walk(n)
+	walk(n, 1)
 	return generates, err
+}
+
+// maxIterations bounds the iterations of nested counted ranges ({{range 1000}}{{range seq
+// 1000}}…): with each count at most mock.MaxTemplateCount, nesting is what could make a
+// template run for minutes without writing anything.
+const maxIterations = 1_000_000
+
+// rangeCount is how many times a range over pipe may run when it counts: a number, or seq
+// of a number (a count computed at run time is taken at its bound). A range over request
+// data counts 1: the data is bounded by the request's size.
+func rangeCount(pipe *parse.PipeNode) int64 {
+	if pipe == nil || len(pipe.Cmds) != 1 {
+		return 1
+	}
+	args := pipe.Cmds[0].Args
+	if len(args) == 1 {
+		switch a := args[0].(type) {
+		case *parse.NumberNode:
+			if a.IsInt {
+				return max(a.Int64, 1)
+			}
+		case *parse.PipeNode:
+			return rangeCount(a)
+		}
+		return 1
+	}
+	if id, ok := args[0].(*parse.IdentifierNode); ok && id.Ident == "seq" && len(args) == 2 {
+		if num, ok := args[1].(*parse.NumberNode); ok && num.IsInt {
+			return max(num.Int64, 1)
+		}
+		return mock.MaxTemplateCount
+	}
+	return 1
 }
 
 // fastSegs splits text into literals and plain lookups, or returns nil when it holds any
