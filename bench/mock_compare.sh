@@ -10,6 +10,7 @@
 #   - memory flat over a long c32 run, with the response cache on and with recording on.
 #
 #   bash bench/mock_compare.sh [seconds per target (10)] [memory run seconds (600)]
+#   ONLY=wiremock bash bench/mock_compare.sh 10 0   # one group: bare, file, builtin, wiremock
 #
 # Installs what it compares with into PEERS_DIR (default /tmp/mockbench-peers), never the repo:
 # the WireMock standalone jar from Maven Central (mvn dependency:copy, else curl), else from the
@@ -179,13 +180,23 @@ run() { # run LABEL PORT PATH WARM CMD...
   if start "$label" "$port" "$path" "$@"; then measure "$label" "http://127.0.0.1:$port$path" "$warm"; stop; else skip "$label" "did not start"; fi
 }
 
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+
 echo "wrk -t1 -c32, ${WARM}s warm-up (JVM: until the rate stops rising) + ${DUR}s per target, server on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" >&2
-run "net/http bare handler (ceiling)" 18080 /api/users/42 "$WARM" "$WORK/bare-server" 18080
-run "app mock serve, static route" 18081 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/static.yaml" --port 18081
-run "app mock serve, templated route" 18082 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18082
+if want bare; then
+  run "net/http bare handler (ceiling)" 18080 /api/users/42 "$WARM" "$WORK/bare-server" 18080
+fi
+if want file; then
+  run "app mock serve, static route" 18081 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/static.yaml" --port 18081
+  run "app mock serve, templated route" 18082 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18082
+fi
 
 # The built-in mock: the real handlers over a throwaway store.
-if start "builtin" 18089 /api/health "$WORK/app" mock serve --port 18089; then
+BUILTIN_NOTE=
+if ! want builtin; then :
+elif t0=$(date +%s%N) && start "builtin" 18089 /api/health "$WORK/app" mock serve --port 18089; then
+  t1=$(date +%s%N); sleep 2
+  BUILTIN_NOTE="Built-in mock: start to the first /api/health answer $(( (t1 - t0) / 1000000 )) ms (polled every 50 ms), idle RSS $(rss_mb) MB"
   TOKEN="$(curl -s -XPOST http://127.0.0.1:18089/api/auth/login -H 'Content-Type: application/json' \
     -d '{"email":"user@example.com","password":"user123"}' | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')"
   measure "app mock serve (built-in), GET /api/health" "http://127.0.0.1:18089/api/health" "$WARM"
@@ -194,20 +205,24 @@ if start "builtin" 18089 /api/health "$WORK/app" mock serve --port 18089; then
   stop
 else skip "app mock serve (built-in)" "did not start"; fi
 
+if ! want wiremock; then :
+else
 run "app mock serve --wiremock (WireMock's examples)" 18090 /api/users/42 "$WARM" "$WORK/app" mock serve --wiremock "$WORK/wm" --port 18090
 if install_wiremock; then
   run "WireMock $WM_VERSION, journal and request logging off" 18083 /api/users/42 jvm java -jar "$WM_JAR" --port 18083 \
     --bind-address 127.0.0.1 --root-dir "$WORK/wm" --disable-banner --disable-request-logging --no-request-journal
 else skip "WireMock $WM_VERSION" "not installed"; fi
+fi
 
 echo
+[ -n "$BUILTIN_NOTE" ] && echo "$BUILTIN_NOTE" && echo
 echo "| Server | req/s | p50 | p99 | CPU µs/request | RSS MB |"
 echo "|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
 
 # ---- 1,000 WireMock mappings: start to first answer --------------------------------------------
 t0=$(date +%s%N)
-if start "wm1000" 18091 "/m/999?v=1" "$WORK/app" mock serve --wiremock "$WORK/wm1000" --port 18091; then
+if want wiremock && start "wm1000" 18091 "/m/999?v=1" "$WORK/app" mock serve --wiremock "$WORK/wm1000" --port 18091; then
   t1=$(date +%s%N)
   echo
   echo "1,000 WireMock mappings: start to first answer $(( (t1 - t0) / 1000000 )) ms; $(curl -s 'http://127.0.0.1:18091/m/999?v=1')"
