@@ -62,11 +62,15 @@ func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) e
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve mocks from a file, or a built-in mock of this API with no --file",
-		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md), or with no --file a built-in
-mock of this project's own /api. Unmatched requests go to --target when given, else get a 404
-naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --no-cors.`,
+		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md) and/or WireMock stub mappings
+(--wiremock DIR). With none of --file, --wiremock and --target, serve the real /api of this
+project over a throwaway store with demo data (admin@example.com / admin123, user@example.com /
+user123). Unmatched requests go to --target when given, else get a 404 naming
+ROUTE_MATCH_FAILED. The admin API is under /__mock/ (same-origin JSON only; --admin-token).
+CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do not apply.`,
 		Example: `  app mock serve
-  app mock serve --file mocks.yaml --watch
+  app mock serve --file mocks.yaml --watch --cors-origin http://localhost:5173
+  app mock serve --wiremock ./wiremock
   app mock serve --file mocks.yaml --target http://localhost:3000 --delay 100-400
   app mock serve --target https://api.example.com --record recorded.yaml`,
 		Args: cobra.NoArgs,
