@@ -97,7 +97,8 @@ func shape(v any) string {
 // and the demo data (`app dev seed`) and to `app mock serve`; statuses, the headers a front
 // end reads, the presence of X-Request-Id and the shapes of the bodies must be equal.
 func TestMockServe_BuiltinMatchesServe(t *testing.T) {
-	t.Parallel()
+	// Not parallel: ferretdb.New writes a package global, so two embedded stores must not
+	// start at once in one process.
 	dir := t.TempDir()
 	env := []string{"APP_RATELIMIT_LIMIT", "100000", "APP_RATELIMIT_AUTH_LIMIT", "100000"}
 	for _, p := range []string{"openai", "anthropic", "gemini"} {

@@ -121,7 +121,8 @@ func TestMockValidate(t *testing.T) {
 // Ensure mock serve starts with no configuration or database, prints the banner, serves the
 // built-in mock and stops cleanly when its context ends.
 func TestMockServe_Builtin(t *testing.T) {
-	t.Parallel()
+	// Not parallel: ferretdb.New writes a package global, so two embedded stores must not
+	// start at once in one process.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &lockedBuffer{}
@@ -162,7 +163,8 @@ func TestMockServe_Builtin(t *testing.T) {
 // Ensure dev seed loads the demo set into --data-dir once (a second run creates nothing) and
 // refuses an external database.
 func TestDevSeed(t *testing.T) {
-	t.Parallel()
+	// Not parallel: ferretdb.New writes a package global, so two embedded stores must not
+	// start at once in one process.
 	dir := t.TempDir()
 	first := runApp(t, testEnv(), "dev", "seed", "--json", "--data-dir", dir)
 	second := runApp(t, testEnv(), "dev", "seed", "--json", "--data-dir", dir)
