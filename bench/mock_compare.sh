@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# mock_compare.sh: requests/s and p99 of `app mock serve` beside a bare net/http handler and
-# the usual mock servers, with wrk -t1 -c32, server and load generator pinned to one core each.
+# mock_compare.sh: requests/s, p50/p99 and CPU per request of `app mock serve` beside a bare
+# net/http handler and WireMock, in one run, with wrk -t1 -c32, server and load generator pinned
+# to one core each. Targets:
+#   - the file-served static and templated routes, and the built-in mock (the real API):
+#     GET /api/health and a templates list, each ≥ 50 % of the static route;
+#   - the same WireMock mappings served by `app mock serve --wiremock` and by WireMock 3.13.2
+#     (request journal and request logging off), app ≥ 3×;
+#   - a directory of 1,000 WireMock mappings loaded (start to first answer) in under 1 s;
+#   - memory flat over a long c32 run, with the response cache on and with recording on.
 #
-#   bash bench/mock_compare.sh [seconds per target (10)] [memory run seconds (60)]
+#   bash bench/mock_compare.sh [seconds per target (10)] [memory run seconds (600)]
+#   ONLY=wiremock bash bench/mock_compare.sh 10 0   # one group: bare, file, builtin, wiremock
 #
-# Needs wrk (apt-get install -y wrk), Go; for the peers Node 20 + npm and Java 17. The peers are
-# installed into a temporary folder (PEERS_DIR, default /tmp/mockbench-peers), never the repo.
-# A peer that fails to install or start is reported as such and skipped. Every process started
-# here is stopped by its PID. Prints a Markdown table (and the memory samples) on stdout.
+# Installs what it compares with into PEERS_DIR (default /tmp/mockbench-peers), never the repo:
+# the WireMock standalone jar from Maven Central (mvn dependency:copy, else curl), else from the
+# npm package wiremock@3.13.2, which ships the same jar. Needs wrk (apt-get install -y wrk), Go,
+# Java 17 and, for the npm fallback, npm. A JVM peer is warmed with 5 s runs until its
+# throughput stops rising (at least 6 runs, then two in a row under 3 % above the best). Every
+# process started here is stopped by its PID. Prints Markdown tables on stdout.
 set -uo pipefail
 
 DUR="${1:-10}"
-MEMDUR="${2:-60}"
+MEMDUR="${2:-600}"
 WARM="${WARM:-3}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-/tmp/mockbench-peers}"
+WM_VERSION=3.13.2
 WORK="$(mktemp -d)"
 SERVER_CPU="${SERVER_CPU:-0}"
 WRK_CPU="${WRK_CPU:-1}"
-BODY='{"id":"42","name":"Ada Lovelace","email":"ada@example.com"}'
 PIDS=()
+HZ="$(getconf CLK_TCK)"
 
 cleanup() {
-  local all=()
-  for p in "${PIDS[@]}"; do all+=($(descendants "$p") "$p"); done
-  PIDS=("${all[@]}")
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   sleep 0.5
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
@@ -33,6 +41,28 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install -y wrk" >&2; exit 1; }
+
+# ---- peers ------------------------------------------------------------------------------------
+WM_JAR="$PEERS_DIR/wiremock-standalone-$WM_VERSION.jar"
+install_wiremock() {
+  mkdir -p "$PEERS_DIR"
+  [ -s "$WM_JAR" ] && return 0
+  if command -v mvn >/dev/null && timeout 120 mvn -q -B dependency:copy \
+      -Dartifact="org.wiremock:wiremock-standalone:$WM_VERSION" -DoutputDirectory="$PEERS_DIR" >/dev/null 2>&1 && [ -s "$WM_JAR" ]; then
+    echo "  WireMock: from Maven Central (mvn)" >&2; return 0
+  fi
+  if timeout 120 curl -fsSL -o "$WM_JAR" \
+      "https://repo1.maven.org/maven2/org/wiremock/wiremock-standalone/$WM_VERSION/wiremock-standalone-$WM_VERSION.jar" 2>/dev/null; then
+    echo "  WireMock: from Maven Central (curl)" >&2; return 0
+  fi
+  rm -f "$WM_JAR"
+  echo "  WireMock: Maven Central not reachable; installing the npm package wiremock@$WM_VERSION (it ships the jar)" >&2
+  if command -v npm >/dev/null && timeout 300 npm install --no-audit --no-fund --prefix "$PEERS_DIR" "wiremock@$WM_VERSION" >/dev/null 2>&1; then
+    cp "$PEERS_DIR/node_modules/wiremock/build/wiremock-standalone-$WM_VERSION.jar" "$WM_JAR" 2>/dev/null && return 0
+  fi
+  echo "  WireMock: could not be installed" >&2
+  return 1
+}
 
 # ---- fixtures ---------------------------------------------------------------------------------
 cat >"$WORK/static.yaml" <<EOF
@@ -45,6 +75,35 @@ mocks:
   "GET /api/users/:id":
     data: {id: "{{.Params.id}}", name: Ada Lovelace, email: ada@example.com}
 EOF
+cat >"$WORK/cached.yaml" <<EOF
+config:
+  persistence: {enabled: true, storage: indexeddb, dir: $WORK/cache, maxCacheSize: 1000}
+mocks:
+  "GET /api/users/:id":
+    data: {id: "{{.Params.id}}", name: Ada Lovelace, email: ada@example.com}
+EOF
+# WireMock's documentation examples (stubbing, request matching), with the benchmarked route
+# first; the others make the matcher do its usual work.
+mkdir -p "$WORK/wm/mappings" "$WORK/wm/__files"
+cat >"$WORK/wm/mappings/examples.json" <<'EOF'
+{"mappings": [
+ {"request": {"method": "GET", "urlPathTemplate": "/api/users/{id}"},
+  "response": {"status": 200, "headers": {"Content-Type": "application/json"}, "jsonBody": {"id": "42", "name": "Ada Lovelace", "email": "ada@example.com"}}},
+ {"request": {"method": "GET", "url": "/some/thing"},
+  "response": {"status": 200, "body": "Hello, world!", "headers": {"Content-Type": "text/plain"}}},
+ {"request": {"method": "GET", "urlPath": "/everything", "queryParameters": {"search_term": {"equalTo": "WireMock"}}, "headers": {"Accept": {"contains": "xml"}}},
+  "response": {"status": 200, "body": "<everything/>"}},
+ {"request": {"method": "POST", "urlPathPattern": "/api/orders/[0-9]+", "bodyPatterns": [{"equalToJson": {"total": 10}, "ignoreExtraElements": true}]},
+  "response": {"status": 201, "jsonBody": {"created": true}}},
+ {"priority": 10, "request": {"method": "ANY", "urlPattern": "/.*"},
+  "response": {"status": 404, "jsonBody": {"status": "Error", "message": "Endpoint not found"}}}
+]}
+EOF
+mkdir -p "$WORK/wm1000/mappings"
+for i in $(seq 0 999); do
+  printf '{"request":{"method":"GET","urlPath":"/m/%d","queryParameters":{"v":{"matches":"[0-9]+"}}},"response":{"status":200,"jsonBody":{"n":%d}}}\n' "$i" "$i" \
+    >"$WORK/wm1000/mappings/m$i.json"
+done
 mkdir -p "$WORK/bare"
 cat >"$WORK/bare/main.go" <<'EOF'
 package main
@@ -63,27 +122,6 @@ func main() {
 	http.ListenAndServe("127.0.0.1:"+os.Args[1], mux)
 }
 EOF
-mkdir -p "$WORK/wm/mappings"
-cat >"$WORK/wm/mappings/user.json" <<EOF
-{"request":{"method":"GET","urlPathTemplate":"/api/users/{id}"},"response":{"status":200,"headers":{"Content-Type":"application/json"},"body":$(printf '%s' "$BODY" | sed 's/"/\\"/g; s/^/"/; s/$/"/')}}
-EOF
-cat >"$WORK/mockoon.json" <<EOF
-{"uuid":"6f1c2a7e-3b1d-4c55-9a43-1d2e3f4a5b6c","lastMigration":33,"name":"bench","endpointPrefix":"api","port":18086,"hostname":"127.0.0.1",
- "routes":[{"uuid":"7a2b3c4d-5e6f-4a1b-8c2d-3e4f5a6b7c8d","method":"get","endpoint":"users/:id","type":"http",
-  "responses":[{"uuid":"8b3c4d5e-6f7a-4b2c-9d3e-4f5a6b7c8d9e","statusCode":200,"headers":[{"key":"Content-Type","value":"application/json"}],
-   "body":$(printf '%s' "$BODY" | sed 's/"/\\"/g; s/^/"/; s/$/"/'),"default":true}]}],
- "rootChildren":[{"type":"route","uuid":"7a2b3c4d-5e6f-4a1b-8c2d-3e4f5a6b7c8d"}]}
-EOF
-echo '{"users":[{"id":42,"name":"Ada Lovelace","email":"ada@example.com"}]}' >"$WORK/db.json"
-echo '{"/api/*":"/$1"}' >"$WORK/routes.json"
-cat >"$WORK/mockttp-bench.js" <<EOF
-const mockttp = require('mockttp');
-(async () => {
-  const server = mockttp.getLocal({ recordTraffic: false, cors: false });
-  await server.start(18087);
-  await server.forGet(/^\/api\/users\/[^/]+$/).thenJson(200, $BODY);
-})();
-EOF
 
 # ---- build ------------------------------------------------------------------------------------
 (cd "$ROOT" && go build -o "$WORK/app" .) || { echo "build failed" >&2; exit 1; }
@@ -91,84 +129,135 @@ EOF
 
 # ---- helpers ----------------------------------------------------------------------------------
 ROWS=()
-start() { # start NAME PORT CMD...: runs CMD pinned to SERVER_CPU, waits for /api/users/42
-  local name="$1" port="$2"; shift 2
+SERVER_PID=
+start() { # start NAME PORT PROBE CMD...: runs CMD pinned to SERVER_CPU, waits until PROBE answers
+  local name="$1" port="$2" probe="$3"; shift 3
   local log="$WORK/$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '_').log"
   (cd "$WORK" && exec taskset -c "$SERVER_CPU" "$@") >"$log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
-  for _ in $(seq 1 120); do
-    if curl -fs -o /dev/null "http://127.0.0.1:$port/api/users/42"; then return 0; fi
+  for _ in $(seq 1 600); do
+    if curl -s -o /dev/null "http://127.0.0.1:$port$probe"; then return 0; fi
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then break; fi
-    sleep 0.5
+    sleep 0.05
   done
   echo "  $name did not start; log tail:" >&2; tail -5 "$log" >&2
   stop; return 1
 }
-descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
-stop() { # the server and its children (npx/node → java), by PID
-  local kids; kids="$(descendants "$SERVER_PID")"
-  kill $kids "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null
-  sleep 0.3; kill -9 $kids 2>/dev/null
-}
-rss_mb() { # RSS of the server and its children, MB
-  local total=0 p
-  for p in $SERVER_PID $(pgrep -P "$SERVER_PID" 2>/dev/null) $(for c in $(pgrep -P "$SERVER_PID" 2>/dev/null); do pgrep -P "$c"; done); do
-    total=$((total + $(ps -o rss= -p "$p" 2>/dev/null || echo 0)))
+stop() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; }
+rss_mb() { echo $(( $(ps -o rss= -p "$SERVER_PID" 2>/dev/null || echo 0) / 1024 )); }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat" 2>/dev/null || echo 0; }
+wrk_rps() { awk '/Requests\/sec/ {printf "%d", $2}' <<<"$1"; }
+warm_jvm() { # warm_jvm URL: 5 s runs until the rate stops rising (at least 6 runs, then two in a
+  # row under 3 % above the best so far; at most 24 runs)
+  local url="$1" best=0 flat=0 rps i
+  for i in $(seq 1 24); do
+    rps="$(wrk_rps "$(taskset -c "$WRK_CPU" wrk -t1 -c32 -d5s "$url" 2>/dev/null)")"
+    echo "    warm-up run $i: $rps req/s" >&2
+    if [ $((rps * 100)) -ge $((best * 103)) ]; then flat=0; else flat=$((flat + 1)); fi
+    [ "$rps" -gt "$best" ] && best="$rps"
+    if [ "$i" -ge 6 ] && [ "$flat" -ge 2 ]; then break; fi
   done
-  echo $((total / 1024))
 }
-measure() { # measure LABEL PORT [warm-up seconds]
-  local label="$1" port="$2" warm="${3:-$WARM}" out rps p50 p99
-  taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${warm}s" "http://127.0.0.1:$port/api/users/42" >/dev/null 2>&1
-  out="$(taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${DUR}s" --latency "http://127.0.0.1:$port/api/users/42")"
-  rps="$(awk '/Requests\/sec/ {printf "%d", $2}' <<<"$out")"
+measure() { # measure LABEL URL WARM(seconds, or jvm) [-H header]
+  local label="$1" url="$2" warm="$3"; shift 3
+  if [ "$warm" = jvm ]; then warm_jvm "$url"; else taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${warm}s" "$@" "$url" >/dev/null 2>&1; fi
+  local t0 t1 out rps p50 p99 reqs cpu_us
+  t0="$(cpu_ticks)"
+  out="$(taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${DUR}s" --latency "$@" "$url")"
+  t1="$(cpu_ticks)"
+  rps="$(wrk_rps "$out")"
+  reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
   p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
   p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
-  ROWS+=("| $label | $rps | $p50 | $p99 | $(rss_mb) |")
-  echo "  $label: $rps req/s, p50 $p50, p99 $p99" >&2
+  cpu_us="$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print "–" }')"
+  ROWS+=("| $label | $rps | $p50 | $p99 | $cpu_us | $(rss_mb) |")
+  echo "  $label: $rps req/s, p50 $p50, p99 $p99, $cpu_us µs CPU/request" >&2
 }
-skip() { ROWS+=("| $1 | – | – | – | – | $2 |"); echo "  $1: skipped ($2)" >&2; }
-run() { # run LABEL PORT WARM CMD...
-  local label="$1" port="$2" warm="$3"; shift 3
-  if start "$label" "$port" "$@"; then measure "$label" "$port" "$warm"; stop; else skip "$label" "did not start"; fi
+skip() { ROWS+=("| $1 | – | – | – | – | – |"); echo "  $1: skipped ($2)" >&2; }
+run() { # run LABEL PORT PATH WARM CMD...
+  local label="$1" port="$2" path="$3" warm="$4"; shift 4
+  if start "$label" "$port" "$path" "$@"; then measure "$label" "http://127.0.0.1:$port$path" "$warm"; stop; else skip "$label" "did not start"; fi
 }
-peer() { [ -e "$PEERS_DIR/node_modules/$1" ]; }
 
-echo "wrk -t1 -c32, ${WARM}s warm-up + ${DUR}s per target, server on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" >&2
-run "net/http bare handler (ceiling)" 18080 "$WARM" "$WORK/bare-server" 18080
-run "app mock serve, static route" 18081 "$WARM" "$WORK/app" mock serve --file "$WORK/static.yaml" --port 18081
-run "app mock serve, templated route" 18082 "$WARM" "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18082
-if peer wiremock; then
-  run "WireMock 3.13.2, journal off" 18083 8 node "$PEERS_DIR/node_modules/.bin/wiremock" --port 18083 --bind-address 127.0.0.1 \
-    --root-dir "$WORK/wm" --disable-banner --disable-request-logging --no-request-journal
-  run "WireMock 3.13.2, defaults" 18084 8 node "$PEERS_DIR/node_modules/.bin/wiremock" --port 18084 --bind-address 127.0.0.1 \
-    --root-dir "$WORK/wm" --disable-banner
-else skip "WireMock" "not installed"; fi
-if peer mockttp; then run "mockttp 4.6.5" 18087 "$WARM" env NODE_PATH="$PEERS_DIR/node_modules" node "$WORK/mockttp-bench.js"
-else skip "mockttp" "not installed"; fi
-if peer @mockoon/cli; then run "@mockoon/cli 9.9.0" 18086 "$WARM" node "$PEERS_DIR/node_modules/.bin/mockoon-cli" start \
-    --data "$WORK/mockoon.json" --disable-log-to-file --disable-admin-api
-else skip "@mockoon/cli" "not installed"; fi
-if peer json-server; then run "json-server 0.17.4" 18085 "$WARM" node "$PEERS_DIR/node_modules/.bin/json-server" --port 18085 \
-    --host 127.0.0.1 --routes "$WORK/routes.json" --quiet "$WORK/db.json"
-else skip "json-server" "not installed"; fi
+want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+
+echo "wrk -t1 -c32, ${WARM}s warm-up (JVM: until the rate stops rising) + ${DUR}s per target, server on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" >&2
+if want bare; then
+  run "net/http bare handler (ceiling)" 18080 /api/users/42 "$WARM" "$WORK/bare-server" 18080
+fi
+if want file; then
+  run "app mock serve, static route" 18081 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/static.yaml" --port 18081
+  run "app mock serve, templated route" 18082 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18082
+fi
+
+# The built-in mock: the real handlers over a throwaway store.
+BUILTIN_NOTE=
+if ! want builtin; then :
+elif t0=$(date +%s%N) && start "builtin" 18089 /api/health "$WORK/app" mock serve --port 18089; then
+  t1=$(date +%s%N); sleep 2
+  BUILTIN_NOTE="Built-in mock: start to the first /api/health answer $(( (t1 - t0) / 1000000 )) ms (polled every 50 ms), idle RSS $(rss_mb) MB"
+  TOKEN="$(curl -s -XPOST http://127.0.0.1:18089/api/auth/login -H 'Content-Type: application/json' \
+    -d '{"email":"user@example.com","password":"user123"}' | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')"
+  measure "app mock serve (built-in), GET /api/health" "http://127.0.0.1:18089/api/health" "$WARM"
+  measure "app mock serve (built-in), templates list" \
+    "http://127.0.0.1:18089/api/spaces/65f000000000000000000001/properties/templates" "$WARM" -H "Authorization: Bearer $TOKEN"
+  stop
+else skip "app mock serve (built-in)" "did not start"; fi
+
+if ! want wiremock; then :
+else
+run "app mock serve --wiremock (WireMock's examples)" 18090 /api/users/42 "$WARM" "$WORK/app" mock serve --wiremock "$WORK/wm" --port 18090
+if install_wiremock; then
+  run "WireMock $WM_VERSION, journal and request logging off" 18083 /api/users/42 jvm java -jar "$WM_JAR" --port 18083 \
+    --bind-address 127.0.0.1 --root-dir "$WORK/wm" --disable-banner --disable-request-logging --no-request-journal
+else skip "WireMock $WM_VERSION" "not installed"; fi
+fi
 
 echo
-echo "| Server | req/s | p50 | p99 | RSS MB |"
-echo "|---|---:|---:|---:|---:|"
+[ -n "$BUILTIN_NOTE" ] && echo "$BUILTIN_NOTE" && echo
+echo "| Server | req/s | p50 | p99 | CPU µs/request | RSS MB |"
+echo "|---|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
 
-# ---- memory flatness: our server under load for MEMDUR seconds ---------------------------------
-if [ "$MEMDUR" -gt 0 ] && start "mem" 18088 "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18088; then
-  taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${MEMDUR}s" "http://127.0.0.1:18088/api/users/42" >"$WORK/mem-wrk.txt" 2>&1 &
-  WRK_PID=$!; PIDS+=("$WRK_PID")
+# ---- 1,000 WireMock mappings: start to first answer --------------------------------------------
+t0=$(date +%s%N)
+if want wiremock && start "wm1000" 18091 "/m/999?v=1" "$WORK/app" mock serve --wiremock "$WORK/wm1000" --port 18091; then
+  t1=$(date +%s%N)
   echo
-  echo "Memory of app mock serve (templated route) under wrk -t1 -c32 for ${MEMDUR}s, RSS MB every 10 s:"
-  samples="$(rss_mb)"
-  for _ in $(seq 10 10 "$MEMDUR"); do sleep 10; samples="$samples $(rss_mb)"; done
-  wait "$WRK_PID" 2>/dev/null
-  echo "$samples"
-  awk '/Requests\/sec/ {print "(" $2 " req/s over the run)"}' "$WORK/mem-wrk.txt"
+  echo "1,000 WireMock mappings: start to first answer $(( (t1 - t0) / 1000000 )) ms; $(curl -s 'http://127.0.0.1:18091/m/999?v=1')"
   stop
+fi
+
+# ---- memory flatness ------------------------------------------------------------------------------
+memrun() { # memrun LABEL PORT IDS CMD...: IDS distinct URLs in turn (0: a new one per request)
+  local label="$1" port="$2" ids="$3"; shift 3
+  start "$label" "$port" /api/users/1 "$@" || return
+  cat >"$WORK/ids.lua" <<EOF
+counter = 0
+request = function()
+  counter = counter + 1
+  local id = counter
+  if $ids > 0 then id = counter % $ids end
+  return wrk.format("GET", "/api/users/" .. id)
+end
+EOF
+  taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${MEMDUR}s" -s "$WORK/ids.lua" "http://127.0.0.1:$port/" >"$WORK/mem-wrk.txt" 2>&1 &
+  local wpid=$!; PIDS+=("$wpid")
+  local step=$(( MEMDUR / 6 )); [ "$step" -lt 5 ] && step=5
+  local samples; samples="$(rss_mb)"
+  for _ in $(seq "$step" "$step" "$MEMDUR"); do sleep "$step"; samples="$samples $(rss_mb)"; done
+  wait "$wpid" 2>/dev/null
+  echo "$label, RSS MB every ${step} s: $samples $(awk '/Requests\/sec/ {print "(" $2 " req/s)"}' "$WORK/mem-wrk.txt")"
+  stop
+}
+if [ "$MEMDUR" -gt 0 ]; then
+  echo
+  echo "Memory under wrk -t1 -c32 for ${MEMDUR}s:"
+  # The cache sees a new URL on every request (it must evict, not grow); the recorder sees 50
+  # routes again and again (a recording keeps one answer per route).
+  memrun "cache on (bbolt, 1,000 entries), a new URL per request" 18092 0 "$WORK/app" mock serve --file "$WORK/cached.yaml" --port 18092
+  start "upstream" 18093 /api/users/1 "$WORK/bare-server" 18093 && UP_PID="$SERVER_PID"
+  memrun "recording on (--target --record), 50 URLs" 18094 50 "$WORK/app" mock serve --target http://127.0.0.1:18093 --record "$WORK/rec.yaml" --port 18094
+  [ -n "${UP_PID:-}" ] && kill "$UP_PID" 2>/dev/null
 fi

@@ -19,6 +19,8 @@ import (
 	"github.com/acme/app/internal/mockserver"
 	"github.com/acme/app/internal/version"
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
+	"github.com/acme/app/mock/wiremock"
 )
 
 // newMockCmd is the mock group. It never opens the database and needs no configuration, so
@@ -40,15 +42,19 @@ func newMockCmd(f *factory) *cobra.Command {
 }
 
 type mockServeOptions struct {
-	File        string
-	Host        string
-	Port        int
-	Target      string
-	Delay       string
-	Watch       bool
-	Record      string
-	NoCORS      bool
-	LogRequests bool
+	File          string
+	Host          string
+	Port          int
+	Target        string
+	Delay         string
+	Watch         bool
+	Record        string
+	RecordSecrets bool
+	NoCORS        bool
+	LogRequests   bool
+	AdminToken    string
+	CORSOrigins   []string
+	WireMock      string
 }
 
 func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) error) *cobra.Command {
@@ -56,15 +62,25 @@ func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) e
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve mocks from a file, or a built-in mock of this API with no --file",
-		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md), or with no --file a built-in
-mock of this project's own /api. Unmatched requests go to --target when given, else get a 404
-naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --no-cors.`,
+		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md) and/or WireMock stub mappings
+(--wiremock DIR). With none of --file, --wiremock and --target, serve the real /api of this
+project over a throwaway store with demo data (admin@example.com / admin123, user@example.com /
+user123). Unmatched requests go to --target when given, else get a 404 naming
+ROUTE_MATCH_FAILED. The admin API is under /__mock/ (same-origin JSON only; --admin-token).
+CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do not apply.`,
 		Example: `  app mock serve
-  app mock serve --file mocks.yaml --watch
+  app mock serve --file mocks.yaml --watch --cors-origin http://localhost:5173
+  app mock serve --wiremock ./wiremock
   app mock serve --file mocks.yaml --target http://localhost:3000 --delay 100-400
   app mock serve --target https://api.example.com --record recorded.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := rejectGlobalFlags(cmd); err != nil {
+				return err
+			}
+			if opts.AdminToken == "" && f.getenv != nil {
+				opts.AdminToken = f.getenv("APP_MOCK_ADMIN_TOKEN")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -79,14 +95,43 @@ naming ROUTE_MATCH_FAILED. The admin API is under /__mock/. CORS is on unless --
 	fl.StringVar(&opts.Delay, "delay", "", "delay every mocked response: milliseconds (200) or a range (100-400); overrides the file")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reload the file when it changes")
 	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
+	fl.BoolVar(&opts.RecordSecrets, "record-secrets", false, "keep tokens, passwords and keys in recorded answers (redacted by default)")
 	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
 	fl.BoolVar(&opts.LogRequests, "log-requests", false, "log every mocked request and response")
+	fl.StringVar(&opts.WireMock, "wiremock", "", "serve the WireMock stub mappings of this directory (mappings/*.json, __files/) before the mocks")
+	fl.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API (/__mock/) requires; required when --host is not loopback (or APP_MOCK_ADMIN_TOKEN)")
+	fl.StringArrayVar(&opts.CORSOrigins, "cors-origin", nil, "origin whose requests get their origin echoed with credentials (repeatable); others get *")
 	return c
+}
+
+// ignoredGlobalFlags are the root's flags that mean nothing to the mock server, which has its
+// own --host and --port, keeps no data and reads no configuration file.
+var ignoredGlobalFlags = []string{"addr", "data-dir", "config", "mongodb-uri"}
+
+// rejectGlobalFlags refuses a global flag the mock server would otherwise ignore silently.
+func rejectGlobalFlags(cmd *cobra.Command) error {
+	for _, name := range ignoredGlobalFlags {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return usageError{fmt.Errorf("--%s does not apply to `app mock serve` (use --host and --port; the mock keeps no data and reads no configuration file)", name)}
+		}
+	}
+	return nil
 }
 
 // serverOptions checks the flags and turns them into the server's options.
 func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
-	so := mockserver.Options{File: o.File, Record: o.Record, NoCORS: o.NoCORS, LogRequests: o.LogRequests, Version: version.Version}
+	so := mockserver.Options{File: o.File, Record: o.Record, RecordSecrets: o.RecordSecrets, NoCORS: o.NoCORS, LogRequests: o.LogRequests,
+		AdminToken: o.AdminToken, WireMock: o.WireMock}
+	if o.AdminToken == "" && !mockserver.IsLoopback(o.Host) {
+		return so, usageError{fmt.Errorf("--host %s accepts connections from other machines: set --admin-token (or APP_MOCK_ADMIN_TOKEN) to protect the admin API", o.Host)}
+	}
+	for _, origin := range o.CORSOrigins {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return so, usageError{fmt.Errorf("--cors-origin %q: want an origin such as http://localhost:5173", origin)}
+		}
+		so.CORSOrigins = append(so.CORSOrigins, strings.TrimSuffix(origin, "/"))
+	}
 	if o.Port < 0 || o.Port > 65535 {
 		return so, usageError{fmt.Errorf("--port %d: want 0-65535", o.Port)}
 	}
@@ -98,7 +143,7 @@ func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 		so.Target = u
 	}
 	if o.Delay != "" {
-		d, err := mockserver.ParseDelay(o.Delay)
+		d, err := mockfile.ParseDelay(o.Delay)
 		if err != nil {
 			return so, usageError{fmt.Errorf("--delay: %w", err)}
 		}
@@ -120,9 +165,18 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 		return err
 	}
 	so.Logger = f.log
+	started := time.Now()
+	if o.File == "" && o.Target == "" && o.WireMock == "" {
+		api, err := openBuiltinAPI(ctx, f)
+		if err != nil {
+			return err
+		}
+		defer api.close()
+		so.API = api.handler
+	}
 	srv, err := mockserver.New(so)
 	if err != nil {
-		var le *mockserver.LoadError
+		var le *mockfile.LoadError
 		if errors.As(err, &le) {
 			printProblems(f, le)
 			return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
@@ -145,6 +199,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
 	printBanner(f, ln.Addr().String(), srv, so)
+	f.log.Info("mock serving", "addr", ln.Addr().String(), "startup", time.Since(started).Round(time.Millisecond).String())
 	for _, w := range srv.Warnings() {
 		f.log.Warn("mock file", "warning", w.String())
 	}
@@ -154,14 +209,29 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 // printBanner writes the short start banner: URL, routes, fallback, admin URL.
 func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.Options) {
 	base := "http://" + addr
-	source := "built-in mock of this API (/api)"
-	if so.File != "" {
+	source := "no file"
+	mocks := fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)
+	if n := srv.WireMockMappings(); n > 0 || len(srv.WireMockProblems()) > 0 {
+		mocks += fmt.Sprintf("; %d WireMock mappings", n)
+		if p := len(srv.WireMockProblems()); p > 0 {
+			mocks += fmt.Sprintf(" (%d problem(s) not served, see the log)", p)
+		}
+	}
+	if so.API != nil {
+		mocks = "the real /api handlers over a throwaway store, demo data loaded (admin@example.com / admin123, user@example.com / user123)"
+	} else {
 		source = so.File
 		if n := len(srv.Warnings()); n > 0 {
 			source += fmt.Sprintf(" (%d warning(s), see the log)", n)
 		}
 	}
 	fallback := "none: unmatched requests get 404 ROUTE_MATCH_FAILED"
+	if so.API != nil {
+		fallback = "none needed: the API answers every request no mock added through the admin API matches"
+	}
+	if so.File == "" && so.API == nil && so.Target == nil {
+		fallback = "none: unmatched requests get WireMock's 404 \"Request was not matched\""
+	}
 	if so.Target != nil {
 		fallback = so.Target.String()
 		if so.Record != "" {
@@ -170,7 +240,7 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 	}
 	pairs := [][2]string{
 		{"URL", base},
-		{"Mocks", fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)},
+		{"Mocks", mocks},
 		{"Fallback", fallback},
 		{"Admin", base + mockserver.AdminPrefix + "mocks"},
 	}
@@ -193,7 +263,7 @@ func delayString(d mock.Delay) string {
 }
 
 // printProblems writes each problem of a mock file on its own line to stderr.
-func printProblems(f *factory, le *mockserver.LoadError) {
+func printProblems(f *factory, le *mockfile.LoadError) {
 	for _, p := range le.Problems {
 		loc := le.File
 		if p.Line > 0 {
@@ -204,27 +274,39 @@ func printProblems(f *factory, le *mockserver.LoadError) {
 }
 
 type mockValidateOptions struct {
-	File string
-	JSON bool
+	File     string
+	WireMock string
+	JSON     bool
 }
 
 // validateReport is the --json form of `mock validate`.
 type validateReport struct {
-	File     string               `json:"file"`
-	Valid    bool                 `json:"isValid"`
-	Routes   int                  `json:"routes"`
-	Errors   []mockserver.Problem `json:"errors"`
-	Warnings []mockserver.Problem `json:"warnings"`
+	File     string             `json:"file,omitempty"`
+	Valid    bool               `json:"isValid"`
+	Routes   int                `json:"routes"`
+	Errors   []mockfile.Problem `json:"errors"`
+	Warnings []mockfile.Problem `json:"warnings"`
+	// WireMock: the mapping directory checked, its mappings served and what is not.
+	WireMock         string             `json:"wiremock,omitempty"`
+	WireMockMappings int                `json:"wiremockMappings,omitempty"`
+	WireMockProblems []wiremock.Problem `json:"wiremockProblems,omitempty"`
 }
 
 func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobra.Command {
 	opts := &mockValidateOptions{}
 	c := &cobra.Command{
-		Use:   "validate FILE",
-		Short: "Check a mock file without serving it (exit 2 when it is invalid)",
-		Args:  cobra.ExactArgs(1),
+		Use:   "validate [FILE] [--wiremock DIR]",
+		Short: "Check a mock file and/or WireMock mappings without serving them (exit 2 when invalid)",
+		Long: `Check a mock file (every problem with its line), and WireMock stub mappings: each mapping or
+field app does not serve is listed (file, mapping, field) and makes the check fail.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			opts.File = args[0]
+			if len(args) == 1 {
+				opts.File = args[0]
+			}
+			if opts.File == "" && opts.WireMock == "" {
+				return usageError{errors.New("name a mock file, --wiremock DIR, or both")}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -232,38 +314,65 @@ func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobr
 		},
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	c.Flags().StringVar(&opts.WireMock, "wiremock", "", "a directory of WireMock stub mappings (mappings/*.json, __files/)")
 	return c
 }
 
 func runMockValidate(f *factory, o *mockValidateOptions) error {
-	set, err := mockserver.LoadFile(o.File)
-	var le *mockserver.LoadError
-	if err != nil && !errors.As(err, &le) {
-		return err
+	rep := validateReport{File: o.File, Valid: true, Errors: []mockfile.Problem{}, Warnings: []mockfile.Problem{}}
+	var le *mockfile.LoadError
+	if o.File != "" {
+		set, err := mockfile.LoadFile(o.File)
+		if err != nil && !errors.As(err, &le) {
+			return err
+		}
+		if set != nil {
+			rep.Routes = len(set.Routes)
+			rep.Warnings = append(rep.Warnings, set.Warnings...)
+			if o.WireMock == "" {
+				o.WireMock = set.WireMock
+			}
+		}
+		if le != nil {
+			rep.Valid, rep.Errors = false, le.Problems
+		}
 	}
-	rep := validateReport{File: o.File, Valid: err == nil, Errors: []mockserver.Problem{}, Warnings: []mockserver.Problem{}}
-	if set != nil {
-		rep.Routes = len(set.Routes)
-		rep.Warnings = append(rep.Warnings, set.Warnings...)
-	}
-	if le != nil {
-		rep.Errors = le.Problems
+	if o.WireMock != "" {
+		stubs, problems, err := wiremock.Load(o.WireMock)
+		if err != nil {
+			return err
+		}
+		rep.WireMock, rep.WireMockMappings, rep.WireMockProblems = o.WireMock, stubs.Len(), problems
+		rep.Valid = rep.Valid && len(problems) == 0
 	}
 	if o.JSON {
 		if err := f.printer().json(rep); err != nil {
 			return err
 		}
-	} else if le == nil {
-		fmt.Fprintf(f.out, "%s: valid, %d route(s), %d warning(s)\n", o.File, rep.Routes, len(rep.Warnings))
-		for _, w := range rep.Warnings {
-			fmt.Fprintf(f.out, "  warning: %s\n", w.String())
+	} else {
+		if o.File != "" && le == nil {
+			fmt.Fprintf(f.out, "%s: valid, %d route(s), %d warning(s)\n", o.File, rep.Routes, len(rep.Warnings))
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(f.out, "  warning: %s\n", w.String())
+			}
 		}
-	}
-	if le != nil {
-		if !o.JSON {
+		if le != nil {
 			printProblems(f, le)
 		}
-		return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
+		if o.WireMock != "" {
+			fmt.Fprintf(f.out, "%s: %d WireMock mapping(s) served, %d problem(s)\n", o.WireMock, rep.WireMockMappings, len(rep.WireMockProblems))
+			for _, p := range rep.WireMockProblems {
+				fmt.Fprintf(f.errOut, "%s: %s\n", o.WireMock, p.String())
+			}
+		}
+	}
+	if !rep.Valid {
+		n := len(rep.Errors) + len(rep.WireMockProblems)
+		what := o.File
+		if what == "" {
+			what = o.WireMock
+		}
+		return usageError{fmt.Errorf("%s is invalid: %d problem(s)", what, n)}
 	}
 	return nil
 }

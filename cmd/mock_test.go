@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,12 @@ func TestNewMockServeCmd_Flags(t *testing.T) {
 		wantExit int // of serverOptions: 0 ok, 2 usage
 	}{
 		{"Defaults", nil, mockServeOptions{Host: "127.0.0.1", Port: 3001}, 0},
-		{"All", []string{"--file", "m.yaml", "--host", "0.0.0.0", "--port", "9", "--target", "http://x:1", "--delay", "100-400", "--watch", "--record", "r.yaml", "--no-cors", "--log-requests"},
-			mockServeOptions{File: "m.yaml", Host: "0.0.0.0", Port: 9, Target: "http://x:1", Delay: "100-400", Watch: true, Record: "r.yaml", NoCORS: true, LogRequests: true}, 0},
+		{"All", []string{"--file", "m.yaml", "--host", "0.0.0.0", "--port", "9", "--target", "http://x:1", "--delay", "100-400", "--watch", "--record", "r.yaml", "--no-cors", "--log-requests", "--admin-token", "t", "--cors-origin", "http://a:1", "--cors-origin", "https://b"},
+			mockServeOptions{File: "m.yaml", Host: "0.0.0.0", Port: 9, Target: "http://x:1", Delay: "100-400", Watch: true, Record: "r.yaml", NoCORS: true, LogRequests: true,
+				AdminToken: "t", CORSOrigins: []string{"http://a:1", "https://b"}}, 0},
+		{"PublicHostNeedsToken", []string{"--host", "0.0.0.0"}, mockServeOptions{Host: "0.0.0.0", Port: 3001}, exitUsage},
+		{"LoopbackV6", []string{"--host", "::1"}, mockServeOptions{Host: "::1", Port: 3001}, 0},
+		{"BadCORSOrigin", []string{"--cors-origin", "localhost:5173"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, CORSOrigins: []string{"localhost:5173"}}, exitUsage},
 		{"BadDelay", []string{"--delay", "soon"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Delay: "soon"}, exitUsage},
 		{"BadTarget", []string{"--target", "localhost:3000"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Target: "localhost:3000"}, exitUsage},
 		{"RecordWithoutTarget", []string{"--record", "r.yaml"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Record: "r.yaml"}, exitUsage},
@@ -38,7 +43,7 @@ func TestNewMockServeCmd_Flags(t *testing.T) {
 			if err := c.Execute(); err != nil {
 				t.Fatal(err)
 			}
-			if *got != tc.want {
+			if !reflect.DeepEqual(*got, tc.want) {
 				t.Fatalf("opts=%+v, want %+v", *got, tc.want)
 			}
 			_, err := got.serverOptions()
@@ -58,6 +63,14 @@ func TestMockValidate(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(good, []byte("mocks:\n  \"GET /a\": {data: {x: 1}}\n"), 0o644)
 	os.WriteFile(bad, []byte("mocks:\n  \"GET /a\": {status: 900}\n  \"GET /b\":\n    dta: 1\n"), 0o644)
+	wmGood, wmBad := filepath.Join(dir, "wm-good"), filepath.Join(dir, "wm-bad")
+	for d, mapping := range map[string]string{
+		wmGood: `{"request":{"urlPath":"/a"},"response":{"body":"a"}}`,
+		wmBad:  `{"name":"tpl","request":{"urlPath":"/t"},"response":{"body":"{{x}}","transformers":["response-template"]}}`,
+	} {
+		os.MkdirAll(filepath.Join(d, "mappings"), 0o755)
+		os.WriteFile(filepath.Join(d, "mappings", "m.json"), []byte(mapping), 0o644)
+	}
 	env := func(k string) string {
 		if k == "APP_ADDR" {
 			return "not an address at all::::" // would fail config loading if the mock group loaded it
@@ -76,7 +89,14 @@ func TestMockValidate(t *testing.T) {
 		{"InvalidJSON", []string{"mock", "validate", "--json", bad}, exitUsage, []string{`"isValid": false`, `"line": 4`}, nil},
 		{"Missing", []string{"mock", "validate", filepath.Join(dir, "none.yaml")}, exitFailure, nil, []string{"no such file"}},
 		{"NoArg", []string{"mock", "validate"}, exitUsage, nil, nil},
+		{"WireMockValid", []string{"mock", "validate", "--wiremock", wmGood}, 0, []string{"1 WireMock mapping(s) served, 0 problem(s)"}, nil},
+		{"WireMockUnsupported", []string{"mock", "validate", "--wiremock", wmBad}, exitUsage, []string{"0 WireMock mapping(s) served, 1 problem(s)"},
+			[]string{`mappings/m.json: mapping "tpl": response.transformers: not supported`}},
+		{"WireMockJSON", []string{"mock", "validate", "--json", "--wiremock", wmBad}, exitUsage, []string{`"field": "response.transformers"`}, nil},
 		{"ServeInvalidFile", []string{"mock", "serve", "--file", bad, "--port", "0"}, exitUsage, nil, []string{"bad.yaml:2:"}},
+		{"ServeRejectsAddr", []string{"mock", "serve", "--addr", ":9"}, exitUsage, nil, []string{"--addr does not apply"}},
+		{"ServeRejectsDataDir", []string{"mock", "serve", "--data-dir", dir}, exitUsage, nil, []string{"--data-dir does not apply"}},
+		{"ServeRejectsConfig", []string{"mock", "serve", "--config", good}, exitUsage, nil, []string{"--config does not apply"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,7 +121,8 @@ func TestMockValidate(t *testing.T) {
 // Ensure mock serve starts with no configuration or database, prints the banner, serves the
 // built-in mock and stops cleanly when its context ends.
 func TestMockServe_Builtin(t *testing.T) {
-	t.Parallel()
+	// Not parallel: ferretdb.New writes a package global, so two embedded stores must not
+	// start at once in one process.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := &lockedBuffer{}
@@ -123,7 +144,7 @@ func TestMockServe_Builtin(t *testing.T) {
 		t.Fatalf("health: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	for _, w := range []string{"http://" + addr, "routes from built-in mock", "/__mock/mocks"} {
+	for _, w := range []string{"http://" + addr, "demo data loaded", "/__mock/mocks"} {
 		if !strings.Contains(logs.String(), w) {
 			t.Errorf("banner lacks %q:\n%s", w, logs.String())
 		}
@@ -136,5 +157,24 @@ func TestMockServe_Builtin(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("mock serve did not stop")
+	}
+}
+
+// Ensure dev seed loads the demo set into --data-dir once (a second run creates nothing) and
+// refuses an external database.
+func TestDevSeed(t *testing.T) {
+	// Not parallel: ferretdb.New writes a package global, so two embedded stores must not
+	// start at once in one process.
+	dir := t.TempDir()
+	first := runApp(t, testEnv(), "dev", "seed", "--json", "--data-dir", dir)
+	second := runApp(t, testEnv(), "dev", "seed", "--json", "--data-dir", dir)
+	if first.code != 0 || !strings.Contains(first.out, `"usersCreated": 2`) || !strings.Contains(first.out, `"spaceTemplates": 7`) {
+		t.Fatalf("first: %d %s %s", first.code, first.out, first.errOut)
+	}
+	if second.code != 0 || !strings.Contains(second.out, `"usersCreated": 0`) || !strings.Contains(second.out, `"coreTemplatesExisting": 2`) {
+		t.Fatalf("second: %d %s %s", second.code, second.out, second.errOut)
+	}
+	if r := runApp(t, testEnv(), "dev", "seed", "--data-dir", dir, "--mongodb-uri", "mongodb://127.0.0.1:1"); r.code != exitUsage {
+		t.Fatalf("external database: exit %d, want %d", r.code, exitUsage)
 	}
 }

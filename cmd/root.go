@@ -111,6 +111,7 @@ func newRootCmd(f *factory) *cobra.Command {
 	root.AddCommand(newTemplatesCmd(f))
 	root.AddCommand(newMongoCmd(f))
 	root.AddCommand(newMockCmd(f))
+	root.AddCommand(newDevCmd(f))
 	return root
 }
 

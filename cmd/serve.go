@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/httpapi"
 	"github.com/acme/app/internal/version"
 )
@@ -45,24 +47,7 @@ func runServe(ctx context.Context, f *factory) error {
 		}
 	}()
 
-	handler := httpapi.NewServer(httpapi.Options{
-		Logger:         f.log,
-		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
-		RateLimit:      cfg.RateLimit.Limit,
-		RateWindow:     cfg.RateLimit.Window,
-		AuthRateLimit:  cfg.RateLimit.AuthLimit,
-		AuthRateWindow: cfg.RateLimit.AuthWindow,
-		TrustedProxies: cfg.RateLimit.TrustedProxies,
-		Version:        version.Version,
-	}, httpapi.Deps{
-		DB:        svc.store,
-		Tokens:    svc.tokens,
-		Auth:      svc.auth,
-		Templates: svc.templates,
-		DBCheck:   svc.dbcheck,
-		AI:        svc.ai,
-		Usage:     svc.usage,
-	})
+	handler := apiHandler(cfg, f.log, svc)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -123,4 +108,26 @@ func serveUntilDone(ctx context.Context, f *factory, hs *http.Server, ln net.Lis
 	}
 	<-errc
 	return err
+}
+
+// apiHandler is the API over the services, as `serve` and the built-in mock serve it.
+func apiHandler(cfg *config.Config, log *slog.Logger, svc *services) http.Handler {
+	return httpapi.NewServer(httpapi.Options{
+		Logger:         log,
+		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
+		RateLimit:      cfg.RateLimit.Limit,
+		RateWindow:     cfg.RateLimit.Window,
+		AuthRateLimit:  cfg.RateLimit.AuthLimit,
+		AuthRateWindow: cfg.RateLimit.AuthWindow,
+		TrustedProxies: cfg.RateLimit.TrustedProxies,
+		Version:        version.Version,
+	}, httpapi.Deps{
+		DB:        svc.store,
+		Tokens:    svc.tokens,
+		Auth:      svc.auth,
+		Templates: svc.templates,
+		DBCheck:   svc.dbcheck,
+		AI:        svc.ai,
+		Usage:     svc.usage,
+	})
 }

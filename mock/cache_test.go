@@ -133,7 +133,10 @@ func TestCache_RestartPersistence(t *testing.T) {
 			dir := t.TempDir()
 			clock := newClock()
 			h1, _ := counting()
-			ic := New(cachedConfig(s, dir), WithMocks(Definitions{"* /a": h1}), WithClock(clock.Now))
+			cfg := cachedConfig(s, dir)
+			cfg.Cache.Methods = []string{"*"} // POST too: the body is part of the key
+			cfg.Cache.Routes = map[string]RouteCache{"* /a": {Digest: "v1"}}
+			ic := New(cfg, WithMocks(Definitions{"* /a": h1}), WithClock(clock.Now))
 			first := body(t, ic.Client(), "http://t.test/a")
 			resp, err := ic.Client().Post("http://t.test/a", "application/json", strings.NewReader(`{"x":1}`))
 			if err != nil {
@@ -144,7 +147,7 @@ func TestCache_RestartPersistence(t *testing.T) {
 				t.Fatal(err)
 			}
 			h2, n2 := counting()
-			ic2 := New(cachedConfig(s, dir), WithMocks(Definitions{"* /a": h2}), WithClock(clock.Now))
+			ic2 := New(cfg, WithMocks(Definitions{"* /a": h2}), WithClock(clock.Now))
 			defer ic2.Close()
 			if got := body(t, ic2.Client(), "http://t.test/a"); got != first {
 				t.Fatalf("after restart got %s, want the cached %s", got, first)
@@ -296,5 +299,101 @@ func TestSortEntries(t *testing.T) {
 	}
 	if want := "a1 a2 a3 b c"; strings.Join(got, " ") != want {
 		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+// Ensure the cache never answers for an old definition or an answer it should not keep: by
+// default only GET and HEAD answered 2xx are stored; a route marked Off is never stored; a
+// changed digest (after a restart or a reconfiguration) drops the old entries, from the
+// persistent tier too; methods and statuses are opt-in.
+func TestCache_NeverStale(t *testing.T) {
+	t.Parallel()
+	for _, s := range storages {
+		t.Run(string(s), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			routes := func(digest string) map[string]RouteCache {
+				return map[string]RouteCache{"* /a": {Digest: digest}, "GET /fail": {Digest: "f"}, "GET /seq": {Digest: "s", Off: true}}
+			}
+			failing := func(_ context.Context, _ *Request) (*Response, error) {
+				return &Response{Status: 500, Data: map[string]any{"oops": true}}, nil
+			}
+			h, n := counting()
+			hs, ns := counting()
+			var nf atomic.Int64
+			fail := func(ctx context.Context, r *Request) (*Response, error) { nf.Add(1); return failing(ctx, r) }
+			defs := Definitions{"* /a": h, "GET /fail": fail, "GET /seq": hs}
+			cfg := cachedConfig(s, dir)
+			cfg.Persistence.MaxCacheSize = 100
+			cfg.Cache.Routes = routes("v1")
+			ic := New(cfg, WithMocks(defs))
+			c := ic.Client()
+			for range 2 {
+				body(t, c, "http://t.test/a")
+				body(t, c, "http://t.test/fail")
+				body(t, c, "http://t.test/seq")
+				resp, err := c.Post("http://t.test/a", "application/json", strings.NewReader(`{}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			if n.Load() != 3 || nf.Load() != 2 || ns.Load() != 2 {
+				t.Fatalf("handler runs: /a %d (want 3: GET cached, POST not), /fail %d (want 2), /seq %d (want 2)", n.Load(), nf.Load(), ns.Load())
+			}
+
+			// The same definition keeps its entry across a reconfiguration; a new digest does not.
+			if err := ic.Configure(cfg, defs); err != nil {
+				t.Fatal(err)
+			}
+			body(t, c, "http://t.test/a")
+			if n.Load() != 3 {
+				t.Fatalf("an unchanged route lost its entry on reconfiguration")
+			}
+			cfg2 := cfg
+			cfg2.Cache.Routes = routes("v2")
+			if err := ic.Configure(cfg2, defs); err != nil {
+				t.Fatal(err)
+			}
+			if got := body(t, c, "http://t.test/a"); !strings.Contains(got, `"call":4`) {
+				t.Fatalf("after a definition change got %s, want a fresh answer", got)
+			}
+			if err := ic.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// A restart under another digest does not answer from the persisted entry.
+			h3, n3 := counting()
+			cfg3 := cfg
+			cfg3.Cache.Routes = routes("v3")
+			ic3 := New(cfg3, WithMocks(Definitions{"* /a": h3}))
+			defer ic3.Close()
+			body(t, ic3.Client(), "http://t.test/a")
+			if n3.Load() != 1 {
+				t.Fatalf("after a restart with a changed definition the handler ran %d times, want 1", n3.Load())
+			}
+			if got := ic3.state.Load().cache.len(); got != 1 {
+				t.Fatalf("cache holds %d entries, want only the new one", got)
+			}
+
+			// Opt-in: every method and every status.
+			cfg4 := cachedConfig(StorageMemory, "")
+			cfg4.Cache = CacheConfig{Methods: []string{"*"}, Statuses: []string{"*"}, Routes: map[string]RouteCache{"GET /fail": {Digest: "f"}, "POST /p": {Digest: "p"}}}
+			hp, np := counting()
+			nf.Store(0)
+			ic4 := New(cfg4, WithMocks(Definitions{"GET /fail": fail, "POST /p": hp}))
+			defer ic4.Close()
+			for range 2 {
+				body(t, ic4.Client(), "http://t.test/fail")
+				resp, err := ic4.Client().Post("http://t.test/p", "application/json", strings.NewReader(`{}`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			if nf.Load() != 1 || np.Load() != 1 {
+				t.Fatalf("opt-in: /fail ran %d, POST /p ran %d, want 1 and 1", nf.Load(), np.Load())
+			}
+		})
 	}
 }

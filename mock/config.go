@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// Config configures an [Interceptor] (the seed's GlobalInterceptorConfig).
+// Config configures an [Interceptor] (the TypeScript mock library's GlobalInterceptorConfig).
 // Start from [DefaultConfig]: the zero value of a bool field is false, while
-// several of the seed's boolean defaults are true. Zero-valued non-boolean
+// several of the TypeScript mock library's boolean defaults are true. Zero-valued non-boolean
 // fields (ParameterPrefix, TTL, MaxCacheSize, Storage, Level) take their
 // defaults in [New].
 type Config struct {
@@ -32,6 +32,9 @@ type Config struct {
 	Logging LoggingConfig
 	// Persistence configures the response cache.
 	Persistence PersistenceConfig
+	// Cache says which answers the response cache keeps (when Persistence is enabled).
+	// Default: GET and HEAD answered 2xx.
+	Cache CacheConfig
 	// Middleware runs around every mocked request, higher Priority first.
 	// Default empty.
 	Middleware []Middleware
@@ -74,7 +77,7 @@ type LoggingConfig struct {
 // Storage names where the response cache keeps its entries.
 type Storage string
 
-// The four storages of the seed library.
+// The four storages of the TypeScript mock library library.
 const (
 	// StorageMemory keeps entries in process memory only.
 	StorageMemory Storage = "memory"
@@ -141,7 +144,7 @@ type RouteMatchingConfig struct {
 	SupportWildcards bool
 }
 
-// DefaultConfig returns the seed's defaults.
+// DefaultConfig returns the TypeScript mock library's defaults.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:                 true,
@@ -151,10 +154,11 @@ func DefaultConfig() Config {
 		DefaultHeaders:          map[string]string{"Content-Type": "application/json"},
 		PreserveOriginalHeaders: true,
 		RouteMatching:           DefaultRouteMatchingConfig(),
+		Cache:                   DefaultCacheConfig(),
 	}
 }
 
-// DefaultPersistenceConfig returns the seed's cache defaults (disabled).
+// DefaultPersistenceConfig returns the TypeScript mock library's cache defaults (disabled).
 func DefaultPersistenceConfig() PersistenceConfig {
 	return PersistenceConfig{
 		TTL:          5 * time.Minute,
@@ -164,7 +168,7 @@ func DefaultPersistenceConfig() PersistenceConfig {
 	}
 }
 
-// DefaultRouteMatchingConfig returns the seed's matcher defaults.
+// DefaultRouteMatchingConfig returns the TypeScript mock library's matcher defaults.
 func DefaultRouteMatchingConfig() RouteMatchingConfig {
 	return RouteMatchingConfig{NormalizeURLs: true, ParameterPrefix: ":", SupportWildcards: true}
 }
@@ -175,6 +179,7 @@ func (c Config) withDefaults() Config {
 		c.DefaultHeaders = map[string]string{"Content-Type": "application/json"}
 	}
 	c.RouteMatching = c.RouteMatching.withDefaults()
+	c.Cache = c.Cache.withDefaults()
 	p := &c.Persistence
 	if p.TTL <= 0 {
 		p.TTL = 5 * time.Minute
@@ -210,6 +215,7 @@ func (c Config) clone() Config {
 	c.IgnorePatterns = append([]Pattern(nil), c.IgnorePatterns...)
 	c.IncludePatterns = append([]Pattern(nil), c.IncludePatterns...)
 	c.DefaultHeaders = maps.Clone(c.DefaultHeaders) // nil stays nil
+	c.Cache = c.Cache.clone()
 	return c
 }
 

@@ -20,5 +20,11 @@
 // Around the handlers the interceptor applies delay, ordered [Middleware],
 // default headers, include and ignore patterns, a response cache that can
 // persist across restarts, and bounded usage statistics. [ValidateDefinitions]
-// checks a definition set, and [Generator] produces realistic fake data.
+// checks a definition set, and [Generator] produces realistic fake data. The
+// cache keeps only what [CacheConfig] allows (GET and HEAD answered 2xx by
+// default) and never answers for a route whose definition changed.
+//
+// Two subpackages read mocks from files: mock/mockfile reads the YAML or JSON
+// mock files of `app mock serve` into [Definitions] and a [Config], and
+// mock/wiremock serves WireMock stub mappings as they are.
 package mock

@@ -8,7 +8,7 @@ import (
 // ErrorCode names the kind of failure carried by an [*Error].
 type ErrorCode string
 
-// The five error codes of the seed library.
+// The five error codes of the TypeScript mock library library.
 const (
 	// CodeInvalidMockDefinition means a mock definition failed validation.
 	CodeInvalidMockDefinition ErrorCode = "INVALID_MOCK_DEFINITION"
@@ -32,7 +32,7 @@ var (
 	ErrPersistence           = &Error{Code: CodePersistence, Message: "cache storage failed"}
 )
 
-// Error is the error type of the package (the seed's MockInterceptorError).
+// Error is the error type of the package (the TypeScript mock library's MockInterceptorError).
 // Use errors.As to get at its fields, or errors.Is with one of the
 // sentinels such as [ErrRouteMatchFailed] to test its code.
 type Error struct {

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Generator produces realistic fake data (the seed's data generator). A
+// Generator produces realistic fake data (the TypeScript mock library's data generator). A
 // generator built with the same seed yields the same values in the same
 // order. It is safe for concurrent use (the order of values between
 // goroutines is then up to the scheduler).
@@ -28,7 +28,7 @@ var (
 	defaultGen     *Generator
 )
 
-// DefaultGenerator returns the process-wide generator (the seed's
+// DefaultGenerator returns the process-wide generator (the TypeScript mock library's
 // getInstance), seeded from the time of first use.
 func DefaultGenerator() *Generator {
 	defaultGenOnce.Do(func() { defaultGen = NewGenerator(uint64(time.Now().UnixNano())) })
@@ -106,7 +106,7 @@ func (g *Generator) intn(n int) int {
 
 func pick[T any](g *Generator, s []T) T { return s[g.intn(len(s))] }
 
-// Int returns a uniform integer in [min, max] (the seed's generateInt).
+// Int returns a uniform integer in [min, max] (the TypeScript mock library's generateInt).
 // The bounds are swapped if min > max.
 func (g *Generator) Int(min, max int) int {
 	if min > max {
@@ -118,7 +118,7 @@ func (g *Generator) Int(min, max int) int {
 }
 
 // String returns n characters drawn from charset, or from [Alphanumeric]
-// when charset is empty (the seed's generateString).
+// when charset is empty (the TypeScript mock library's generateString).
 func (g *Generator) String(n int, charset string) string {
 	if charset == "" {
 		charset = Alphanumeric
@@ -133,15 +133,15 @@ func (g *Generator) String(n int, charset string) string {
 	return b.String()
 }
 
-// Bool returns true with probability p, clamped to [0, 1] (the seed's
-// generateBoolean; the seed's default is 0.5).
+// Bool returns true with probability p, clamped to [0, 1] (the TypeScript mock library's
+// generateBoolean; the TypeScript mock library's default is 0.5).
 func (g *Generator) Bool(p float64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.r.Float64() < p
 }
 
-// Date returns a time uniformly drawn from [start, end] (the seed's
+// Date returns a time uniformly drawn from [start, end] (the TypeScript mock library's
 // generateDate). Zero start means one year before end; zero end means
 // now.
 func (g *Generator) Date(start, end time.Time) time.Time {
@@ -163,7 +163,7 @@ func (g *Generator) Date(start, end time.Time) time.Time {
 	return start.Add(time.Duration(g.r.Int64N(int64(span) + 1))).Truncate(time.Second)
 }
 
-// Phone returns a phone number such as "+1 (555) 123-4567" (the seed's
+// Phone returns a phone number such as "+1 (555) 123-4567" (the TypeScript mock library's
 // generatePhone).
 func (g *Generator) Phone() string {
 	g.mu.Lock()
@@ -212,7 +212,7 @@ func email(first, last string, n int, domain string) string {
 }
 
 // Address returns an address; the non-zero fields of override replace
-// the generated ones (the seed's generateAddress(overrides)).
+// the generated ones (the TypeScript mock library's generateAddress(overrides)).
 func (g *Generator) Address(override Address) Address {
 	g.mu.Lock()
 	a := g.address()
@@ -233,7 +233,7 @@ func (g *Generator) address() Address {
 }
 
 // User returns a user; the non-zero fields of override replace the
-// generated ones (the seed's generateUser(overrides)).
+// generated ones (the TypeScript mock library's generateUser(overrides)).
 func (g *Generator) User(override User) User {
 	g.mu.Lock()
 	first, last := pick(g, firstNames), pick(g, lastNames)
@@ -259,7 +259,7 @@ func (g *Generator) User(override User) User {
 }
 
 // Product returns a product; the non-zero fields of override replace the
-// generated ones (the seed's generateProduct(overrides)). InStock follows
+// generated ones (the TypeScript mock library's generateProduct(overrides)). InStock follows
 // Stock unless override sets Stock.
 func (g *Generator) Product(override Product) Product {
 	g.mu.Lock()
@@ -292,7 +292,7 @@ func Array[T any](count int, gen func(i int) T) []T {
 }
 
 // Pick returns a random element of items, or the zero value when items
-// is empty (the seed's pickRandom). g nil means [DefaultGenerator].
+// is empty (the TypeScript mock library's pickRandom). g nil means [DefaultGenerator].
 func Pick[T any](g *Generator, items []T) T {
 	var zero T
 	if len(items) == 0 {
@@ -310,6 +310,9 @@ func Pick[T any](g *Generator, items []T) T {
 // html/template: user, product, address, phone, name, email, uuid, int
 // (min max), string (n [charset]), bool (p), date (start end, RFC 3339
 // strings; "" for the defaults), pick (values...) and seq (n: 0..n-1, to range over).
+//
+// The functions that take a count (seq, string) refuse one above [MaxTemplateCount] or below
+// zero with an error, which stops the template.
 func (g *Generator) FuncMap() template.FuncMap {
 	return template.FuncMap{
 		"user":    func() User { return g.User(User{}) },
@@ -320,8 +323,11 @@ func (g *Generator) FuncMap() template.FuncMap {
 		"email":   g.Email,
 		"uuid":    g.UUID,
 		"int":     g.Int,
-		"string": func(n int, charset ...string) string {
-			return g.String(n, strings.Join(charset, ""))
+		"string": func(n int, charset ...string) (string, error) {
+			if err := checkCount("string", n); err != nil {
+				return "", err
+			}
+			return g.String(n, strings.Join(charset, "")), nil
 		},
 		"bool": g.Bool,
 		"date": func(start, end string) (string, error) {
@@ -340,6 +346,26 @@ func (g *Generator) FuncMap() template.FuncMap {
 			return g.Date(s, e).UTC().Format(time.RFC3339), nil
 		},
 		"pick": func(items ...any) any { return Pick(g, items) },
-		"seq":  func(n int) []int { return Array(n, func(i int) int { return i }) },
+		"seq": func(n int) ([]int, error) {
+			if err := checkCount("seq", n); err != nil {
+				return nil, err
+			}
+			return Array(n, func(i int) int { return i }), nil
+		},
 	}
+}
+
+// MaxTemplateCount is the largest count a template function (seq, string) accepts: a template
+// cannot make the process allocate without bound.
+const MaxTemplateCount = 10000
+
+// CountFuncs are the template functions whose first argument is a count bounded by
+// [MaxTemplateCount]; a checker of templates may look for literal counts in their calls.
+var CountFuncs = []string{"seq", "string"}
+
+func checkCount(fn string, n int) error {
+	if n < 0 || n > MaxTemplateCount {
+		return fmt.Errorf("%s %d: the count must be 0-%d", fn, n, MaxTemplateCount)
+	}
+	return nil
 }

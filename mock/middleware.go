@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,7 +14,7 @@ import (
 	"time"
 )
 
-// Middleware runs around mocked requests (the seed's MockMiddleware).
+// Middleware runs around mocked requests (the TypeScript mock library's MockMiddleware).
 // Middleware with a higher Priority runs earlier, for every hook; equal
 // priorities keep their order in Config.Middleware. A hook that returns an
 // error or panics fails the request with [CodeMiddleware].
@@ -63,7 +64,7 @@ type LoggingOptions struct {
 }
 
 // LoggingMiddleware returns middleware that logs every request, response
-// and failure (the seed's createLoggingMiddleware). Its priority is 1000,
+// and failure (the TypeScript mock library's createLoggingMiddleware). Its priority is 1000,
 // so it runs first.
 func LoggingMiddleware(opts LoggingOptions) Middleware {
 	l := opts.Logger
@@ -92,29 +93,33 @@ func LoggingMiddleware(opts LoggingOptions) Middleware {
 	}
 }
 
-// CORSOptions configures [CORSMiddleware].
+// CORSOptions configures [CORSMiddleware] and [CORSHandler].
 type CORSOptions struct {
-	// AllowOrigins lists the allowed origins; default "*" (any).
+	// AllowOrigins lists the allowed origins; "*" allows any origin. Default "*".
 	AllowOrigins []string
 	// AllowMethods default GET, POST, PUT, PATCH, DELETE, OPTIONS.
 	AllowMethods []string
-	// AllowHeaders default Content-Type, Authorization.
+	// AllowHeaders default Content-Type, Authorization; "*" echoes the headers a preflight
+	// asks for.
 	AllowHeaders []string
 	// ExposeHeaders lists response headers the browser may read.
 	ExposeHeaders []string
-	// AllowCredentials sets Access-Control-Allow-Credentials.
+	// AllowCredentials sets Access-Control-Allow-Credentials for the origins listed by name:
+	// their origin is echoed. An origin allowed only through "*" gets "*" and no
+	// credentials, so no page can read an answer made with the user's cookies.
 	AllowCredentials bool
 	// MaxAge is how long a preflight answer may be cached; default 24h.
 	MaxAge time.Duration
 }
 
-// CORSMiddleware returns middleware that answers CORS preflight requests
-// (OPTIONS with Access-Control-Request-Method) with 204 and adds the CORS
-// headers to every response (the seed's createCorsMiddleware). A
-// preflight is answered only for a route that has a mock: register
-// "OPTIONS /path" or "* /path" routes, or use a catch-all "OPTIONS /*".
-// Priority 900.
-func CORSMiddleware(opts CORSOptions) Middleware {
+// corsPolicy is CORSOptions with defaults and the header values built once.
+type corsPolicy struct {
+	opts                                          CORSOptions
+	allowMethods, allowHeaders, maxAge, exposeHdr string
+	echoHeaders                                   bool
+}
+
+func newCORSPolicy(opts CORSOptions) *corsPolicy {
 	if len(opts.AllowOrigins) == 0 {
 		opts.AllowOrigins = []string{"*"}
 	}
@@ -127,66 +132,126 @@ func CORSMiddleware(opts CORSOptions) Middleware {
 	if opts.MaxAge == 0 {
 		opts.MaxAge = 24 * time.Hour
 	}
-	// The header values depend on the options only: build them once.
-	allowMethods := strings.Join(opts.AllowMethods, ", ")
-	allowHeaders := strings.Join(opts.AllowHeaders, ", ")
-	maxAge := strconv.Itoa(int(opts.MaxAge / time.Second))
-	exposeHeaders := strings.Join(opts.ExposeHeaders, ", ")
-	origin := func(req *Request) string {
-		o := req.Header.Get("Origin")
-		for _, a := range opts.AllowOrigins {
-			if a == "*" && !opts.AllowCredentials {
-				return "*"
-			}
-			if a == "*" || strings.EqualFold(a, o) {
-				return o
-			}
-		}
-		return ""
+	return &corsPolicy{
+		opts:         opts,
+		allowMethods: strings.Join(opts.AllowMethods, ", "),
+		allowHeaders: strings.Join(opts.AllowHeaders, ", "),
+		maxAge:       strconv.Itoa(int(opts.MaxAge / time.Second)),
+		exposeHdr:    strings.Join(opts.ExposeHeaders, ", "),
+		echoHeaders:  slices.Contains(opts.AllowHeaders, "*"),
 	}
-	headers := func(req *Request, h map[string]string) map[string]string {
-		o := origin(req)
-		if o == "" {
-			return h
+}
+
+// origin returns the Access-Control-Allow-Origin value for the request's origin ("" for
+// none) and whether credentials are allowed.
+func (p *corsPolicy) origin(o string) (string, bool) {
+	star := false
+	for _, a := range p.opts.AllowOrigins {
+		if a == "*" {
+			star = true
+		} else if strings.EqualFold(a, o) {
+			return o, p.opts.AllowCredentials
 		}
-		if h == nil {
-			h = map[string]string{}
-		}
-		h["Access-Control-Allow-Origin"] = o
-		if o != "*" {
-			h["Vary"] = "Origin"
-		}
-		if opts.AllowCredentials {
-			h["Access-Control-Allow-Credentials"] = "true"
-		}
-		if len(opts.ExposeHeaders) > 0 {
-			h["Access-Control-Expose-Headers"] = exposeHeaders
-		}
-		return h
 	}
+	if star {
+		return "*", false
+	}
+	return "", false
+}
+
+// set adds the CORS headers for an answer to origin o (a preflight's too when preflight).
+func (p *corsPolicy) set(set func(k, v string), o string, preflight bool, reqHeaders string) bool {
+	allow, creds := p.origin(o)
+	if allow == "" {
+		return false
+	}
+	set("Access-Control-Allow-Origin", allow)
+	set("Vary", "Origin")
+	if creds {
+		set("Access-Control-Allow-Credentials", "true")
+	}
+	if p.exposeHdr != "" {
+		set("Access-Control-Expose-Headers", p.exposeHdr)
+	}
+	if preflight {
+		set("Access-Control-Allow-Methods", p.allowMethods)
+		switch {
+		case p.echoHeaders && reqHeaders != "":
+			set("Access-Control-Allow-Headers", reqHeaders)
+		default:
+			set("Access-Control-Allow-Headers", p.allowHeaders)
+		}
+		set("Access-Control-Max-Age", p.maxAge)
+	}
+	return true
+}
+
+func isPreflight(method string, h http.Header) bool {
+	return method == http.MethodOptions && h.Get("Access-Control-Request-Method") != ""
+}
+
+// CORSMiddleware returns middleware that answers CORS preflight requests
+// (OPTIONS with Access-Control-Request-Method) with 204 and adds the CORS
+// headers to every response (the TypeScript mock library's createCorsMiddleware). A
+// preflight is answered only for a route that has a mock: register
+// "OPTIONS /path" or "* /path" routes, or use a catch-all "OPTIONS /*"; or
+// put [CORSHandler] in front of the whole server. Priority 900.
+func CORSMiddleware(opts CORSOptions) Middleware {
+	p := newCORSPolicy(opts)
 	return Middleware{
 		Name:     "cors",
 		Priority: 900,
 		OnRequest: func(_ context.Context, req *Request) (*Response, error) {
-			if req.Method != "OPTIONS" || req.Header.Get("Access-Control-Request-Method") == "" {
+			if !isPreflight(req.Method, req.Header) {
 				return nil, nil
 			}
-			h := headers(req, map[string]string{
-				"Access-Control-Allow-Methods": allowMethods,
-				"Access-Control-Allow-Headers": allowHeaders,
-				"Access-Control-Max-Age":       maxAge,
-			})
+			h := map[string]string{}
+			if !p.set(func(k, v string) { h[k] = v }, req.Header.Get("Origin"), true, req.Header.Get("Access-Control-Request-Headers")) {
+				return nil, nil
+			}
 			return &Response{Status: StatusNoContent, Headers: h, Body: []byte{}}, nil
 		},
 		OnResponse: func(_ context.Context, resp *Response, req *Request) (*Response, error) {
-			if req.Header.Get("Origin") == "" {
+			o := req.Header.Get("Origin")
+			if o == "" {
 				return nil, nil
 			}
 			r := *resp
-			r.Headers = headers(req, cloneHeaders(resp.Headers))
+			r.Headers = cloneHeaders(resp.Headers)
+			p.set(func(k, v string) { r.Headers[k] = v }, o, false, "")
 			return &r, nil
 		},
 	}
+}
+
+// CORSHandler is [CORSMiddleware] for a whole http.Handler: it answers every CORS preflight
+// itself (204, whatever the path) and adds the CORS headers to every answer next gives to a
+// request with an Origin, mocked, proxied or not.
+func CORSHandler(opts CORSOptions, next http.Handler) http.Handler {
+	p := newCORSPolicy(opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o := r.Header.Get("Origin")
+		if o == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		pre := isPreflight(r.Method, r.Header)
+		ok := p.set(func(k, v string) {
+			if k == "Vary" {
+				h.Add(k, v)
+			} else {
+				h.Set(k, v)
+			}
+		}, o, pre, r.Header.Get("Access-Control-Request-Headers"))
+		if pre && ok {
+			h.Add("Vary", "Access-Control-Request-Method")
+			h.Add("Vary", "Access-Control-Request-Headers")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func cloneHeaders(h map[string]string) map[string]string {
@@ -198,7 +263,7 @@ func cloneHeaders(h map[string]string) map[string]string {
 }
 
 // DelayMiddleware returns middleware that waits d before each handler runs
-// (the seed's createDelayMiddleware), in addition to the configured
+// (the TypeScript mock library's createDelayMiddleware), in addition to the configured
 // delay. The wait ends early when the request's context is done.
 // Priority 100.
 func DelayMiddleware(d Delay) Middleware {
@@ -230,7 +295,7 @@ type AuthOptions struct {
 // AuthMiddleware returns middleware that answers 401 with
 // {"statusCode":401,"message":"Unauthorized","error":"Unauthorized"} when
 // the bearer token (or the configured header) is missing or not accepted
-// (the seed's createAuthMiddleware). CORS preflight requests pass.
+// (the TypeScript mock library's createAuthMiddleware). CORS preflight requests pass.
 // Priority 800.
 func AuthMiddleware(opts AuthOptions) Middleware {
 	if opts.Header == "" {
@@ -299,7 +364,7 @@ type RateLimitOptions struct {
 // RateLimitMiddleware returns middleware that answers 429 with
 // {"statusCode":429,"message":"Too Many Requests","error":"ThrottlerException"}
 // and a Retry-After header once a key exceeds Limit requests in the
-// current window (the seed's createRateLimitMiddleware). Its memory is
+// current window (the TypeScript mock library's createRateLimitMiddleware). Its memory is
 // bounded by MaxKeys. Priority 700.
 func RateLimitMiddleware(opts RateLimitOptions) Middleware {
 	if opts.Limit <= 0 {

@@ -268,3 +268,34 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// Ensure credentials go only to an origin listed by name: "*" answers "*" without
+// credentials even with AllowCredentials, in the middleware and in CORSHandler.
+func TestCORS_CredentialsOnlyForListedOrigins(t *testing.T) {
+	t.Parallel()
+	opts := CORSOptions{AllowOrigins: []string{"https://app.test", "*"}, AllowCredentials: true}
+	cfg := DefaultConfig()
+	cfg.FallbackToNetwork = false
+	cfg.Middleware = []Middleware{CORSMiddleware(opts)}
+	ic := New(cfg, WithMocks(Definitions{"GET /items": JSON(200, []int{1})}))
+	handler := CORSHandler(opts, http.NotFoundHandler())
+	for _, tc := range []struct {
+		origin, wantOrigin, wantCreds string
+	}{
+		{"https://app.test", "https://app.test", "true"},
+		{"https://evil.test", "*", ""},
+	} {
+		w := do(t, ic, "GET", "/items", map[string]string{"Origin": tc.origin})
+		if w.Header().Get("Access-Control-Allow-Origin") != tc.wantOrigin || w.Header().Get("Access-Control-Allow-Credentials") != tc.wantCreds {
+			t.Errorf("middleware, %s: %v", tc.origin, w.Header())
+		}
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("OPTIONS", "/anything", nil)
+		req.Header.Set("Origin", tc.origin)
+		req.Header.Set("Access-Control-Request-Method", "PUT")
+		handler.ServeHTTP(rec, req)
+		if rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != tc.wantOrigin || rec.Header().Get("Access-Control-Allow-Credentials") != tc.wantCreds {
+			t.Errorf("handler preflight, %s: %d %v", tc.origin, rec.Code, rec.Header())
+		}
+	}
+}

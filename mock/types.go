@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// HTTP status codes named by the seed library. They equal the net/http
+// HTTP status codes named by the TypeScript mock library library. They equal the net/http
 // constants of the same meaning.
 const (
 	StatusOK                  = http.StatusOK                  // 200
@@ -23,7 +23,7 @@ const (
 	StatusInternalServerError = http.StatusInternalServerError // 500
 )
 
-// Request is the request a [Handler] sees (the seed's MockRequest).
+// Request is the request a [Handler] sees (the TypeScript mock library's MockRequest).
 // Handlers and middleware must treat Header and Query as read-only unless
 // they own the request.
 type Request struct {
@@ -59,7 +59,7 @@ type Request struct {
 // Param returns the path parameter name, or "" if there is none.
 func (r *Request) Param(name string) string { return r.Params[name] }
 
-// Response is what a [Handler] answers (the seed's MockResponse).
+// Response is what a [Handler] answers (the TypeScript mock library's MockResponse).
 type Response struct {
 	// Status is the HTTP status code; 0 means 200.
 	Status int
@@ -77,13 +77,13 @@ type Response struct {
 	StatusText string
 }
 
-// Handler answers a mocked request (the seed's MockHandler). A handler that
+// Handler answers a mocked request (the TypeScript mock library's MockHandler). A handler that
 // answers later blocks until its answer is ready and returns early with
 // ctx.Err() when ctx is done. A returned error, or a panic, surfaces as
 // [CodeHandlerExecution].
 type Handler func(ctx context.Context, req *Request) (*Response, error)
 
-// Definitions maps route keys to handlers (the seed's MockDefinition). A
+// Definitions maps route keys to handlers (the TypeScript mock library's MockDefinition). A
 // route key is a method, a space and a path pattern: "GET /users/:id",
 // "POST /orders", "* /health" (any method), "GET /files/*" (trailing
 // wildcard).
@@ -115,7 +115,7 @@ func Fail(err error) Handler {
 var errChanClosed = errors.New("response channel closed without a response")
 
 // FromChan adapts a handler that delivers its response later on a channel
-// (the seed's promise and observable handlers). The first value received
+// (the TypeScript mock library's promise and observable handlers). The first value received
 // is the answer; a channel closed without a value is a handler error, and
 // a done ctx ends the wait with ctx.Err().
 func FromChan(h func(ctx context.Context, req *Request) <-chan *Response) Handler {
@@ -134,7 +134,7 @@ func FromChan(h func(ctx context.Context, req *Request) <-chan *Response) Handle
 }
 
 // Delay is a response delay: fixed when Max is not above Min, otherwise
-// uniform in [Min, Max] (the seed's number or [min, max] pair).
+// uniform in [Min, Max] (the TypeScript mock library's number or [min, max] pair).
 type Delay struct {
 	Min, Max time.Duration
 }

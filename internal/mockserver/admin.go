@@ -3,6 +3,7 @@ package mockserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 )
 
 // maxAdminBody caps admin request bodies.
@@ -27,14 +29,26 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("PATCH /__mock/config", s.handlePatchConfig)
 	mux.HandleFunc("POST /__mock/reset", s.handleReset)
 	mux.HandleFunc("POST /__mock/reload", s.handleReload)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+wiremockReset, s.handleScenarioReset)
+	return guardAdmin(s.opts.AdminToken, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
 			adminError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path+
 				"; see GET/POST/DELETE /__mock/mocks, GET /__mock/stats, GET/PATCH /__mock/config, POST /__mock/reset, POST /__mock/reload", nil)
 			return
 		}
 		mux.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// wiremockReset is WireMock's own scenario reset, served for tools that call it.
+const wiremockReset = "/__admin/scenarios/reset"
+
+// handleScenarioReset puts every WireMock scenario back in its Started state.
+func (s *Server) handleScenarioReset(w http.ResponseWriter, _ *http.Request) {
+	if wm := s.wm.Load(); wm != nil {
+		wm.ResetScenarios()
+	}
+	writeAdmin(w, http.StatusOK, map[string]any{"reset": true})
 }
 
 func writeAdmin(w http.ResponseWriter, status int, v any) {
@@ -50,7 +64,7 @@ func writeAdmin(w http.ResponseWriter, status int, v any) {
 
 // adminError answers in the project's error envelope, with the problems of a mock set when
 // there are some.
-func adminError(w http.ResponseWriter, status int, msg string, problems []Problem) {
+func adminError(w http.ResponseWriter, status int, msg string, problems []mockfile.Problem) {
 	body := map[string]any{"statusCode": status, "message": msg, "error": http.StatusText(status)}
 	if problems != nil {
 		body["problems"] = problems
@@ -113,7 +127,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	set, err := ParseMocks(b)
+	set, err := mockfile.ParseMocks(b)
 	if err != nil {
 		adminLoadError(w, err)
 		return
@@ -130,7 +144,7 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 		delete(s.removed, rt.Key)
 		added = append(added, rt.Key)
 	}
-	s.runtimeSeqs = append(s.runtimeSeqs, set.seqs...)
+	s.runtimeSets = append(s.runtimeSets, set)
 	err = s.apply(s.set)
 	if err != nil {
 		s.runtime, s.removed = prevRuntime, prevRemoved
@@ -143,9 +157,9 @@ func (s *Server) handleAddMocks(w http.ResponseWriter, r *http.Request) {
 	writeAdmin(w, http.StatusCreated, map[string]any{"added": added, "warnings": nonNil(set.Warnings)})
 }
 
-func nonNil(p []Problem) []Problem {
+func nonNil(p []mockfile.Problem) []mockfile.Problem {
 	if p == nil {
-		return []Problem{}
+		return []mockfile.Problem{}
 	}
 	return p
 }
@@ -201,21 +215,74 @@ func (s *Server) handleDeleteMocks(w http.ResponseWriter, r *http.Request) {
 	writeAdmin(w, status, map[string]any{"removed": removed, "unknown": unknown})
 }
 
-// configView is the body of GET /__mock/config.
+// configView is the body of GET /__mock/config: the whole effective configuration (the
+// file's, the flags', the runtime changes and the defaults). Secrets are never shown: the
+// admin token only as set or not.
 type configView struct {
-	Enabled           bool      `json:"enabled"`
-	Delay             delayView `json:"delay"`
-	FallbackToNetwork bool      `json:"fallbackToNetwork"`
-	Target            string    `json:"target,omitempty"`
-	File              string    `json:"file,omitempty"`
-	Routes            int       `json:"routes"`
-	CORS              bool      `json:"cors"`
-	Record            string    `json:"record,omitempty"`
-	BaseURL           string    `json:"baseURL,omitempty"`
-	Persistence       bool      `json:"persistence"`
-	LoadedAt          string    `json:"loadedAt"`
-	Warnings          []Problem `json:"warnings"`
-	RouteMatching     matchView `json:"routeMatching"`
+	Enabled                 bool               `json:"enabled"`
+	Delay                   delayView          `json:"delay"`
+	FallbackToNetwork       bool               `json:"fallbackToNetwork"`
+	Target                  string             `json:"target,omitempty"`
+	File                    string             `json:"file,omitempty"`
+	WireMock                string             `json:"wiremock,omitempty"`
+	WireMockMappings        int                `json:"wiremockMappings"`
+	Routes                  int                `json:"routes"`
+	CORS                    bool               `json:"cors"`
+	CORSOrigins             []string           `json:"corsOrigins"`
+	AdminToken              bool               `json:"adminTokenSet"`
+	Record                  string             `json:"record,omitempty"`
+	RecordSecrets           bool               `json:"recordSecrets"`
+	BaseURL                 string             `json:"baseURL,omitempty"`
+	DefaultHeaders          map[string]string  `json:"defaultHeaders"`
+	PreserveOriginalHeaders bool               `json:"preserveOriginalHeaders"`
+	IgnorePatterns          []string           `json:"ignorePatterns"`
+	IncludePatterns         []string           `json:"includePatterns"`
+	Middleware              []any              `json:"middleware"`
+	Persistence             persistenceView    `json:"persistence"`
+	Cache                   cacheView          `json:"cache"`
+	Logging                 loggingView        `json:"logging"`
+	LoadedAt                string             `json:"loadedAt"`
+	Warnings                []mockfile.Problem `json:"warnings"`
+	RouteMatching           matchView          `json:"routeMatching"`
+}
+
+type persistenceView struct {
+	Enabled      bool   `json:"enabled"`
+	TTL          int64  `json:"ttl"` // ms
+	Storage      string `json:"storage"`
+	Dir          string `json:"dir,omitempty"`
+	DBName       string `json:"dbName"`
+	DBVersion    int    `json:"dbVersion"`
+	StoreName    string `json:"storeName"`
+	MaxCacheSize int    `json:"maxCacheSize"`
+	AutoCleanup  bool   `json:"autoCleanup"`
+	Namespace    string `json:"namespace"`
+}
+
+type cacheView struct {
+	Methods  []string `json:"methods"`
+	Statuses []string `json:"statuses"`
+}
+
+type loggingView struct {
+	Enabled            bool   `json:"enabled"`
+	Level              string `json:"level"`
+	LogRequests        bool   `json:"logRequests"`
+	LogResponses       bool   `json:"logResponses"`
+	LogRouteMatching   bool   `json:"logRouteMatching"`
+	LogCacheOperations bool   `json:"logCacheOperations"`
+}
+
+func patternStrings(ps []mock.Pattern) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if st, ok := p.(fmt.Stringer); ok {
+			out = append(out, st.String()) // globs and regular expressions both are
+		} else {
+			out = append(out, fmt.Sprint(p))
+		}
+	}
+	return out
 }
 
 type delayView struct {
@@ -237,17 +304,38 @@ func (s *Server) configView() configView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := configView{
-		Enabled:           cfg.Enabled,
-		Delay:             delayView{Min: cfg.Delay.Min.Milliseconds(), Max: max(cfg.Delay.Max, cfg.Delay.Min).Milliseconds()},
-		FallbackToNetwork: cfg.FallbackToNetwork,
-		File:              s.opts.File,
-		Routes:            len(s.ic.Mocks()),
-		CORS:              !s.opts.NoCORS,
-		Record:            s.opts.Record,
-		BaseURL:           cfg.BaseURL,
-		Persistence:       cfg.Persistence.Enabled,
-		LoadedAt:          stamp(s.loaded),
-		Warnings:          nonNil(s.set.Warnings),
+		Enabled:                 cfg.Enabled,
+		Delay:                   delayView{Min: cfg.Delay.Min.Milliseconds(), Max: max(cfg.Delay.Max, cfg.Delay.Min).Milliseconds()},
+		FallbackToNetwork:       cfg.FallbackToNetwork,
+		File:                    s.opts.File,
+		Routes:                  len(s.ic.Mocks()),
+		CORS:                    !s.opts.NoCORS,
+		CORSOrigins:             append(append([]string{}, s.opts.CORSOrigins...), s.set.CORSOrigins...),
+		AdminToken:              s.opts.AdminToken != "",
+		Record:                  s.opts.Record,
+		RecordSecrets:           s.opts.RecordSecrets,
+		BaseURL:                 cfg.BaseURL,
+		DefaultHeaders:          cfg.DefaultHeaders,
+		PreserveOriginalHeaders: cfg.PreserveOriginalHeaders,
+		IgnorePatterns:          patternStrings(cfg.IgnorePatterns),
+		IncludePatterns:         patternStrings(cfg.IncludePatterns),
+		Middleware:              append([]any{}, s.set.MiddlewareSpec...),
+		Persistence: persistenceView{
+			Enabled: cfg.Persistence.Enabled, TTL: cfg.Persistence.TTL.Milliseconds(), Storage: string(cfg.Persistence.Storage),
+			Dir: cfg.Persistence.Dir, DBName: cfg.Persistence.DBName, DBVersion: cfg.Persistence.DBVersion,
+			StoreName: cfg.Persistence.StoreName, MaxCacheSize: cfg.Persistence.MaxCacheSize,
+			AutoCleanup: cfg.Persistence.AutoCleanup, Namespace: cfg.Persistence.Namespace,
+		},
+		Cache: cacheView{Methods: cfg.Cache.Methods, Statuses: cfg.Cache.Statuses},
+		Logging: loggingView{
+			Enabled: cfg.Logging.Enabled, Level: strings.ToLower(cfg.Logging.Level.String()),
+			LogRequests: cfg.Logging.LogRequests, LogResponses: cfg.Logging.LogResponses,
+			LogRouteMatching: cfg.Logging.LogRouteMatching, LogCacheOperations: cfg.Logging.LogCacheOperations,
+		},
+		WireMock:         s.opts.WireMock,
+		WireMockMappings: 0,
+		LoadedAt:         s.loaded.UTC().Format("2006-01-02T15:04:05.000Z"),
+		Warnings:         nonNil(s.set.Warnings),
 		RouteMatching: matchView{
 			CaseSensitive: cfg.RouteMatching.CaseSensitive, ExactMatch: cfg.RouteMatching.ExactMatch,
 			StripPrefix: cfg.RouteMatching.StripPrefix, NormalizeURLs: cfg.RouteMatching.NormalizeURLs,
@@ -256,6 +344,12 @@ func (s *Server) configView() configView {
 	}
 	if s.opts.Target != nil {
 		v.Target = s.opts.Target.String()
+	}
+	if v.WireMock == "" {
+		v.WireMock = s.set.WireMock
+	}
+	if wm := s.wm.Load(); wm != nil {
+		v.WireMockMappings = wm.Len()
 	}
 	return v
 }
@@ -337,15 +431,15 @@ func (s *Server) handlePatchConfig(w http.ResponseWriter, r *http.Request) {
 func delayJSON(raw json.RawMessage) (mock.Delay, error) {
 	var n float64
 	if json.Unmarshal(raw, &n) == nil {
-		return ParseDelay(strconv.FormatInt(int64(n), 10))
+		return mockfile.ParseDelay(strconv.FormatInt(int64(n), 10))
 	}
 	var str string
 	if json.Unmarshal(raw, &str) == nil {
-		return ParseDelay(str)
+		return mockfile.ParseDelay(str)
 	}
 	var pair []int64
 	if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 {
-		return ParseDelay(strconv.FormatInt(pair[0], 10) + "-" + strconv.FormatInt(pair[1], 10))
+		return mockfile.ParseDelay(strconv.FormatInt(pair[0], 10) + "-" + strconv.FormatInt(pair[1], 10))
 	}
 	return mock.Delay{}, errors.New("bad delay")
 }
@@ -355,17 +449,20 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 	s.ic.ResetStats()
 	s.mu.Lock()
 	s.set.ResetSequences()
-	for _, c := range s.runtimeSeqs {
-		c.Store(0)
+	for _, rs := range s.runtimeSets {
+		rs.ResetSequences()
 	}
 	s.mu.Unlock()
+	if wm := s.wm.Load(); wm != nil {
+		wm.ResetScenarios()
+	}
 	writeAdmin(w, http.StatusOK, map[string]any{"reset": true, "stats": s.ic.Stats()})
 }
 
 // handleReload re-reads the mock file now (what WireMock users do with mappings/reset).
 func (s *Server) handleReload(w http.ResponseWriter, _ *http.Request) {
 	if err := s.Reload(); err != nil {
-		var le *LoadError
+		var le *mockfile.LoadError
 		if errors.As(err, &le) {
 			adminError(w, http.StatusBadRequest, "mock file invalid; the previous mocks stay", le.Problems)
 			return
@@ -379,7 +476,7 @@ func (s *Server) handleReload(w http.ResponseWriter, _ *http.Request) {
 // adminLoadError answers a mock set that failed to load: 400 with its problems when it has
 // them, else with the error's text.
 func adminLoadError(w http.ResponseWriter, err error) {
-	var le *LoadError
+	var le *mockfile.LoadError
 	if errors.As(err, &le) {
 		adminError(w, http.StatusBadRequest, "invalid mocks", le.Problems)
 		return

@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -132,5 +133,87 @@ func TestAdmin_RuntimeMocksSurviveReload(t *testing.T) {
 	}
 	if a := do(t, "GET", hs.URL+"/users/1", ""); a.status != 200 {
 		t.Fatalf("file mock removed at runtime, after reload: %d, want 200", a.status)
+	}
+}
+
+// Ensure the admin API refuses what a web page could send (cross-site, another origin, a
+// body that is not JSON), sends no CORS headers, and checks the bearer token when one is set.
+func TestAdmin_Guard(t *testing.T) {
+	t.Parallel()
+	_, open, _ := newTestServer(t, "m.yaml", yamlFile, nil)
+	_, locked, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.AdminToken = "s3cret" })
+	add := `{"GET /added": {"data": {"ok": true}}}`
+	for _, tc := range []struct {
+		name    string
+		url     string
+		ctype   string
+		headers []string
+		want    int
+	}{
+		{"SameOriginJSON", open.URL, "application/json", nil, 201},
+		{"CrossSite", open.URL, "application/json", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"OtherOrigin", open.URL, "application/json", []string{"Origin", "https://evil.example"}, 403},
+		{"OwnOrigin", open.URL, "application/json", []string{"Origin", open.URL}, 201},
+		{"TextPlain", open.URL, "text/plain", nil, 415},
+		{"Form", open.URL, "application/x-www-form-urlencoded", nil, 415},
+		{"NoToken", locked.URL, "application/json", nil, 401},
+		{"WrongToken", locked.URL, "application/json", []string{"Authorization", "Bearer nope"}, 401},
+		{"Token", locked.URL, "application/json", []string{"Authorization", "Bearer s3cret"}, 201},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, "POST", tc.url+"/__mock/mocks", add, append([]string{"Content-Type", tc.ctype}, tc.headers...)...)
+			if a.status != tc.want {
+				t.Fatalf("status=%d want %d: %s", a.status, tc.want, a.body)
+			}
+			if a.header.Get("Access-Control-Allow-Origin") != "" {
+				t.Fatalf("the admin API sent CORS headers: %v", a.header)
+			}
+		})
+	}
+	a := do(t, "OPTIONS", open.URL+"/__mock/mocks", "", "Origin", "https://evil.example", "Access-Control-Request-Method", "POST")
+	if a.header.Get("Access-Control-Allow-Origin") != "" || a.status == 204 {
+		t.Fatalf("admin preflight answered %d %v", a.status, a.header)
+	}
+}
+
+// Ensure config.middleware switches on the package's middleware in list order, and
+// GET /__mock/config shows the whole effective configuration, middleware and patterns included.
+func TestConfig_MiddlewareAndView(t *testing.T) {
+	t.Parallel()
+	const file = `config:
+  ignorePatterns: ["/health*"]
+  middleware:
+    - auth: {tokens: [dev-token]}
+    - rateLimit: {limit: 2, window: 60s}
+mocks:
+  "GET /users/:id": {data: {id: "{{.Params.id}}"}}
+`
+	_, hs, _ := newTestServer(t, "m.yaml", file, nil)
+	for i, tc := range []struct {
+		token string
+		want  int
+	}{
+		{"", 401}, {"wrong", 401}, {"dev-token", 200}, {"dev-token", 200}, {"dev-token", 429},
+	} {
+		h := []string{}
+		if tc.token != "" {
+			h = []string{"Authorization", "Bearer " + tc.token}
+		}
+		if a := do(t, "GET", hs.URL+"/users/1", "", h...); a.status != tc.want {
+			t.Fatalf("request %d (token %q): %d %s, want %d", i, tc.token, a.status, a.body, tc.want)
+		}
+	}
+	v := decode[map[string]any](t, do(t, "GET", hs.URL+"/__mock/config", ""))
+	mw, _ := v["middleware"].([]any)
+	if len(mw) != 2 || !strings.Contains(fmt.Sprint(mw[0]), "dev-token") || !strings.Contains(fmt.Sprint(mw[1]), "rateLimit") {
+		t.Errorf("middleware %v", v["middleware"])
+	}
+	if fmt.Sprint(v["ignorePatterns"]) != "[/health*]" {
+		t.Errorf("ignorePatterns %v", v["ignorePatterns"])
+	}
+	for _, k := range []string{"persistence", "cache", "logging", "defaultHeaders", "routeMatching", "adminTokenSet", "corsOrigins"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("config lacks %q: %v", k, v)
+		}
 	}
 }

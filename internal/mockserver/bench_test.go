@@ -4,17 +4,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/acme/app/mock/mockfile"
 )
 
 // benchServe measures one request through the whole server (CORS check, interceptor, handler)
 // without the network.
 func benchServe(b *testing.B, file string) {
-	set, err := Parse([]byte(file), "bench.yaml")
+	set, err := mockfile.Parse([]byte(file), "bench.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &Server{opts: Options{Logger: quiet}, log: quiet, runtime: map[string]Route{}, removed: map[string]bool{}}
-	srv, err := New(Options{Logger: quiet, Version: "bench"})
+	s := &Server{opts: Options{Logger: quiet}, log: quiet, runtime: map[string]mockfile.Route{}, removed: map[string]bool{}}
+	srv, err := New(Options{Logger: quiet, API: http.NotFoundHandler()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -21,7 +22,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newTestServer serves a mock file (written to a temp dir) with httptest.
 func newTestServer(t *testing.T, name, content string, edit func(*Options)) (*Server, *httptest.Server, string) {
 	t.Helper()
-	opts := Options{Logger: quiet, Version: "test"}
+	opts := Options{Logger: quiet}
 	var path string
 	if name != "" {
 		path = filepath.Join(t.TempDir(), name)
@@ -57,6 +58,9 @@ func do(t *testing.T, method, url, body string, headers ...string) answer {
 	req, err := http.NewRequest(method, url, rd)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json") // the admin API takes only JSON
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
@@ -132,48 +136,48 @@ func TestParse_Errors(t *testing.T) {
 		wantRoute string
 		wantLine  int
 	}{
-		{"YAMLSyntax", "m.yaml", "mocks:\n  \"GET /a\": {status: 200\n", CodeSyntax, "", -1},
-		{"JSONSyntax", "m.json", "{\n\"mocks\": {\n\"GET /a\": {\"status\": 200,}\n}\n}", CodeSyntax, "", 3},
-		{"TopLevelNotMapping", "m.yaml", "- a\n- b\n", CodeType, "", 1},
-		{"UnknownTopLevel", "m.yaml", "mock:\n  x: 1\n", CodeUnknownKey, "", 1},
-		{"MocksNotMapping", "m.yaml", "mocks: [1, 2]\n", CodeType, "", 1},
+		{"YAMLSyntax", "m.yaml", "mocks:\n  \"GET /a\": {status: 200\n", mockfile.CodeSyntax, "", -1},
+		{"JSONSyntax", "m.json", "{\n\"mocks\": {\n\"GET /a\": {\"status\": 200,}\n}\n}", mockfile.CodeSyntax, "", 3},
+		{"TopLevelNotMapping", "m.yaml", "- a\n- b\n", mockfile.CodeType, "", 1},
+		{"UnknownTopLevel", "m.yaml", "mock:\n  x: 1\n", mockfile.CodeUnknownKey, "", 1},
+		{"MocksNotMapping", "m.yaml", "mocks: [1, 2]\n", mockfile.CodeType, "", 1},
 		{"BadRouteKey", "m.yaml", "mocks:\n  \"/no-method\": {status: 200}\n", mock.VInvalidRouteKey, "/no-method", 2},
 		{"BadMethod", "m.yaml", "mocks:\n  \"FETCH /a\": {status: 200}\n", mock.VInvalidMethod, "FETCH /a", 2},
 		{"MalformedPath", "m.yaml", "mocks:\n  \"GET a/b\": {status: 200}\n", mock.VMalformedPath, "GET a/b", 2},
 		{"DuplicateParam", "m.yaml", "mocks:\n  \"GET /a/:id/:id\": {status: 200}\n", mock.VDuplicateParam, "GET /a/:id/:id", 2},
 		{"DuplicateRoute", "m.yaml", "mocks:\n  \"GET /a\": {status: 200}\n  \"GET /a\": {status: 201}\n", "", "", 0},
-		{"SpecNotMapping", "m.yaml", "mocks:\n  \"GET /a\": 200\n", CodeType, "GET /a", 2},
-		{"UnknownSpecField", "m.yaml", "mocks:\n  \"GET /a\":\n    stauts: 200\n", CodeUnknownKey, "GET /a", 3},
-		{"StatusNotInt", "m.yaml", "mocks:\n  \"GET /a\":\n    status: ok\n", CodeType, "GET /a", 3},
-		{"StatusRange", "m.yaml", "mocks:\n  \"GET /a\":\n    status: 700\n", CodeStatus, "GET /a", 3},
-		{"BadDelay", "m.yaml", "mocks:\n  \"GET /a\":\n    delay: soon\n", CodeDelay, "GET /a", 3},
-		{"BadDelayRange", "m.yaml", "mocks:\n  \"GET /a\":\n    delay: 400-100\n", CodeDelay, "GET /a", 3},
-		{"BadTemplate", "m.yaml", "mocks:\n  \"GET /a\":\n    data:\n      x: \"{{.Params.id\"\n", CodeTemplate, "GET /a", 4},
-		{"UnknownTemplateFunc", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {x: \"{{nosuch}}\"}\n", CodeTemplate, "GET /a", 3},
-		{"BadHeaderTemplate", "m.yaml", "mocks:\n  \"GET /a\":\n    headers: {X: \"{{\"}\n", CodeTemplate, "GET /a", 3},
-		{"HeadersNotStrings", "m.yaml", "mocks:\n  \"GET /a\":\n    headers: {X: [1]}\n", CodeType, "GET /a", 3},
-		{"DataAndGenerate", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {}\n    generate: {kind: user}\n", CodeConflict, "GET /a", 4},
-		{"DataAndBody", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {}\n    body: x\n", CodeConflict, "GET /a", 4},
-		{"GenerateUnknownKind", "m.yaml", "mocks:\n  \"GET /a\":\n    generate: {kind: dragon}\n", CodeGenerate, "GET /a", 3},
-		{"GenerateNoKind", "m.yaml", "mocks:\n  \"GET /a\":\n    generate: {count: 2}\n", CodeGenerate, "GET /a", 3},
-		{"GenerateBadCount", "m.yaml", "mocks:\n  \"GET /a\":\n    generate: {kind: user, count: -1}\n", CodeGenerate, "GET /a", 3},
-		{"SequenceEmpty", "m.yaml", "mocks:\n  \"GET /a\":\n    sequence: []\n", CodeSequence, "GET /a", 3},
-		{"SequenceNested", "m.yaml", "mocks:\n  \"GET /a\":\n    sequence:\n      - sequence: [{status: 200}]\n", CodeSequence, "GET /a", 4},
-		{"SequenceWithData", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {}\n    sequence: [{status: 200}]\n", CodeConflict, "GET /a", 3},
-		{"SequenceStepInvalid", "m.yaml", "mocks:\n  \"GET /a\":\n    sequence:\n      - status: 999\n", CodeStatus, "GET /a", 4},
-		{"ConfigUnknown", "m.yaml", "config:\n  delayy: 10\n", CodeUnknownKey, "", 2},
-		{"ConfigBadBool", "m.yaml", "config:\n  fallbackToNetwork: maybe\n", CodeType, "", 2},
-		{"ConfigBadStorage", "m.yaml", "config:\n  persistence: {storage: floppy}\n", CodeConfig, "", 2},
-		{"ConfigBadLevel", "m.yaml", "config:\n  logging: {level: loud}\n", CodeConfig, "", 2},
-		{"ConfigBadRegexp", "m.yaml", "config:\n  ignorePatterns: [\"/(/\"]\n", CodeConfig, "", 2},
-		{"ConfigBadPrefix", "m.yaml", "config:\n  routeMatching: {parameterPrefix: \"$\"}\n", CodeConfig, "", 2},
+		{"SpecNotMapping", "m.yaml", "mocks:\n  \"GET /a\": 200\n", mockfile.CodeType, "GET /a", 2},
+		{"UnknownSpecField", "m.yaml", "mocks:\n  \"GET /a\":\n    stauts: 200\n", mockfile.CodeUnknownKey, "GET /a", 3},
+		{"StatusNotInt", "m.yaml", "mocks:\n  \"GET /a\":\n    status: ok\n", mockfile.CodeType, "GET /a", 3},
+		{"StatusRange", "m.yaml", "mocks:\n  \"GET /a\":\n    status: 700\n", mockfile.CodeStatus, "GET /a", 3},
+		{"BadDelay", "m.yaml", "mocks:\n  \"GET /a\":\n    delay: soon\n", mockfile.CodeDelay, "GET /a", 3},
+		{"BadDelayRange", "m.yaml", "mocks:\n  \"GET /a\":\n    delay: 400-100\n", mockfile.CodeDelay, "GET /a", 3},
+		{"BadTemplate", "m.yaml", "mocks:\n  \"GET /a\":\n    data:\n      x: \"{{.Params.id\"\n", mockfile.CodeTemplate, "GET /a", 4},
+		{"UnknownTemplateFunc", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {x: \"{{nosuch}}\"}\n", mockfile.CodeTemplate, "GET /a", 3},
+		{"BadHeaderTemplate", "m.yaml", "mocks:\n  \"GET /a\":\n    headers: {X: \"{{\"}\n", mockfile.CodeTemplate, "GET /a", 3},
+		{"HeadersNotStrings", "m.yaml", "mocks:\n  \"GET /a\":\n    headers: {X: [1]}\n", mockfile.CodeType, "GET /a", 3},
+		{"DataAndGenerate", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {}\n    generate: {kind: user}\n", mockfile.CodeConflict, "GET /a", 4},
+		{"DataAndBody", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {}\n    body: x\n", mockfile.CodeConflict, "GET /a", 4},
+		{"GenerateUnknownKind", "m.yaml", "mocks:\n  \"GET /a\":\n    generate: {kind: dragon}\n", mockfile.CodeGenerate, "GET /a", 3},
+		{"GenerateNoKind", "m.yaml", "mocks:\n  \"GET /a\":\n    generate: {count: 2}\n", mockfile.CodeGenerate, "GET /a", 3},
+		{"GenerateBadCount", "m.yaml", "mocks:\n  \"GET /a\":\n    generate: {kind: user, count: -1}\n", mockfile.CodeGenerate, "GET /a", 3},
+		{"SequenceEmpty", "m.yaml", "mocks:\n  \"GET /a\":\n    sequence: []\n", mockfile.CodeSequence, "GET /a", 3},
+		{"SequenceNested", "m.yaml", "mocks:\n  \"GET /a\":\n    sequence:\n      - sequence: [{status: 200}]\n", mockfile.CodeSequence, "GET /a", 4},
+		{"SequenceWithData", "m.yaml", "mocks:\n  \"GET /a\":\n    data: {}\n    sequence: [{status: 200}]\n", mockfile.CodeConflict, "GET /a", 3},
+		{"SequenceStepInvalid", "m.yaml", "mocks:\n  \"GET /a\":\n    sequence:\n      - status: 999\n", mockfile.CodeStatus, "GET /a", 4},
+		{"ConfigUnknown", "m.yaml", "config:\n  delayy: 10\n", mockfile.CodeUnknownKey, "", 2},
+		{"ConfigBadBool", "m.yaml", "config:\n  fallbackToNetwork: maybe\n", mockfile.CodeType, "", 2},
+		{"ConfigBadStorage", "m.yaml", "config:\n  persistence: {storage: floppy}\n", mockfile.CodeConfig, "", 2},
+		{"ConfigBadLevel", "m.yaml", "config:\n  logging: {level: loud}\n", mockfile.CodeConfig, "", 2},
+		{"ConfigBadRegexp", "m.yaml", "config:\n  ignorePatterns: [\"/(/\"]\n", mockfile.CodeConfig, "", 2},
+		{"ConfigBadPrefix", "m.yaml", "config:\n  routeMatching: {parameterPrefix: \"$\"}\n", mockfile.CodeConfig, "", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := Parse([]byte(tc.content), tc.file)
-			var le *LoadError
+			_, err := mockfile.Parse([]byte(tc.content), tc.file)
+			var le *mockfile.LoadError
 			if !errors.As(err, &le) {
-				t.Fatalf("err=%v, want a *LoadError", err)
+				t.Fatalf("err=%v, want a *mockfile.LoadError", err)
 			}
 			if tc.name == "DuplicateRoute" { // YAML itself refuses duplicate keys
 				return
@@ -192,10 +196,10 @@ func TestParse_Errors(t *testing.T) {
 // Ensure every problem of a file is reported, not just the first.
 func TestParse_AllProblems(t *testing.T) {
 	t.Parallel()
-	_, err := Parse([]byte("mocks:\n  \"GET /a\": {status: 900}\n  \"BAD\": {}\n  \"GET /b\": {dta: 1}\n"), "m.yaml")
-	var le *LoadError
+	_, err := mockfile.Parse([]byte("mocks:\n  \"GET /a\": {status: 900}\n  \"BAD\": {}\n  \"GET /b\": {dta: 1}\n"), "m.yaml")
+	var le *mockfile.LoadError
 	if !errors.As(err, &le) {
-		t.Fatalf("err=%v, want *LoadError", err)
+		t.Fatalf("err=%v, want *mockfile.LoadError", err)
 	}
 	if got, want := len(le.Problems), 4; got != want { // BAD has no method and no path
 		t.Fatalf("problems=%d (%v), want %d", got, le.Problems, want)
@@ -208,7 +212,7 @@ func TestParse_AllProblems(t *testing.T) {
 // Ensure warnings (shadowed routes) do not stop a load.
 func TestParse_Warnings(t *testing.T) {
 	t.Parallel()
-	set, err := Parse([]byte("mocks:\n  \"GET /a/:id\": {}\n  \"GET /a/:name\": {}\n"), "m.yaml")
+	set, err := mockfile.Parse([]byte("mocks:\n  \"GET /a/:id\": {}\n  \"GET /a/:name\": {}\n"), "m.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,10 +221,10 @@ func TestParse_Warnings(t *testing.T) {
 	}
 }
 
-// Ensure the config section maps onto mock.Config with the seed's names.
+// Ensure the config section maps onto mock.Config with the TypeScript mock library's names.
 func TestParse_Config(t *testing.T) {
 	t.Parallel()
-	set, err := Parse([]byte(`
+	set, err := mockfile.Parse([]byte(`
 config:
   enabled: false
   delay: "100-400"
@@ -274,9 +278,9 @@ func TestParseDelay(t *testing.T) {
 		{"soon", mock.Delay{}, true},
 		{"-5", mock.Delay{}, true},
 	} {
-		got, err := ParseDelay(tc.in)
+		got, err := mockfile.ParseDelay(tc.in)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("ParseDelay(%q)=%v, %v; want %v, err=%v", tc.in, got, err, tc.want, tc.wantErr)
+			t.Errorf("mockfile.ParseDelay(%q)=%v, %v; want %v, err=%v", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -20,43 +23,77 @@ import (
 // maxRecordBody is the largest upstream body the recorder keeps.
 const maxRecordBody = 8 << 20
 
+// redacted replaces a secret in a recorded answer.
+const redacted = "[REDACTED]"
+
 // recorder is the proxy's transport under --record: it forwards each request to the target
 // and writes the exchange into a mock file (JSON when its name ends in .json, else YAML), one
 // route per method and path, the latest answer winning. The file is valid input for --file:
-// record once, replay offline.
+// record once, replay offline. Routes keep the order they were first recorded in, and bodies
+// the order of their keys; tokens in answers are redacted unless secrets is set.
 type recorder struct {
-	path   string
-	target *url.URL
-	next   http.RoundTripper
-	log    *slog.Logger
+	path    string
+	target  *url.URL
+	next    http.RoundTripper
+	log     *slog.Logger
+	secrets bool
 
 	mu    sync.Mutex
-	mocks map[string]any // route key → response spec
+	keys  []string              // route keys in the order first recorded
+	mocks map[string]*yaml.Node // route key → response spec
 }
 
-func newRecorder(path string, target *url.URL, next http.RoundTripper, log *slog.Logger) (*recorder, error) {
-	r := &recorder{path: path, target: target, next: next, log: log, mocks: map[string]any{}}
-	// Keep what an earlier run recorded into the same file.
+func newRecorder(path string, target *url.URL, next http.RoundTripper, log *slog.Logger, secrets bool) (*recorder, error) {
+	r := &recorder{path: path, target: target, next: next, log: log, secrets: secrets, mocks: map[string]*yaml.Node{}}
+	// Keep what an earlier run recorded into the same file, in its order.
 	if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
-		var f struct {
-			Mocks map[string]any `yaml:"mocks"`
+		var doc yaml.Node
+		if err := yaml.Unmarshal(b, &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("--record %s: the file exists and is not a mock file", path)
 		}
-		if err := yaml.Unmarshal(b, &f); err != nil {
-			return nil, fmt.Errorf("--record %s: the file exists and is not a mock file: %w", path, err)
-		}
-		for k, v := range f.Mocks {
-			r.mocks[k] = jsonable(v)
+		top := doc.Content[0]
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			if top.Content[i].Value != "mocks" || top.Content[i+1].Kind != yaml.MappingNode {
+				continue
+			}
+			m := top.Content[i+1]
+			for j := 0; j+1 < len(m.Content); j += 2 {
+				r.put(m.Content[j].Value, m.Content[j+1])
+			}
 		}
 	}
 	return r, nil
 }
 
-// skipHeaders are not recorded: hop-by-hop, computed or per-exchange headers.
+func (r *recorder) put(key string, spec *yaml.Node) {
+	if _, ok := r.mocks[key]; !ok {
+		r.keys = append(r.keys, key)
+	}
+	r.mocks[key] = spec
+}
+
+// skipHeaders are not recorded: hop-by-hop and computed headers, and the volatile ones a
+// replay must not answer as fixed values (dates, request ids, rate-limit counters, cookies).
 var skipHeaders = map[string]bool{
 	"Date": true, "Content-Length": true, "Connection": true, "Keep-Alive": true, "Transfer-Encoding": true,
 	"Content-Encoding": true, "Set-Cookie": true, "Access-Control-Allow-Origin": true,
-	"Access-Control-Allow-Credentials": true, "Vary": true, "Etag": true, "Last-Modified": true,
+	"Access-Control-Allow-Credentials": true, "Access-Control-Expose-Headers": true, "Vary": true,
+	"Etag": true, "Last-Modified": true, "X-Request-Id": true, "Retry-After": true, "Age": true,
 }
+
+// skipHeader reports whether a response header (canonical name) is not recorded.
+func skipHeader(k string) bool {
+	return skipHeaders[k] || strings.HasPrefix(k, "X-Ratelimit-") || strings.HasPrefix(k, "Ratelimit")
+}
+
+// secretHeaders carry credentials; their values are redacted unless --record-secrets.
+var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "X-Api-Key": true, "Cookie": true}
+
+// secretKey matches the JSON keys whose values are redacted: tokens, secrets, passwords, keys.
+var secretKey = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[_-]?key|authorization|credential|session)`)
+
+// jwtLike matches a JSON Web Token wherever it appears in a string.
+var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+`)
 
 // RoundTrip forwards req and records the answer.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -81,6 +118,12 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+func quoted(v string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Style: yaml.DoubleQuotedStyle}
+}
+
 func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 	p := req.URL.Path
 	if base := strings.TrimSuffix(r.target.Path, "/"); base != "" {
@@ -90,31 +133,52 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 		p = "/"
 	}
 	key := req.Method + " " + p
-	spec := map[string]any{"status": resp.StatusCode}
-	headers := map[string]string{}
-	for k, vs := range resp.Header {
-		if !skipHeaders[http.CanonicalHeaderKey(k)] && len(vs) > 0 {
-			headers[k] = vs[0]
+	spec := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(k string, v *yaml.Node) { spec.Content = append(spec.Content, scalar(k), v) }
+	add("status", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(resp.StatusCode)})
+
+	headers := &yaml.Node{Kind: yaml.MappingNode}
+	templated := bytes.Contains(body, []byte("{{"))
+	for _, k := range sortedKeys(resp.Header) {
+		vs := resp.Header[k]
+		if skipHeader(http.CanonicalHeaderKey(k)) || len(vs) == 0 {
+			continue
 		}
+		v := vs[0]
+		if !r.secrets && secretHeaders[http.CanonicalHeaderKey(k)] {
+			v = redacted
+		}
+		templated = templated || strings.Contains(v, "{{")
+		headers.Content = append(headers.Content, scalar(k), quoted(v))
 	}
-	if len(headers) > 0 {
-		spec["headers"] = headers
+	if len(headers.Content) > 0 {
+		add("headers", headers)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var data any
+	var data yaml.Node
 	switch {
 	case len(body) == 0:
-	case strings.Contains(mt, "json") && json.Unmarshal(body, &data) == nil:
-		spec["data"] = data
+	case strings.Contains(mt, "json") && json.Valid(body) && yaml.Unmarshal(body, &data) == nil && len(data.Content) == 1:
+		// JSON is YAML: the node keeps the keys in the order the upstream sent them.
+		d := data.Content[0]
+		blockStyle(d)
+		if !r.secrets {
+			redactNode(d, false)
+		}
+		add("data", d)
 	default:
-		spec["body"] = string(body)
+		s := string(body)
+		if !r.secrets {
+			s = jwtLike.ReplaceAllString(s, redacted)
+		}
+		add("body", quoted(s))
 	}
-	if bytes.Contains(body, []byte("{{")) || headersHaveTemplate(headers) {
-		spec["templating"] = false // replay the bytes as they came
+	if templated {
+		add("templating", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "false"}) // replay the bytes as they came
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.mocks[key] = spec
+	r.put(key, spec)
 	if err := r.write(); err != nil {
 		r.log.Error("record: write failed", "file", r.path, "err", err)
 		return
@@ -122,23 +186,66 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 	r.log.Info("recorded", "route", key, "status", resp.StatusCode, "file", r.path)
 }
 
-func headersHaveTemplate(h map[string]string) bool {
-	for _, v := range h {
-		if hasTemplate(v) {
-			return true
+func sortedKeys(h http.Header) []string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// blockStyle turns a node parsed from JSON (flow style) into block style, as a person would
+// write the file.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0 // scalars too: the encoder quotes a string that would read as another type
+
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+// redactNode replaces the values under secret-looking keys, and JWTs anywhere, by [REDACTED].
+func redactNode(n *yaml.Node, secret bool) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			redactNode(n.Content[i+1], secretKey.MatchString(n.Content[i].Value))
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			redactNode(c, secret)
+		}
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" || n.Tag == "!!bool" {
+			return
+		}
+		switch {
+		case secret:
+			n.Tag, n.Value, n.Style = "!!str", redacted, yaml.DoubleQuotedStyle
+		case n.Tag == "!!str" || n.Tag == "":
+			n.Value = jwtLike.ReplaceAllString(n.Value, redacted)
 		}
 	}
-	return false
 }
 
 // write replaces the file atomically (a temporary file renamed over it).
 func (r *recorder) write() error {
+	mocks := &yaml.Node{Kind: yaml.MappingNode}
+	for _, k := range r.keys {
+		mocks.Content = append(mocks.Content, quoted(k), r.mocks[k])
+	}
+	doc := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("mocks"), mocks}}
 	var out []byte
 	var err error
-	doc := map[string]any{"mocks": r.mocks}
 	if strings.EqualFold(filepath.Ext(r.path), ".json") {
-		out, err = json.MarshalIndent(doc, "", "  ")
-		out = append(out, '\n')
+		var buf bytes.Buffer
+		if err = nodeJSON(&buf, doc); err == nil {
+			var ind bytes.Buffer
+			if err = json.Indent(&ind, buf.Bytes(), "", "  "); err == nil {
+				out = append(ind.Bytes(), '\n')
+			}
+		}
 	} else {
 		out, err = yaml.Marshal(doc)
 	}
@@ -159,4 +266,52 @@ func (r *recorder) write() error {
 		return err
 	}
 	return os.Rename(tmp.Name(), r.path)
+}
+
+// nodeJSON writes a YAML node as JSON in its own key order: encoding/json writes every
+// scalar (decoded to its Go type by the YAML library) and every key; this only walks the tree.
+func nodeJSON(w *bytes.Buffer, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		w.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			k, err := json.Marshal(n.Content[i].Value)
+			if err != nil {
+				return err
+			}
+			w.Write(k)
+			w.WriteByte(':')
+			if err := nodeJSON(w, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+		w.WriteByte('}')
+	case yaml.SequenceNode:
+		w.WriteByte('[')
+		for i, c := range n.Content {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			if err := nodeJSON(w, c); err != nil {
+				return err
+			}
+		}
+		w.WriteByte(']')
+	case yaml.AliasNode:
+		return nodeJSON(w, n.Alias)
+	default:
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+	}
+	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
+	"github.com/acme/app/mock/wiremock"
 )
 
 // AdminPrefix is where the admin API lives.
@@ -23,23 +25,35 @@ const AdminPrefix = "/__mock/"
 
 // Options configures a Server.
 type Options struct {
-	// File is the mock file (YAML or JSON). Empty serves the built-in mock of this project's
-	// own /api.
+	// File is the mock file (YAML or JSON). Empty serves API, the built-in mock of this
+	// project's own /api (or, with no API, proxies everything to Target).
 	File string
+	// API answers every request no mock matches when File is empty: the real API handler
+	// (httpapi.NewServer) over a throwaway store, built by the caller. Mocks added through the
+	// admin API still answer first.
+	API http.Handler
 	// Target is where unmatched requests are proxied; nil answers them 404 ROUTE_MATCH_FAILED.
 	Target *url.URL
 	// Delay, when set, overrides the file's config.delay.
 	Delay *mock.Delay
 	// Record, when set, names a file every proxied exchange is written to as a mock.
 	Record string
+	// RecordSecrets keeps tokens, passwords and keys in recorded answers (redacted otherwise).
+	RecordSecrets bool
+	// CORSOrigins are origins (besides the file's config.cors.origins) whose requests get
+	// their origin echoed with credentials allowed; any other origin gets "*".
+	CORSOrigins []string
 	// NoCORS turns off the CORS headers and preflight answers (on by default).
 	NoCORS bool
+	// WireMock is a directory of WireMock stub mappings (mappings/*.json, __files/) served
+	// before the mocks; it wins over the file's wiremock key.
+	WireMock string
+	// AdminToken, when set, is the bearer token every admin request must carry.
+	AdminToken string
 	// LogRequests logs every request the interceptor answers.
 	LogRequests bool
 	// Logger receives reloads, record writes and request logs. Default slog.Default().
 	Logger *slog.Logger
-	// Version is reported by the built-in mock's /api/health.
-	Version string
 	// OnReload, when set, is told the outcome of every reload (tests).
 	OnReload func(error)
 	// Transport is what the proxy uses to reach Target (tests). Default http.DefaultTransport.
@@ -61,40 +75,55 @@ type Server struct {
 	ic    *mock.Interceptor
 	admin http.Handler
 
-	mu      sync.Mutex // guards the fields below and serialises reconfiguration
-	set     *Set       // the file's (or the built-in) mocks
-	runtime map[string]Route
+	mu      sync.Mutex    // guards the fields below and serialises reconfiguration
+	set     *mockfile.Set // the file's (or the built-in) mocks
+	runtime map[string]mockfile.Route
 	removed map[string]bool
-	// runtimeSeqs are the sequence counters of mocks added through the admin API.
-	runtimeSeqs []*atomic.Int64
+	// runtimeSets are the sets of mocks added through the admin API (their sequences).
+	runtimeSets []*mockfile.Set
 	ovr         overrides
 	loaded      time.Time
+
+	// cors is mock.CORSHandler around serveMocks, rebuilt when the file's origins change.
+	cors atomic.Pointer[http.Handler]
+	// wm are the WireMock mappings (nil: none); wmProblems what they could not serve.
+	wm         atomic.Pointer[wiremock.Stubs]
+	wmProblems []wiremock.Problem
+	// next answers what the WireMock mappings miss: the interceptor, or nil (WireMock's own
+	// 404) when there is nothing else to serve.
+	next http.Handler
 }
 
-// New loads the mock file (a *LoadError when it is invalid) and builds the server.
+// New loads the mock file (a *mockfile.LoadError when it is invalid) and builds the server.
 func New(opts Options) (*Server, error) {
-	s := &Server{opts: opts, log: opts.Logger, runtime: map[string]Route{}, removed: map[string]bool{}}
+	s := &Server{opts: opts, log: opts.Logger, runtime: map[string]mockfile.Route{}, removed: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	var set *Set
+	var set *mockfile.Set
 	if opts.File != "" {
 		var err error
-		if set, err = LoadFile(opts.File); err != nil {
+		if set, err = mockfile.LoadFile(opts.File); err != nil {
 			return nil, err
 		}
 	} else {
-		set = Builtin(opts.Version)
+		if opts.API == nil && opts.Target == nil && opts.WireMock == "" {
+			return nil, errors.New("mockserver: nothing to serve: no file, no API handler, no target and no WireMock mappings")
+		}
+		set = &mockfile.Set{Config: mock.DefaultConfig()}
 	}
 	s.ovr.delay = opts.Delay
 	icOpts := []mock.Option{mock.WithLogger(s.log)}
+	if opts.API != nil {
+		icOpts = append(icOpts, mock.WithFallback(opts.API))
+	}
 	if opts.Target != nil {
 		rt := opts.Transport
 		if rt == nil {
 			rt = http.DefaultTransport
 		}
 		if opts.Record != "" {
-			rec, err := newRecorder(opts.Record, opts.Target, rt, s.log)
+			rec, err := newRecorder(opts.Record, opts.Target, rt, s.log, opts.RecordSecrets)
 			if err != nil {
 				return nil, err
 			}
@@ -109,14 +138,60 @@ func New(opts Options) (*Server, error) {
 		_ = s.ic.Close()
 		return nil, err
 	}
+	if opts.File != "" || opts.API != nil || opts.Target != nil {
+		s.next = s.ic
+	}
+	if err := s.loadWireMock(set); err != nil {
+		_ = s.ic.Close()
+		return nil, err
+	}
 	s.admin = s.adminHandler()
 	return s, nil
 }
 
+// loadWireMock (re)loads the WireMock mappings named by --wiremock or the file, logging
+// what they cannot serve. Callers hold s.mu or own s.
+func (s *Server) loadWireMock(set *mockfile.Set) error {
+	dir := s.opts.WireMock
+	if dir == "" {
+		dir = set.WireMock
+	}
+	if dir == "" {
+		s.wm.Store(nil)
+		s.wmProblems = nil
+		return nil
+	}
+	stubs, problems, err := wiremock.Load(dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems {
+		s.log.Warn("wiremock mapping not served", "problem", p.String())
+	}
+	s.wm.Store(stubs)
+	s.wmProblems = problems
+	return nil
+}
+
+// WireMockProblems returns what the WireMock mappings ask for and the server does not do.
+func (s *Server) WireMockProblems() []wiremock.Problem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wmProblems
+}
+
+// WireMockMappings is the number of WireMock mappings served.
+func (s *Server) WireMockMappings() int {
+	if wm := s.wm.Load(); wm != nil {
+		return wm.Len()
+	}
+	return 0
+}
+
 // config returns the interceptor configuration for set under the flags and overrides.
-func (s *Server) config(set *Set) mock.Config {
+func (s *Server) config(set *mockfile.Set) mock.Config {
 	cfg := set.Config
-	if s.opts.Target != nil && !set.FallbackSet {
+	if (s.opts.Target != nil || s.opts.API != nil) && !set.FallbackSet {
 		cfg.FallbackToNetwork = true
 	}
 	if s.opts.LogRequests {
@@ -131,11 +206,15 @@ func (s *Server) config(set *Set) mock.Config {
 	if s.ovr.fallback != nil {
 		cfg.FallbackToNetwork = *s.ovr.fallback
 	}
+	cfg.Cache.Routes = set.CacheRoutes()
+	for k, r := range s.runtime {
+		cfg.Cache.Routes[k] = r.Cache
+	}
 	return cfg
 }
 
 // definitions merges the set, minus removed routes, with the runtime mocks (which win).
-func (s *Server) definitions(set *Set) mock.Definitions {
+func (s *Server) definitions(set *mockfile.Set) mock.Definitions {
 	defs := set.Definitions()
 	for k := range s.removed {
 		delete(defs, k)
@@ -148,13 +227,13 @@ func (s *Server) definitions(set *Set) mock.Definitions {
 
 // apply swaps set in. The interceptor takes the new configuration and routes as one
 // snapshot: requests in flight finish on the old one. Callers hold s.mu or own s.
-func (s *Server) apply(set *Set) error {
+func (s *Server) apply(set *mockfile.Set) error {
 	if err := s.ic.Configure(s.config(set), s.definitions(set)); err != nil {
 		var me *mock.Error
 		if errors.As(err, &me) && me.Validation != nil {
-			le := &LoadError{File: s.opts.File}
+			le := &mockfile.LoadError{File: s.opts.File}
 			for _, e := range me.Validation.Errors {
-				le.Problems = append(le.Problems, Problem{Route: e.Route, Code: e.Code, Message: e.Message, Severity: mock.SeverityError})
+				le.Problems = append(le.Problems, mockfile.Problem{Route: e.Route, Code: e.Code, Message: e.Message, Severity: mock.SeverityError})
 			}
 			return le
 		}
@@ -162,64 +241,75 @@ func (s *Server) apply(set *Set) error {
 	}
 	s.set = set
 	s.loaded = time.Now()
+	h := mock.CORSHandler(s.corsOptions(set), http.HandlerFunc(s.serveMocks))
+	s.cors.Store(&h)
 	return nil
 }
 
 // ServeHTTP answers CORS preflights, the admin API under /__mock/, and everything else from
 // the mocks (or the target).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !s.opts.NoCORS && cors(w, r) {
+	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" || r.URL.Path == wiremockReset {
+		s.admin.ServeHTTP(w, r) // never CORS: no other origin may read or drive it
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, AdminPrefix) || r.URL.Path == "/__mock" {
-		s.admin.ServeHTTP(w, r)
+	if s.opts.NoCORS {
+		s.serveMocks(w, r)
+		return
+	}
+	(*s.cors.Load()).ServeHTTP(w, r)
+}
+
+// corsOptions is the CORS of the served answers (mock.CORSHandler): an origin listed in
+// --cors-origin or config.cors.origins is echoed with credentials allowed, so a front end on
+// another port works with cookies and Authorization headers alike; any other origin gets "*"
+// without credentials, so no page can read an answer as the user. Preflights are answered
+// for every path, with the requested headers echoed.
+func (s *Server) corsOptions(set *mockfile.Set) mock.CORSOptions {
+	origins := append(append(append([]string{}, s.opts.CORSOrigins...), set.CORSOrigins...), "*")
+	return mock.CORSOptions{
+		AllowOrigins:     origins,
+		AllowMethods:     []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"},
+		AllowHeaders:     []string{"*"},
+		ExposeHeaders:    []string{"*"},
+		AllowCredentials: true,
+		MaxAge:           10 * time.Minute,
+	}
+}
+
+// serveMocks answers from the WireMock mappings, then the interceptor (mocks, API, target).
+func (s *Server) serveMocks(w http.ResponseWriter, r *http.Request) {
+	if wm := s.wm.Load(); wm != nil {
+		wm.ServeNext(w, r, s.next)
 		return
 	}
 	s.ic.ServeHTTP(w, r)
 }
 
-// cors sets the CORS headers on every answer and answers preflights itself (true). The
-// request's Origin is echoed with credentials allowed, so a browser front end on another
-// port works with cookies and Authorization headers alike.
-func cors(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Allow-Credentials", "true")
-	h.Add("Vary", "Origin")
-	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-		h.Set("Access-Control-Expose-Headers", "*")
-		return false
-	}
-	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS")
-	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-		h.Set("Access-Control-Allow-Headers", req)
-	} else {
-		h.Set("Access-Control-Allow-Headers", "*")
-	}
-	h.Set("Access-Control-Max-Age", "600")
-	h.Add("Vary", "Access-Control-Request-Method")
-	h.Add("Vary", "Access-Control-Request-Headers")
-	w.WriteHeader(http.StatusNoContent)
-	return true
-}
-
 // Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps
-// the current mocks and returns why (a *LoadError).
+// the current mocks and returns why (a *mockfile.LoadError).
 func (s *Server) Reload() error {
+	if s.opts.File == "" && s.opts.WireMock != "" {
+		s.mu.Lock()
+		err := s.loadWireMock(s.set) // the mappings are all there is to re-read
+		s.mu.Unlock()
+		if s.opts.OnReload != nil {
+			s.opts.OnReload(err)
+		}
+		return err
+	}
 	if s.opts.File == "" {
 		return errors.New("the built-in mock has no file to reload")
 	}
-	set, err := LoadFile(s.opts.File)
+	set, err := mockfile.LoadFile(s.opts.File)
 	if err == nil {
 		s.mu.Lock()
 		removed := s.removed
 		s.removed = map[string]bool{} // the file is the truth again: removed file mocks come back
 		if err = s.apply(set); err != nil {
 			s.removed = removed
+		} else {
+			err = s.loadWireMock(set)
 		}
 		s.mu.Unlock()
 	}
@@ -301,7 +391,7 @@ func (s *Server) Watch(ctx context.Context) error {
 func (s *Server) RouteKeys() []string { return s.ic.Mocks() }
 
 // Warnings returns the warnings of the loaded set.
-func (s *Server) Warnings() []Problem {
+func (s *Server) Warnings() []mockfile.Problem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.set.Warnings

@@ -3,10 +3,12 @@ package mockserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/mockfile"
 )
 
 const templFile = `
@@ -282,8 +285,8 @@ func TestHotReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := wait()
-	var le *LoadError
-	if !errors.As(err, &le) || le.Problems[0].Code != CodeStatus {
+	var le *mockfile.LoadError
+	if !errors.As(err, &le) || le.Problems[0].Code != mockfile.CodeStatus {
 		t.Fatalf("invalid edit: err=%v, want a LoadError with INVALID_STATUS", err)
 	}
 	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"v":2}` {
@@ -303,27 +306,37 @@ func writeAtomically(t *testing.T, path, content string) {
 	}
 }
 
-// Ensure preflights are answered with the CORS headers and simple requests carry them.
+// Ensure preflights are answered with the CORS headers and simple requests carry them: a
+// listed origin (flag or config.cors.origins) is echoed with credentials, any other gets "*"
+// without credentials.
 func TestCORS(t *testing.T) {
 	t.Parallel()
-	_, hs, _ := newTestServer(t, "m.yaml", yamlFile, nil)
-	a := do(t, "OPTIONS", hs.URL+"/users/1", "", "Origin", "http://localhost:5173",
-		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type")
-	if a.status != 204 {
-		t.Fatalf("preflight status=%d", a.status)
-	}
-	h := a.header
-	if h.Get("Access-Control-Allow-Origin") != "http://localhost:5173" || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
-		h.Get("Access-Control-Allow-Headers") != "authorization,content-type" || h.Get("Access-Control-Allow-Credentials") != "true" {
-		t.Fatalf("preflight headers=%v", h)
-	}
-	a = do(t, "GET", hs.URL+"/users/1", "", "Origin", "http://localhost:5173")
-	if a.header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
-		t.Fatalf("simple request headers=%v", a.header)
+	file := strings.Replace(yamlFile, "config:\n", "config:\n  cors: {origins: [\"http://from-file.test\"]}\n", 1)
+	_, hs, _ := newTestServer(t, "m.yaml", file, func(o *Options) { o.CORSOrigins = []string{"http://localhost:5173"} })
+	for _, tc := range []struct {
+		name, origin, wantOrigin, wantCreds string
+	}{
+		{"FlagOrigin", "http://localhost:5173", "http://localhost:5173", "true"},
+		{"FileOrigin", "http://from-file.test", "http://from-file.test", "true"},
+		{"OtherOrigin", "https://evil.example", "*", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, "OPTIONS", hs.URL+"/users/1", "", "Origin", tc.origin,
+				"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type")
+			h := a.header
+			if a.status != 204 || h.Get("Access-Control-Allow-Origin") != tc.wantOrigin || !strings.Contains(h.Get("Access-Control-Allow-Methods"), "POST") ||
+				h.Get("Access-Control-Allow-Headers") != "authorization,content-type" || h.Get("Access-Control-Allow-Credentials") != tc.wantCreds {
+				t.Fatalf("preflight %d headers=%v", a.status, h)
+			}
+			a = do(t, "GET", hs.URL+"/users/1", "", "Origin", tc.origin)
+			if a.header.Get("Access-Control-Allow-Origin") != tc.wantOrigin || a.header.Get("Access-Control-Allow-Credentials") != tc.wantCreds {
+				t.Fatalf("simple request headers=%v", a.header)
+			}
+		})
 	}
 
 	_, off, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.NoCORS = true })
-	a = do(t, "GET", off.URL+"/users/1", "", "Origin", "http://localhost:5173")
+	a := do(t, "GET", off.URL+"/users/1", "", "Origin", "http://localhost:5173")
 	if a.header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatal("--no-cors still sent CORS headers")
 	}
@@ -357,7 +370,7 @@ func TestRecordJSON(t *testing.T) {
 	if err != nil || !json.Valid(b) || !strings.Contains(string(b), `"POST /things"`) {
 		t.Fatalf("recorded %s, %v", b, err)
 	}
-	if _, err := LoadFile(rec); err != nil {
+	if _, err := mockfile.LoadFile(rec); err != nil {
 		t.Fatalf("recorded file does not load: %v", err)
 	}
 }
@@ -368,7 +381,10 @@ func TestOptionsRefused(t *testing.T) {
 	if _, err := New(Options{Record: "x.yaml", Logger: quiet}); err == nil {
 		t.Fatal("--record without --target was accepted")
 	}
-	s, err := New(Options{Logger: quiet})
+	if _, err := New(Options{Logger: quiet}); err == nil {
+		t.Fatal("no file, no API and no target was accepted")
+	}
+	s, err := New(Options{Logger: quiet, API: http.NotFoundHandler()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,5 +413,217 @@ func TestReload_InFlightFinishesOnOldSet(t *testing.T) {
 	}
 	if a := do(t, "GET", hs.URL+"/slow", ""); a.body != `{"v":2}` {
 		t.Fatalf("after reload = %s, want {\"v\":2}", a.body)
+	}
+}
+
+// Ensure the cache never serves an old answer: a reload (and a restart on the persisted
+// bbolt file) answers the new body; POST, non-2xx answers, sequences, generators and delay
+// ranges are not cached unless the file opts in (config.cache, cache: true).
+func TestCache_NeverStale(t *testing.T) {
+	t.Parallel()
+	const file = `config:
+  persistence: {enabled: true, storage: indexeddb, dir: %q}
+  %s
+mocks:
+  "GET /v": {data: {version: %d}}
+  "POST /p": {data: {n: "{{int 1 1000000000}}"}}
+  "GET /missing": {status: 404, data: {n: "{{int 1 1000000000}}"}, cache: %s}
+  "GET /seq": {sequence: [{data: {step: 1}}, {data: {step: 2}}]}
+  "GET /seqcached": {sequence: [{data: {step: 1}}, {data: {step: 2}}], cache: true}
+  "GET /uuid": {data: {id: "{{uuid}}"}}
+  "GET /slow": {data: {id: "{{.Query.x}}"}, delay: [0, 1]}
+`
+	dir := t.TempDir()
+	write := func(path string, version int, rules, missing string) {
+		writeAtomically(t, path, fmt.Sprintf(file, dir, rules, version, missing))
+	}
+	s, hs, path := newTestServer(t, "m.yaml", fmt.Sprintf(file, dir, "", 1, "false"), nil)
+	same := func(p, method string) bool {
+		a, b := do(t, method, hs.URL+p, ""), do(t, method, hs.URL+p, "")
+		return a.body == b.body
+	}
+	for _, tc := range []struct {
+		path, method string
+		cached       bool
+	}{
+		{"/v", "GET", true}, {"/p", "POST", false}, {"/missing", "GET", false}, {"/seq", "GET", false},
+		{"/seqcached", "GET", true}, {"/uuid", "GET", false},
+	} {
+		if got := same(tc.path, tc.method); got != tc.cached {
+			t.Errorf("%s %s: the second answer equals the first: %v, want %v", tc.method, tc.path, got, tc.cached)
+		}
+	}
+	do(t, "POST", hs.URL+"/__mock/reset", "")
+	do(t, "GET", hs.URL+"/slow?x=1", "")
+	do(t, "GET", hs.URL+"/slow?x=1", "")
+	if st := decode[map[string]any](t, do(t, "GET", hs.URL+"/__mock/stats", "")); st["cacheHitRate"] != nil && st["cacheHitRate"].(float64) != 0 {
+		t.Errorf("a route with a delay range was answered from the cache: %v", st["cacheHitRate"])
+	}
+	write(path, 2, "", "false")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"version":2}` {
+		t.Fatalf("after reload: %s", a.body)
+	}
+	hs.Close()
+	s.Close()
+
+	// A restart on the persisted file: the changed route answers fresh.
+	write(path, 3, "", "false")
+	s2, err := New(Options{Logger: quiet, File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	hs2 := httptest.NewServer(s2)
+	defer hs2.Close()
+	if a := do(t, "GET", hs2.URL+"/v", ""); a.body != `{"version":3}` {
+		t.Fatalf("after restart: %s", a.body)
+	}
+
+	// Opt-in: every method and status, and a dynamic route that says cache: true.
+	_, hs3, _ := newTestServer(t, "m.yaml", fmt.Sprintf(file, t.TempDir(), `cache: {methods: ["*"], statuses: ["*"]}`, 1, "true"), nil)
+	for _, p := range []string{"/p", "/missing"} {
+		method := map[string]string{"/p": "POST", "/missing": "GET"}[p]
+		a, b := do(t, method, hs3.URL+p, ""), do(t, method, hs3.URL+p, "")
+		if p == "/p" && a.body == b.body {
+			t.Errorf("POST /p has a generator and no cache: true, yet was cached")
+		}
+		if p == "/missing" && a.body != b.body {
+			t.Errorf("GET /missing (404, cache: true, statuses *) was not cached")
+		}
+	}
+}
+
+// Ensure WireMock mappings named by the file's wiremock key are served before the file's
+// mocks, a miss falls through to the mocks, and WireMock's scenario reset is an admin call.
+func TestWireMock_BesideTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wm := filepath.Join(dir, "wm", "mappings")
+	if err := os.MkdirAll(wm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(wm, "s.json"), []byte(`{"mappings":[
+		{"scenarioName":"s","requiredScenarioState":"Started","newScenarioState":"done","request":{"method":"POST","urlPath":"/users/1"},"response":{"status":202,"body":"moved"}},
+		{"request":{"method":"GET","urlPath":"/users/1"},"response":{"status":200,"jsonBody":{"from":"wiremock"}}}]}`), 0o644)
+	path := filepath.Join(dir, "m.yaml")
+	os.WriteFile(path, []byte("wiremock: wm\n"+yamlFile), 0o644)
+	s, err := New(Options{Logger: quiet, File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	if a := do(t, "GET", hs.URL+"/users/1", ""); a.body != `{"from":"wiremock"}` {
+		t.Fatalf("the mapping did not answer first: %s", a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/users/2", ""); !strings.Contains(a.body, `"kind":"user"`) {
+		t.Fatalf("a miss did not fall through to the file's mocks: %s", a.body)
+	}
+	if a := do(t, "POST", hs.URL+"/users/1", ""); a.status != 202 {
+		t.Fatalf("scenario step: %d", a.status)
+	}
+	if a := do(t, "POST", hs.URL+"/__admin/scenarios/reset", "", "Origin", "https://evil.example"); a.status != 403 {
+		t.Fatalf("cross-origin scenario reset: %d", a.status)
+	}
+	if a := do(t, "POST", hs.URL+"/__admin/scenarios/reset", ""); a.status != 200 {
+		t.Fatalf("scenario reset: %d %s", a.status, a.body)
+	}
+	if a := do(t, "POST", hs.URL+"/users/1", ""); a.status != 202 {
+		t.Fatalf("the scenario did not start again after reset: %d", a.status)
+	}
+}
+
+// Ensure a recording keeps the upstream's key order and the order routes were recorded in,
+// does not replay volatile headers, and redacts tokens unless RecordSecrets is set; in YAML
+// and in JSON.
+func TestRecord_OrderVolatileSecrets(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("X-Request-Id", "req-123")
+		h.Set("X-RateLimit-Remaining", "99")
+		h.Set("Set-Cookie", "s=1")
+		h.Set("X-Kept", "yes")
+		w.Write([]byte(`{"zeta":1,"alpha":{"accessToken":"abc","nested":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"},"mid":[3,2,1]}`))
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	for _, tc := range []struct {
+		name    string
+		file    string
+		secrets bool
+	}{
+		{"YAML", "rec.yaml", false},
+		{"JSON", "rec.json", false},
+		{"YAMLSecrets", "rec.yaml", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := filepath.Join(t.TempDir(), tc.file)
+			_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec; o.RecordSecrets = tc.secrets })
+			do(t, "GET", hs.URL+"/second", "")
+			do(t, "GET", hs.URL+"/first", "")
+			do(t, "GET", hs.URL+"/second", "")
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(b)
+			first := strings.Index(text, "GET /first")
+			if s := strings.Index(text, "GET /second"); s < 0 || first < s {
+				t.Fatalf("routes out of recording order:\n%s", text)
+			}
+			last := first
+			for _, w := range []string{"zeta", "alpha", "mid"} {
+				i := strings.Index(text[first:], w) + first
+				if i < last {
+					t.Fatalf("%q missing or out of the upstream's order in:\n%s", w, text)
+				}
+				last = i
+			}
+			for _, gone := range []string{"req-123", "X-Ratelimit", "X-RateLimit", "Set-Cookie"} {
+				if strings.Contains(text, gone) {
+					t.Errorf("the recording replays %q:\n%s", gone, text)
+				}
+			}
+			if !strings.Contains(text, "X-Kept") {
+				t.Errorf("an ordinary header was dropped:\n%s", text)
+			}
+			hasSecret := strings.Contains(text, "abc") || strings.Contains(text, "eyJhbGciOiJIUzI1NiJ9")
+			if hasSecret != tc.secrets {
+				t.Errorf("secrets kept: %v, want %v:\n%s", hasSecret, tc.secrets, text)
+			}
+			// The recording replays.
+			_, replay, _ := newTestServer(t, "replay"+filepath.Ext(tc.file), text, nil)
+			if a := do(t, "GET", replay.URL+"/first", ""); a.status != 200 || !strings.HasPrefix(a.body, `{"zeta":1,"alpha":`) {
+				t.Fatalf("replay: %d %s", a.status, a.body)
+			}
+		})
+	}
+}
+
+// Ensure POST /__mock/reload re-reads the WireMock mappings when they are all there is.
+func TestReload_WireMockOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(body string) {
+		os.MkdirAll(filepath.Join(dir, "mappings"), 0o755)
+		writeAtomically(t, filepath.Join(dir, "mappings", "a.json"), `{"request":{"urlPath":"/a"},"response":{"body":"`+body+`"}}`)
+	}
+	write("one")
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.WireMock = dir })
+	if a := do(t, "GET", hs.URL+"/a", ""); a.body != "one" {
+		t.Fatalf("first: %q", a.body)
+	}
+	write("two")
+	if a := do(t, "POST", hs.URL+"/__mock/reload", ""); a.status != 200 {
+		t.Fatalf("reload: %d %s", a.status, a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/a", ""); a.body != "two" {
+		t.Fatalf("after reload: %q", a.body)
 	}
 }

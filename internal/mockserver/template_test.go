@@ -2,82 +2,53 @@ package mockserver
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
-	"reflect"
+	"strings"
 	"testing"
-
-	"github.com/acme/app/mock"
 )
 
-// Ensure the fast path renders exactly what text/template renders, and is taken only for
-// plain lookups.
-func TestTemplate_FastPathMatchesTextTemplate(t *testing.T) {
+// Ensure templates run with bounds: a count written into the template over the limit is
+// refused when the mock is added (400), a count reached at run time or an answer over 10 MB
+// is a 500 HANDLER_EXECUTION_ERROR and the server goes on, and {{.Body.x}} on a body that
+// is not a JSON object answers 400 naming the route.
+func TestTemplate_Bounds(t *testing.T) {
 	t.Parallel()
-	req := &mock.Request{
-		Params: map[string]string{"id": "42"},
-		Query:  url.Values{"page": {"2", "3"}},
-		Header: http.Header{"Authorization": {"Bearer t"}},
-	}
+	_, hs, _ := newTestServer(t, "m.yaml", "mocks: {}\n", nil)
 	for _, tc := range []struct {
-		text     string
-		wantFast bool
-		want     string
+		name, spec string
+		wantAdd    int
+		body       string
+		wantStatus int
+		wantIn     string
 	}{
-		{"{{.Params.id}}", true, "42"},
-		{"/users/{{.Params.id}}?p={{.Query.page}}", true, "/users/42?p=2"},
-		{"{{ .Headers.Authorization }}|{{.Headers.authorization}}", true, "Bearer t|Bearer t"},
-		{"{{.Params.nope}}{{.Query.nope}}{{.Headers.Nope}}", true, ""},
-		{"{{.Params.id | upper}}", false, "42"},
-		{"{{- .Params.id -}}", false, "42"},
-		{"{{uuid | len}}", false, "36"},
+		{"SeqLiteral", `{"body": "{{len (seq 2000000000)}}"}`, 400, "", 0, ""},
+		{"StringLiteral", `{"body": "{{string 20000}}"}`, 400, "", 0, ""},
+		{"RangeLiteral", `{"body": "{{range 20000}}x{{end}}"}`, 400, "", 0, ""},
+		{"SeqAtLimit", `{"body": "{{len (seq 10000)}}"}`, 201, "", 200, "10000"},
+		{"NestedRanges", `{"body": "{{range 10000}}{{range seq 10000}}{{end}}{{end}}"}`, 400, "", 0, ""},
+		{"NestedRunTimeCount", `{"body": "{{range 200}}{{range seq (int 1 5)}}{{end}}{{end}}"}`, 400, "", 0, ""},
+		{"NestedSmall", `{"body": "{{range 100}}{{range seq 100}}.{{end}}{{end}}"}`, 201, "", 200, ".........."},
+		{"SeqAtRunTime", `{"body": "{{len (seq (int 20000 30000))}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		{"AnswerTooLarge", `{"body": "{{range seq 10000}}{{string 10000}}{{end}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		{"BodyFieldOnArray", `{"data": {"email": "{{.Body.email}}"}}`, 201, `[1,2]`, 400, "POST /bounds-BodyFieldOnArray"},
+		{"BodyFieldOnText", `{"data": {"email": "{{.Body.email}}"}}`, 201, `plain`, 400, "not a JSON object"},
+		{"BodyFieldOnObject", `{"data": {"email": "{{.Body.email}}"}}`, 201, `{"email":"a@b.c"}`, 200, "a@b.c"},
 	} {
-		tm, err := parseTemplate("t", tc.text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := tm.segs != nil; got != tc.wantFast {
-			t.Errorf("%q: fast=%v, want %v", tc.text, got, tc.wantFast)
-		}
-		got, err := tm.exec(newView(req))
-		if err != nil || got != tc.want {
-			t.Errorf("%q: got %q, %v; want %q", tc.text, got, err, tc.want)
-		}
-		slow := &tmpl{t: tm.t}
-		if s, _ := slow.exec(newView(req)); s != got {
-			t.Errorf("%q: fast %q != text/template %q", tc.text, got, s)
-		}
-	}
-}
-
-// Ensure .Body reads a JSON text body, a form and plain text as before, and that a view
-// parses the body once: later calls answer the same value.
-func TestTemplate_BodyParsedOnce(t *testing.T) {
-	t.Parallel()
-	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
-	for _, tc := range []struct {
-		body   any
-		header http.Header
-		want   any
-	}{
-		{nil, nil, map[string]any{}},
-		{`{"email":"a@b.c"}`, nil, map[string]any{"email": "a@b.c"}},
-		{"null", nil, nil},
-		{"a=1&b=2&a=3", form, map[string]any{"a": "1", "b": "2"}},
-		{"plain text", nil, "plain text"},
-		{map[string]any{"x": 1.0}, nil, map[string]any{"x": 1.0}},
-	} {
-		v := newView(&mock.Request{Body: tc.body, Header: tc.header})
-		first := v.Body()
-		if !reflect.DeepEqual(first, tc.want) {
-			t.Errorf("%v: Body()=%#v, want %#v", tc.body, first, tc.want)
-		}
-		if m, ok := first.(map[string]any); ok {
-			if again := v.Body().(map[string]any); fmt.Sprintf("%p", again) != fmt.Sprintf("%p", m) {
-				t.Errorf("%v: the second Body() built a new map", tc.body)
+		t.Run(tc.name, func(t *testing.T) {
+			route := "POST /bounds-" + tc.name
+			a := do(t, "POST", hs.URL+"/__mock/mocks", fmt.Sprintf(`{%q: %s}`, route, tc.spec))
+			if a.status != tc.wantAdd {
+				t.Fatalf("add: %d %s, want %d", a.status, a.body, tc.wantAdd)
 			}
-		} else if again := v.Body(); again != first {
-			t.Errorf("%v: the second Body()=%#v, want %#v", tc.body, again, first)
-		}
+			if tc.wantStatus == 0 {
+				return
+			}
+			a = do(t, "POST", hs.URL+"/bounds-"+tc.name, tc.body, "Content-Type", "text/plain")
+			if a.status != tc.wantStatus || !strings.Contains(a.body, tc.wantIn) {
+				t.Fatalf("answer %d %.300s, want %d with %q", a.status, a.body, tc.wantStatus, tc.wantIn)
+			}
+		})
+	}
+	if a := do(t, "GET", hs.URL+"/__mock/stats", ""); a.status != 200 {
+		t.Fatalf("the server is not answering after the bounds: %d", a.status)
 	}
 }

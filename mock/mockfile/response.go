@@ -1,7 +1,11 @@
-package mockserver
+package mockfile
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
 	"sync/atomic"
 
 	"github.com/acme/app/mock"
@@ -110,7 +114,20 @@ func (r *response) respond(req *mock.Request) (*mock.Response, error) {
 }
 
 func (r *response) handler() mock.Handler {
-	return func(_ context.Context, req *mock.Request) (*mock.Response, error) { return r.respond(req) }
+	return func(_ context.Context, req *mock.Request) (*mock.Response, error) { return r.answer(req) }
+}
+
+// answer is respond, with a template that read {{.Body.x}} of a request body that is not a
+// JSON object answered 400 in the error envelope, naming the route (any other template
+// failure stays an error: 500 HANDLER_EXECUTION_ERROR).
+func (r *response) answer(req *mock.Request) (*mock.Response, error) {
+	resp, err := r.respond(req)
+	if !errors.Is(err, errBodyNotObject) {
+		return resp, err
+	}
+	b, _ := json.Marshal(map[string]any{"statusCode": http.StatusBadRequest, "error": "Bad Request",
+		"message": fmt.Sprintf("%s: %v", req.Route, err)})
+	return &mock.Response{Status: http.StatusBadRequest, Headers: map[string]string{"Content-Type": "application/json"}, Body: b}, nil
 }
 
 // sequenceHandler answers the steps in turn; the last one repeats (as Hoverfly's sequences do).
@@ -122,6 +139,6 @@ func sequenceHandler(steps []*response, n *atomic.Int64) mock.Handler {
 			i = last
 			n.Store(last + 1) // keep the counter bounded
 		}
-		return steps[i].respond(req)
+		return steps[i].answer(req)
 	}
 }

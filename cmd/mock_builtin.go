@@ -1,0 +1,122 @@
+package cmd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/demo"
+)
+
+// builtinRateLimit is the built-in mock's request limit per client and window: high enough
+// that a front end (or a load test) never meets it; the server's own limits are a
+// configuration matter the mock does not imitate.
+const builtinRateLimit = 1 << 30
+
+// builtinAPI is the built-in mock's /api: the real handlers over a throwaway embedded store in
+// a temporary directory, fake AI providers on loopback and the demo data set.
+type builtinAPI struct {
+	handler http.Handler
+	svc     *services
+	fakes   *fakeTB
+	dir     string
+	seeded  *demo.Report
+}
+
+// openBuiltinAPI builds the built-in mock's API. The configuration is the defaults, except:
+// the data directory is a new temporary directory, the JWT secret is random (tokens die with
+// the process, as the data does), bcrypt runs at its cheapest cost, the rate limits are out of
+// reach, and every AI provider is a fake that answers each call like the real provider.
+func openBuiltinAPI(ctx context.Context, f *factory) (_ *builtinAPI, err error) {
+	cfg, err := config.Load(nil, func(string) string { return "" })
+	if err != nil {
+		return nil, err
+	}
+	b := &builtinAPI{fakes: &fakeTB{}}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	if b.dir, err = os.MkdirTemp("", "app-mock-"); err != nil {
+		return nil, fmt.Errorf("built-in mock: %w", err)
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	cfg.DataDir = b.dir
+	cfg.JWT.Secret = hex.EncodeToString(secret)
+	cfg.Auth.BcryptCost = 4
+	cfg.RateLimit.Limit, cfg.RateLimit.AuthLimit = builtinRateLimit, builtinRateLimit
+	for name, p := range map[string]*config.Provider{"openai": &cfg.AI.OpenAI, "anthropic": &cfg.AI.Anthropic, "gemini": &cfg.AI.Gemini} {
+		fake := aitest.New(b.fakes, name)
+		p.BaseURL, p.APIKey = fake.BaseURL(), "mock-"+name+"-key"
+	}
+	mf := &factory{in: f.in, out: f.out, errOut: f.errOut, getenv: f.getenv, cfg: cfg, log: f.log}
+	if b.svc, err = openServices(ctx, mf, true); err != nil {
+		return nil, fmt.Errorf("built-in mock: %w", err)
+	}
+	if b.seeded, err = demo.Load(ctx, demoDeps(b.svc, cfg)); err != nil {
+		return nil, fmt.Errorf("built-in mock: %w", err)
+	}
+	b.handler = apiHandler(cfg, f.log, b.svc)
+	return b, nil
+}
+
+// demoDeps are the services and databases the demo data set is written through.
+func demoDeps(svc *services, cfg *config.Config) demo.Deps {
+	return demo.Deps{Auth: svc.auth, Templates: svc.templates, App: svc.store.DB(cfg.MongoDB.Database), Spaces: svc.store.Client()}
+}
+
+// close stops the services, the store and the fakes, and removes the temporary directory.
+func (b *builtinAPI) close() {
+	if b.svc != nil {
+		_ = b.svc.close()
+	}
+	b.fakes.cleanup()
+	if b.dir != "" {
+		_ = os.RemoveAll(b.dir)
+	}
+}
+
+// fakeTB lets the fake providers of aitest run outside a test: they use a testing.TB to
+// register their shutdown (Cleanup) and to mark helpers. The reporting methods are no-ops
+// here (a fake's complaint about a request is an answer to that request, not a test
+// failure); a method not defined below would panic on the embedded nil interface.
+type fakeTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+func (t *fakeTB) Helper()                   {}
+func (t *fakeTB) Name() string              { return "app-mock-serve" }
+func (t *fakeTB) Log(...any)                {}
+func (t *fakeTB) Logf(string, ...any)       {}
+func (t *fakeTB) Error(...any)              {}
+func (t *fakeTB) Errorf(string, ...any)     {}
+func (t *fakeTB) Failed() bool              { return false }
+func (t *fakeTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
+func (t *fakeTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+func (t *fakeTB) Cleanup(fn func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, fn)
+}
+
+func (t *fakeTB) cleanup() {
+	t.mu.Lock()
+	fns := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+}

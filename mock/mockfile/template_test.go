@@ -1,0 +1,83 @@
+package mockfile
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"testing"
+
+	"github.com/acme/app/mock"
+)
+
+// Ensure the fast path renders exactly what text/template renders, and is taken only for
+// plain lookups.
+func TestTemplate_FastPathMatchesTextTemplate(t *testing.T) {
+	t.Parallel()
+	req := &mock.Request{
+		Params: map[string]string{"id": "42"},
+		Query:  url.Values{"page": {"2", "3"}},
+		Header: http.Header{"Authorization": {"Bearer t"}},
+	}
+	for _, tc := range []struct {
+		text     string
+		wantFast bool
+		want     string
+	}{
+		{"{{.Params.id}}", true, "42"},
+		{"/users/{{.Params.id}}?p={{.Query.page}}", true, "/users/42?p=2"},
+		{"{{ .Headers.Authorization }}|{{.Headers.authorization}}", true, "Bearer t|Bearer t"},
+		{"{{.Params.nope}}{{.Query.nope}}{{.Headers.Nope}}", true, ""},
+		{"{{.Params.id | upper}}", false, "42"},
+		{"{{- .Params.id -}}", false, "42"},
+		{"{{uuid | len}}", false, "36"},
+	} {
+		tm, err := parseTemplate("t", tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tm.segs != nil; got != tc.wantFast {
+			t.Errorf("%q: fast=%v, want %v", tc.text, got, tc.wantFast)
+		}
+		got, err := tm.exec(newView(req))
+		if err != nil || got != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.text, got, err, tc.want)
+		}
+		slow := &tmpl{t: tm.t}
+		if s, _ := slow.exec(newView(req)); s != got {
+			t.Errorf("%q: fast %q != text/template %q", tc.text, got, s)
+		}
+	}
+}
+
+// Ensure .Body reads a JSON text body, a form and plain text as before, and that a view
+// parses the body once: later calls answer the same value.
+func TestTemplate_BodyParsedOnce(t *testing.T) {
+	t.Parallel()
+	form := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	for _, tc := range []struct {
+		body   any
+		header http.Header
+		want   any
+	}{
+		{nil, nil, map[string]any{}},
+		{`{"email":"a@b.c"}`, nil, map[string]any{"email": "a@b.c"}},
+		{"null", nil, nil},
+		{"a=1&b=2&a=3", form, map[string]any{"a": "1", "b": "2"}},
+		{"plain text", nil, "plain text"},
+		{map[string]any{"x": 1.0}, nil, map[string]any{"x": 1.0}},
+	} {
+		v := newView(&mock.Request{Body: tc.body, Header: tc.header})
+		first := v.Body()
+		if !reflect.DeepEqual(first, tc.want) {
+			t.Errorf("%v: Body()=%#v, want %#v", tc.body, first, tc.want)
+		}
+		if m, ok := first.(map[string]any); ok {
+			if again := v.Body().(map[string]any); fmt.Sprintf("%p", again) != fmt.Sprintf("%p", m) {
+				t.Errorf("%v: the second Body() built a new map", tc.body)
+			}
+		} else if again := v.Body(); again != first {
+			t.Errorf("%v: the second Body()=%#v, want %#v", tc.body, again, first)
+		}
+	}
+}

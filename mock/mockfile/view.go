@@ -1,0 +1,115 @@
+package mockfile
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/acme/app/mock"
+)
+
+// reqView is what a response template sees as its dot: {{.Params.id}}, {{.Query.page}},
+// {{.Body.email}}, {{.Headers.Authorization}}, {{.Method}}, {{.Path}}, {{.URL}}, {{.Route}},
+// {{.RequestID}}. Query, Headers and Body are methods so that a template that does not use
+// them costs nothing; each is computed once per request.
+type reqView struct {
+	req    *mock.Request
+	Params map[string]string
+
+	query   map[string]string
+	headers map[string]string
+	body    any
+	hasBody bool // body is computed (it may be nil: a "null" body)
+}
+
+func newView(req *mock.Request) *reqView {
+	p := req.Params
+	if p == nil {
+		p = map[string]string{}
+	}
+	return &reqView{req: req, Params: p}
+}
+
+// Method is the request method.
+func (v *reqView) Method() string { return v.req.Method }
+
+// Path is the request path the route was matched against.
+func (v *reqView) Path() string { return v.req.Path }
+
+// URL is the full request URL.
+func (v *reqView) URL() string { return v.req.URL }
+
+// Route is the matched route key.
+func (v *reqView) Route() string { return v.req.Route }
+
+// RequestID is the interceptor's id of the request.
+func (v *reqView) RequestID() string { return v.req.RequestID }
+
+// Query holds the first value of each query parameter.
+func (v *reqView) Query() map[string]string {
+	if v.query == nil {
+		v.query = make(map[string]string, len(v.req.Query))
+		for k, vs := range v.req.Query {
+			if len(vs) > 0 {
+				v.query[k] = vs[0]
+			}
+		}
+	}
+	return v.query
+}
+
+// QueryAll holds every value of each query parameter.
+func (v *reqView) QueryAll() map[string][]string { return v.req.Query }
+
+// Headers holds the first value of each request header, under its canonical name
+// (Authorization) and its lower-case name (authorization).
+func (v *reqView) Headers() map[string]string {
+	if v.headers == nil {
+		v.headers = make(map[string]string, 2*len(v.req.Header))
+		for k, vs := range v.req.Header {
+			if len(vs) > 0 {
+				v.headers[http.CanonicalHeaderKey(k)] = vs[0]
+				v.headers[strings.ToLower(k)] = vs[0]
+			}
+		}
+	}
+	return v.headers
+}
+
+// Body is the parsed JSON body (an object is a map, so {{.Body.email}} works), the body as a
+// string when it is not JSON, or an empty object when there is none.
+func (v *reqView) Body() any {
+	if !v.hasBody {
+		v.body, v.hasBody = parseViewBody(v.req), true
+	}
+	return v.body
+}
+
+func parseViewBody(req *mock.Request) any {
+	switch b := req.Body.(type) {
+	case nil:
+		return map[string]any{}
+	case string:
+		// A JSON body sent without a JSON Content-Type, or a form.
+		var j any
+		if json.Unmarshal([]byte(b), &j) == nil {
+			return j
+		}
+		if strings.Contains(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+			if vals, err := url.ParseQuery(b); err == nil {
+				m := make(map[string]any, len(vals))
+				for k, vs := range vals {
+					m[k] = vs[0]
+				}
+				return m
+			}
+		}
+		return b
+	default:
+		return b
+	}
+}
+
+// RawBody is the body as sent.
+func (v *reqView) RawBody() string { return string(v.req.RawBody) }

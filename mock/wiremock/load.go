@@ -1,0 +1,243 @@
+// Package wiremock serves WireMock stub mappings as they are: a directory holding
+// mappings/*.json and __files/, as WireMock's recorder, its admin API and converters from
+// Postman or OpenAPI write it. Load reads the directory into Stubs, an http.Handler that
+// answers the way WireMock does (the lowest priority number wins, then the mapping loaded
+// last; a miss answers 404 "Request was not matched"), with scenarios and faults.
+//
+// What a mapping asks for and this package does not do is never ignored silently: Load
+// reports every such field as a Problem (file, mapping, field), and skips the mapping, since
+// serving it without the field would answer requests WireMock would not, or answer them
+// differently. The package uses the standard library only.
+package wiremock
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// DefaultPriority is the priority of a mapping that names none (WireMock's default).
+const DefaultPriority = 5
+
+// maxMappingFile bounds one mapping file.
+const maxMappingFile = 16 << 20
+
+// Problem is a mapping, or a field of one, that cannot be served as WireMock would.
+type Problem struct {
+	File    string `json:"file"`              // relative to the directory
+	Mapping string `json:"mapping,omitempty"` // name, else id, else its index in the file
+	Field   string `json:"field,omitempty"`   // e.g. response.transformers
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Mapping != "" {
+		fmt.Fprintf(&b, ": mapping %s", p.Mapping)
+	}
+	if p.Field != "" {
+		fmt.Fprintf(&b, ": %s", p.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Load reads dir/mappings/*.json (each a mapping, or {"mappings": [...]}) and the bodies
+// they name in dir/__files. Mappings are ranked as WireMock ranks them: by priority, then
+// the one loaded last first (files in name order, mappings in file order). Mappings with a
+// field this package does not support are skipped and reported. The error is for a
+// directory that cannot be read at all.
+func Load(dir string) (*Stubs, []Problem, error) {
+	mdir := filepath.Join(dir, "mappings")
+	var files []string
+	err := filepath.WalkDir(mdir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.EqualFold(filepath.Ext(p), ".json") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("wiremock: read %s: %w", mdir, err)
+	}
+	sort.Strings(files)
+	l := &loader{dir: dir, files: filepath.Join(dir, "__files")}
+	for _, f := range files {
+		l.file(f)
+	}
+	s := newStubs(l.stubs)
+	return s, l.problems, nil
+}
+
+type loader struct {
+	dir, files string
+	stubs      []*stub
+	problems   []Problem
+	rel        string // the file being read, relative to dir
+}
+
+func (l *loader) file(name string) {
+	l.rel, _ = filepath.Rel(l.dir, name)
+	l.rel = filepath.ToSlash(l.rel)
+	b, err := readBounded(name, maxMappingFile)
+	if err != nil {
+		l.problems = append(l.problems, Problem{File: l.rel, Message: err.Error()})
+		return
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		l.problems = append(l.problems, Problem{File: l.rel, Message: "not a JSON object: " + err.Error()})
+		return
+	}
+	if raw, ok := top["mappings"]; ok && top["request"] == nil {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			l.problems = append(l.problems, Problem{File: l.rel, Field: "mappings", Message: "must be an array of mappings"})
+			return
+		}
+		for i, m := range list {
+			l.mapping(m, fmt.Sprintf("#%d", i+1))
+		}
+		return
+	}
+	l.mapping(b, "")
+}
+
+func readBounded(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%d bytes: over the %d MB limit", st.Size(), limit>>20)
+	}
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(f)
+	return buf.Bytes(), err
+}
+
+// mp reads one mapping, collecting its problems; a mapping with any is skipped.
+type mp struct {
+	l        *loader
+	label    string
+	problems []Problem
+}
+
+func (m *mp) bad(field, format string, args ...any) {
+	m.problems = append(m.problems, Problem{File: m.l.rel, Mapping: m.label, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (m *mp) unsupported(field string) {
+	m.bad(field, "not supported; the mapping is skipped")
+}
+
+// object decodes raw as a JSON object (numbers kept as json.Number).
+func object(raw json.RawMessage) (map[string]any, bool) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v map[string]any
+	if err := d.Decode(&v); err != nil || v == nil {
+		return nil, false
+	}
+	return v, true
+}
+
+func (l *loader) mapping(raw json.RawMessage, index string) {
+	obj, ok := object(raw)
+	m := &mp{l: l, label: index}
+	if !ok {
+		m.bad("", "not a JSON object")
+		l.problems = append(l.problems, m.problems...)
+		return
+	}
+	if s, ok := obj["name"].(string); ok && s != "" {
+		m.label = fmt.Sprintf("%q", s)
+	} else if s, ok := obj["id"].(string); ok && s != "" {
+		m.label = s
+	} else if s, ok := obj["uuid"].(string); ok && s != "" {
+		m.label = s
+	}
+	st := &stub{label: m.label, priority: DefaultPriority, order: len(l.stubs)}
+	for k, v := range obj {
+		switch k {
+		case "id", "uuid", "name", "metadata", "persistent", "insertionIndex":
+		case "priority":
+			n, ok := intOf(v)
+			if !ok || n < 1 {
+				m.bad(k, "must be a positive integer")
+			}
+			st.priority = n
+		case "request":
+			rq, ok := v.(map[string]any)
+			if !ok {
+				m.bad(k, "must be an object")
+				continue
+			}
+			m.request(rq, st)
+		case "response":
+			rs, ok := v.(map[string]any)
+			if !ok {
+				m.bad(k, "must be an object")
+				continue
+			}
+			m.response(rs, st)
+		case "scenarioName":
+			st.scenario, _ = v.(string)
+		case "requiredScenarioState":
+			st.required, _ = v.(string)
+		case "newScenarioState":
+			st.newState, _ = v.(string)
+		default:
+			m.unsupported(k)
+		}
+	}
+	if _, ok := obj["request"]; !ok {
+		m.bad("request", "missing")
+	}
+	if (st.required != "" || st.newState != "") && st.scenario == "" {
+		m.bad("scenarioName", "requiredScenarioState and newScenarioState need a scenarioName")
+	}
+	if len(m.problems) > 0 {
+		l.problems = append(l.problems, m.problems...)
+		return
+	}
+	l.stubs = append(l.stubs, st)
+}
+
+func intOf(v any) (int, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	if err != nil || i > math.MaxInt32 || i < math.MinInt32 {
+		return 0, false
+	}
+	return int(i), true
+}
+
+func floatOf(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil && f >= 0
+}
+
+// ---- request ------------------------------------------------------------------------------

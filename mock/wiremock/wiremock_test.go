@@ -1,0 +1,250 @@
+package wiremock
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeDir writes files (path → content) under a new directory.
+func writeDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var mappings = map[string]string{
+	"mappings/a-exact.json":    `{"name":"exact","request":{"method":"GET","url":"/exact?x=1"},"response":{"status":200,"body":"exact"}}`,
+	"mappings/b-path.json":     `{"request":{"method":"GET","urlPath":"/things","queryParameters":{"q":{"equalTo":"Ada","caseInsensitive":true},"page":{"absent":true}}},"response":{"status":200,"jsonBody":{"found":"ada"},"headers":{"X-Wm":["1","2"]}}}`,
+	"mappings/c-pattern.json":  `{"request":{"method":"ANY","urlPattern":"/re/[0-9]+\\?.*"},"response":{"status":201,"body":"regex"}}`,
+	"mappings/d-pathpat.json":  `{"request":{"urlPathPattern":"/files/.*\\.txt"},"response":{"status":200,"body":"txt"}}`,
+	"mappings/e-template.json": `{"request":{"method":"GET","urlPathTemplate":"/contacts/{id}/addresses/{addr}","pathParameters":{"id":{"matches":"[0-9]+"}}},"response":{"status":200,"body":"template"}}`,
+	"mappings/f-headers.json":  `{"request":{"method":"GET","urlPath":"/h","headers":{"X-Key":{"contains":"secret"},"X-Bad":{"absent":true}},"cookies":{"session":{"doesNotMatch":"expired.*"}}},"response":{"status":200,"body":"headers"}}`,
+	"mappings/g-body.json": `{"mappings":[
+		{"name":"json","request":{"method":"POST","urlPath":"/b","bodyPatterns":[{"equalToJson":{"a":[1,2],"b":{"c":true}},"ignoreArrayOrder":true,"ignoreExtraElements":true}]},"response":{"status":200,"body":"json"}},
+		{"name":"jsonpath","request":{"method":"POST","urlPath":"/b","bodyPatterns":[{"matchesJsonPath":"$.items[0].id"}]},"response":{"status":200,"body":"jsonpath"}},
+		{"name":"contains","request":{"method":"POST","urlPath":"/b","bodyPatterns":[{"contains":"hello"},{"doesNotMatch":".*bye.*"}]},"response":{"status":200,"body":"contains"}}]}`,
+	"mappings/h-priority.json": `{"mappings":[
+		{"name":"catch-all","priority":10,"request":{"method":"ANY","urlPattern":"/p/.*"},"response":{"status":200,"body":"low"}},
+		{"name":"specific","priority":1,"request":{"method":"GET","urlPath":"/p/1"},"response":{"status":200,"body":"high"}},
+		{"name":"older","request":{"method":"GET","urlPath":"/same"},"response":{"status":200,"body":"older"}},
+		{"name":"newer","request":{"method":"GET","urlPath":"/same"},"response":{"status":200,"body":"newer"}}]}`,
+	"mappings/i-bodies.json": `{"mappings":[
+		{"request":{"urlPath":"/b64"},"response":{"base64Body":"aGVsbG8=","statusMessage":"Very OK"}},
+		{"request":{"urlPath":"/file"},"response":{"bodyFileName":"sub/hello.txt","headers":{"Content-Type":"text/plain"}}},
+		{"request":{"urlPath":"/fault"},"response":{"fault":"CONNECTION_RESET_BY_PEER"}},
+		{"request":{"urlPath":"/delay"},"response":{"body":"late","fixedDelayMilliseconds":1,"delayDistribution":{"type":"uniform","lower":0,"upper":1}}}]}`,
+	"mappings/j-scenario.json": `{"mappings":[
+		{"scenarioName":"todo","requiredScenarioState":"Started","newScenarioState":"added","request":{"method":"POST","urlPath":"/todo"},"response":{"status":201,"body":"added"}},
+		{"scenarioName":"todo","requiredScenarioState":"Started","request":{"method":"GET","urlPath":"/todo"},"response":{"body":"[]"}},
+		{"scenarioName":"todo","requiredScenarioState":"added","request":{"method":"GET","urlPath":"/todo"},"response":{"body":"[\"milk\"]"}}]}`,
+	"__files/sub/hello.txt": "hello from __files",
+}
+
+type call struct {
+	method, path, body string
+	headers            []string
+}
+
+// Ensure each supported request matcher and response field behaves as WireMock documents,
+// mapping precedence included, and a miss answers 404 "Request was not matched".
+func TestStubs_Serve(t *testing.T) {
+	t.Parallel()
+	stubs, problems, err := Load(writeDir(t, mappings))
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("load: %v %v", err, problems)
+	}
+	hs := httptest.NewServer(stubs)
+	t.Cleanup(hs.Close)
+	for _, tc := range []struct {
+		name       string
+		c          call
+		wantStatus int
+		wantBody   string
+	}{
+		{"URLExact", call{"GET", "/exact?x=1", "", nil}, 200, "exact"},
+		{"URLExactOtherQuery", call{"GET", "/exact?x=2", "", nil}, 404, "Request was not matched"},
+		{"QueryCaseInsensitive", call{"GET", "/things?q=ADA", "", nil}, 200, `{"found":"ada"}`},
+		{"QueryAbsentViolated", call{"GET", "/things?q=ada&page=2", "", nil}, 404, ""},
+		{"URLPattern", call{"DELETE", "/re/42?z=1", "", nil}, 201, "regex"},
+		{"URLPatternNoQuery", call{"DELETE", "/re/42", "", nil}, 404, ""},
+		{"URLPathPattern", call{"GET", "/files/a/b.txt?v=1", "", nil}, 200, "txt"},
+		{"PathTemplate", call{"GET", "/contacts/7/addresses/home", "", nil}, 200, "template"},
+		{"PathTemplateParamMismatch", call{"GET", "/contacts/x/addresses/home", "", nil}, 404, ""},
+		{"Headers", call{"GET", "/h", "", []string{"X-Key", "my-secret-1", "Cookie", "session=fresh"}}, 200, "headers"},
+		{"HeaderAbsentViolated", call{"GET", "/h", "", []string{"X-Key", "secret", "X-Bad", "1"}}, 404, ""},
+		{"CookieDoesNotMatchViolated", call{"GET", "/h", "", []string{"X-Key", "secret", "Cookie", "session=expired-1"}}, 404, ""},
+		{"EqualToJSON", call{"POST", "/b", `{"b":{"c":true},"a":[2,1],"extra":1}`, nil}, 200, "json"},
+		{"MatchesJSONPath", call{"POST", "/b", `{"items":[{"id":3}]}`, nil}, 200, "jsonpath"},
+		{"JSONPathEmpty", call{"POST", "/b", `{"items":[]}`, nil}, 404, ""},
+		{"ContainsAndDoesNotMatch", call{"POST", "/b", `say hello`, nil}, 200, "contains"},
+		{"DoesNotMatchViolated", call{"POST", "/b", `hello bye`, nil}, 404, ""},
+		{"PriorityWins", call{"GET", "/p/1", "", nil}, 200, "high"},
+		{"CatchAll", call{"GET", "/p/2", "", nil}, 200, "low"},
+		{"LastAddedWins", call{"GET", "/same", "", nil}, 200, "newer"},
+		{"Base64Body", call{"GET", "/b64", "", nil}, 200, "hello"},
+		{"BodyFile", call{"GET", "/file", "", nil}, 200, "hello from __files"},
+		{"Delay", call{"GET", "/delay", "", nil}, 200, "late"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			status, body, _ := send(t, hs.URL, tc.c)
+			if status != tc.wantStatus || !strings.Contains(body, tc.wantBody) {
+				t.Fatalf("%d %q, want %d with %q", status, body, tc.wantStatus, tc.wantBody)
+			}
+		})
+	}
+	t.Run("Fault", func(t *testing.T) {
+		t.Parallel()
+		if _, err := http.Get(hs.URL + "/fault"); err == nil {
+			t.Fatal("a fault answered instead of closing the connection")
+		}
+	})
+	t.Run("StatusMessage", func(t *testing.T) {
+		t.Parallel()
+		resp, err := http.Get(hs.URL + "/b64")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Status != "200 Very OK" {
+			t.Fatalf("status line %q", resp.Status)
+		}
+	})
+	t.Run("JSONBodyContentType", func(t *testing.T) {
+		t.Parallel()
+		_, _, h := send(t, hs.URL, call{"GET", "/things?q=ada", "", nil})
+		if h.Get("Content-Type") != "application/json" || len(h.Values("X-Wm")) != 2 {
+			t.Fatalf("headers %v", h)
+		}
+	})
+}
+
+// Ensure scenarios move on newScenarioState and go back to Started on reset.
+func TestStubs_Scenarios(t *testing.T) {
+	t.Parallel()
+	stubs, _, err := Load(writeDir(t, mappings))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(stubs)
+	t.Cleanup(hs.Close)
+	steps := []struct {
+		c    call
+		want string
+	}{
+		{call{"GET", "/todo", "", nil}, "[]"},
+		{call{"POST", "/todo", "", nil}, "added"},
+		{call{"GET", "/todo", "", nil}, `["milk"]`},
+		{call{"POST", "/todo", "", nil}, "Request was not matched"}, // only from Started
+	}
+	for i, st := range steps {
+		if _, body, _ := send(t, hs.URL, st.c); !strings.Contains(body, st.want) {
+			t.Fatalf("step %d: %q, want %q", i, body, st.want)
+		}
+	}
+	stubs.ResetScenarios()
+	if _, body, _ := send(t, hs.URL, call{"GET", "/todo", "", nil}); body != "[]" {
+		t.Fatalf("after reset: %q", body)
+	}
+}
+
+// Ensure what is not supported is reported with its file, mapping and field, and the
+// mapping is skipped, never served half-understood; bodyFileName cannot leave __files.
+func TestLoad_Problems(t *testing.T) {
+	t.Parallel()
+	dir := writeDir(t, map[string]string{
+		"mappings/bad.json": `{"mappings":[
+			{"name":"templated","request":{"urlPath":"/t"},"response":{"body":"{{request.path}}","transformers":["response-template"]}},
+			{"id":"0000-1","request":{"urlPath":"/x","bodyPatterns":[{"equalToXml":"<a/>"}]},"response":{"status":200}},
+			{"request":{"urlPath":"/y","queryParameters":{"q":{"hasExactly":[{"equalTo":"1"}]}}},"response":{}},
+			{"request":{"urlPathPattern":"/(?=look)"},"response":{}},
+			{"request":{"urlPath":"/escape"},"response":{"bodyFileName":"../secret.txt"}},
+			{"request":{"urlPath":"/jp"},"response":{},"postServeActions":[]},
+			{"request":{"urlPath":"/jp2","bodyPatterns":[{"matchesJsonPath":"$.a[?(@.b == 1)]"}]},"response":{}},
+			{"request":{"urlPath":"/ok"},"response":{"body":"fine"}}]}`,
+		"mappings/broken.json": `{not json`,
+		"secret.txt":           "top secret",
+	})
+	stubs, problems, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stubs.Len() != 1 {
+		t.Fatalf("%d mappings served, want only /ok", stubs.Len())
+	}
+	var all []string
+	for _, p := range problems {
+		all = append(all, p.String())
+	}
+	text := strings.Join(all, "\n")
+	for _, want := range []string{
+		`mappings/bad.json: mapping "templated": response.transformers: not supported`,
+		`mappings/bad.json: mapping 0000-1: request.bodyPatterns[0].equalToXml: not supported`,
+		`mapping #3: request.queryParameters.q.hasExactly: not supported`,
+		`mapping #4: request.urlPathPattern: the regular expression does not compile`,
+		`mapping #5: response.bodyFileName: "../secret.txt" is outside __files`,
+		`mapping #6: postServeActions: not supported`,
+		`mapping #7: request.bodyPatterns[0].matchesJsonPath`,
+		`mappings/broken.json: not a JSON object`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("problems lack %q:\n%s", want, text)
+		}
+	}
+}
+
+// Ensure a directory of 1,000 mappings loads in well under a second's work and serves the
+// last one (a load-time check, not a timing assertion: it counts mappings).
+func TestLoad_ManyMappings(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{}
+	for i := range 1000 {
+		files[fmt.Sprintf("mappings/m%04d.json", i)] = fmt.Sprintf(`{"request":{"method":"GET","urlPath":"/m/%d"},"response":{"jsonBody":{"n":%d}}}`, i, i)
+	}
+	stubs, problems, err := Load(writeDir(t, files))
+	if err != nil || len(problems) > 0 || stubs.Len() != 1000 {
+		t.Fatalf("load: %v %v %d", err, problems, stubs.Len())
+	}
+	hs := httptest.NewServer(stubs)
+	t.Cleanup(hs.Close)
+	if _, body, _ := send(t, hs.URL, call{"GET", "/m/999", "", nil}); body != `{"n":999}` {
+		t.Fatalf("got %q", body)
+	}
+}
+
+func send(t *testing.T, base string, c call) (int, string, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	if c.body != "" {
+		rd = strings.NewReader(c.body)
+	}
+	req, err := http.NewRequest(c.method, base+c.path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(c.headers); i += 2 {
+		req.Header.Set(c.headers[i], c.headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", c.method, c.path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
