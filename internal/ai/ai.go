@@ -186,6 +186,11 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	if msgs := in.validate(sp); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
+	if a, ok := s.rec.(interface{ Admit() error }); ok {
+		if err := a.Admit(); err != nil {
+			return nil, err
+		}
+	}
 	cfg := s.cfg[providerName]
 	if cfg.APIKey == "" {
 		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
@@ -233,7 +238,7 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	rec.Status, rec.UpstreamStatus = usage.StatusSuccess, http.StatusOK
 	rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = res.promptTokens, res.completionTokens, total
 	rec.CachedTokens, rec.CacheWriteTokens = res.cacheReadTokens, res.cacheWriteTokens
-	rec.Cost, rec.ProviderUsage, rec.ProviderRequestID = cost, res.rawUsage, res.providerRequestID
+	rec.Cost, rec.ProviderRequestID = cost, res.providerRequestID
 	if prices.Entry != "" {
 		rec.Prices = &prices
 	}

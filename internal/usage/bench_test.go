@@ -28,8 +28,8 @@ func seedRollup(tb testing.TB, coll *mongo.Collection, user string, requests int
 		for m := range models {
 			provider := []string{"openai", "anthropic", "gemini"}[m%3]
 			model := fmt.Sprintf("model-%02d.%d", m, m%3)
-			k := modelKey(provider, model) + "|"
-			ms[k+fieldRequests], ms[k+fieldTokens], ms[k+fieldCost] = per, per*500, float64(per)*0.0004
+			ms[cellKey(provider, model)] = bson.M{fieldProvider: provider, fieldModel: model,
+				fieldRequests: per, fieldTokens: per * 500, fieldCost: costUnits(float64(per) * 0.0004)}
 		}
 		docs = append(docs, bson.M{"_id": dailyID(user, day), "userId": user, "day": day, "m": ms})
 	}

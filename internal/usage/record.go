@@ -1,21 +1,22 @@
 // Package usage records AI requests and answers questions about them. It owns two
 // collections: ai_requests (one document per AI request, success or failure) and
 // ai_usage_daily (the rollup every read uses: one document per user and UTC day, holding
-// per-provider/model counters).
+// per-provider/model counters), and usage_rejected (records set aside: see Service.Record).
 package usage
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
 	"strings"
 	"time"
-
-	"go.mongodb.org/mongo-driver/bson"
-	"go.mongodb.org/mongo-driver/bson/bsontype"
 )
 
 // Collection names owned by this package.
 const (
 	RequestsCollection = "ai_requests"
 	DailyCollection    = "ai_usage_daily"
+	RejectedCollection = "usage_rejected" // records the recorder set aside, with the reason
 )
 
 // Status values of a Record.
@@ -42,17 +43,16 @@ type Record struct {
 	UserID            string      `bson:"userId"`
 	Provider          string      `bson:"provider"`
 	Model             string      `bson:"model"`
-	Status            string      `bson:"status"`                  // StatusSuccess, StatusError, StatusCanceled
-	UpstreamStatus    int         `bson:"upstreamStatus"`          // the provider's last HTTP status (0: none)
-	Error             string      `bson:"error,omitempty"`         // what went wrong (never a secret)
-	PromptTokens      int64       `bson:"promptTokens"`            //
-	CompletionTokens  int64       `bson:"completionTokens"`        //
-	TotalTokens       int64       `bson:"totalTokens"`             //
-	CachedTokens      int64       `bson:"cachedTokens"`            // prompt tokens read from the provider's cache
-	CacheWriteTokens  int64       `bson:"cacheWriteTokens"`        // prompt tokens written to it (Anthropic)
-	Cost              float64     `bson:"cost"`                    // USD
-	Prices            *UnitPrices `bson:"prices,omitempty"`        //
-	ProviderUsage     RawJSON     `bson:"providerUsage,omitempty"` // the provider's usage object, as received
+	Status            string      `bson:"status"`           // StatusSuccess, StatusError, StatusCanceled
+	UpstreamStatus    int         `bson:"upstreamStatus"`   // the provider's last HTTP status (0: none)
+	Error             string      `bson:"error,omitempty"`  // what went wrong (never a secret)
+	PromptTokens      int64       `bson:"promptTokens"`     //
+	CompletionTokens  int64       `bson:"completionTokens"` //
+	TotalTokens       int64       `bson:"totalTokens"`      //
+	CachedTokens      int64       `bson:"cachedTokens"`     // prompt tokens read from the provider's cache
+	CacheWriteTokens  int64       `bson:"cacheWriteTokens"` // prompt tokens written to it (Anthropic)
+	Cost              float64     `bson:"cost"`             // USD
+	Prices            *UnitPrices `bson:"prices,omitempty"` //
 	ProviderRequestID string      `bson:"providerRequestId,omitempty"`
 	Attempts          int         `bson:"attempts"`  // upstream calls made (retries included)
 	LatencyMs         int64       `bson:"latencyMs"` //
@@ -65,26 +65,19 @@ func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // dailyID is the _id of a rollup document: one per user and UTC day.
 func dailyID(userID, day string) string { return userID + "|" + day }
 
-// modelKey is the cell name under `m` for a provider and model: dots and dollars cannot appear
-// in a field path and '|' separates the parts, so they (and the escape character) are
-// percent-escaped.
-func modelKey(provider, model string) string {
-	return keyEscaper.Replace(provider) + "|" + keyEscaper.Replace(model)
+// cellKey is the name of the rollup cell of a provider and model: "k" and 16 hex digits of a
+// SHA-256 of both. A cell holds the provider and the model as values (`p`, `m`), so nothing a
+// provider sends becomes a document key; the key is ours, and safe in a field path. Provider
+// and model hold no NUL (see validate), so the separator keeps two pairs apart.
+func cellKey(provider, model string) string {
+	h := sha256.Sum256([]byte(provider + "\x00" + model))
+	return "k" + hex.EncodeToString(h[:8])
 }
 
-// splitModelKey undoes modelKey.
-func splitModelKey(key string) (provider, model string) {
-	p, m, _ := strings.Cut(key, "|")
-	return keyUnescaper.Replace(p), keyUnescaper.Replace(m)
-}
-
-var (
-	keyEscaper   = strings.NewReplacer("%", "%25", ".", "%2E", "$", "%24", "|", "%7C")
-	keyUnescaper = strings.NewReplacer("%25", "%", "%2E", ".", "%24", "$", "%7C", "|")
-)
-
-// The counters of a cell, suffixed to its name: "<provider>|<model>|n".
+// The fields of a rollup cell.
 const (
+	fieldProvider = "p" // provider (a value)
+	fieldModel    = "m" // model (a value)
 	fieldRequests = "n" // requests
 	fieldTokens   = "t" // total tokens
 	fieldCost     = "c" // cost, USD
@@ -92,44 +85,52 @@ const (
 
 // modelTotals are the counters of one provider and model.
 type modelTotals struct {
-	Requests    int64
-	TotalTokens int64
-	Cost        float64
+	Provider, Model string
+	Requests        int64
+	TotalTokens     int64
+	Cost            float64
 }
 
 // A rollup document of ai_usage_daily is one per user and UTC day:
 //
-//	{_id: "<userId>|<day>", userId, day: "YYYY-MM-DD", m: {"openai|gpt-4o-mini|n": 3, "…|t": 120, "…|c": 0.00004},
+//	{_id: "<userId>|<day>", userId, day: "YYYY-MM-DD",
+//	 m: {"k1f3a…": {p: "openai", m: "gpt-4o-mini", n: 3, t: 120, c: 0.00004}, …},
 //	 w: {"<writer>": 17}}
 //
-// Its counters are flat scalars in `m`: that is what the embedded store decodes fastest, and
-// $inc creates them on first use. `w` holds, per recorder (a random id for each process), the
-// sequence number of the last batch it added, so that a batch re-sent after a lost answer is
-// not added twice.
+// One update per document adds a batch: $inc on the counters of each cell it touches and
+// $set of the cell's provider and model (the same values every time), which is one atomic
+// update on MongoDB and creates the cell on first use. `w` holds, per recorder (a random id
+// for each process, ours, never from input), the sequence number of the last batch it added,
+// so that a batch re-sent after a lost answer is not added twice.
+//
+// Rollups written by earlier versions hold flat cells named "<provider>|<model>|<n|t|c>"; the
+// read side still sums them, and `app usage reconcile` rewrites them in this shape.
 
-// RawJSON is a JSON object kept as received and stored as a BSON document. The conversion
-// happens when the recorder writes (in the background), not on the request path.
+// legacyCell splits a flat cell name of an earlier version into provider, model and field.
+func legacyCell(key string) (provider, model, field string, ok bool) {
+	i := strings.LastIndexByte(key, '|')
+	if i < 0 {
+		return "", "", "", false
+	}
+	p, m, _ := strings.Cut(key[:i], "|")
+	return legacyUnescaper.Replace(p), legacyUnescaper.Replace(m), key[i+1:], true
+}
+
+var legacyUnescaper = strings.NewReplacer("%25", "%", "%2E", ".", "%24", "$", "%7C", "|")
+
+// RoundCost rounds a cost in USD to 10 decimal places, so that sums and stored costs carry no
+// binary noise (0.0000035, not 0.0000034999999999999995). Every stored or summed cost goes
+// through it.
+func RoundCost(c float64) float64 {
+	if math.IsNaN(c) || math.IsInf(c, 0) {
+		return c
+	}
+	return math.Round(c*1e10) / 1e10
+}
+
+// RawJSON is a provider's raw usage object. Nothing stores it any more: a provider's usage is
+// read into the typed counters of Record only, so that nothing from an answer becomes a
+// document key.
+//
+// Deprecated: kept only until the AI path stops producing it; do not store it.
 type RawJSON []byte
-
-// MarshalBSONValue stores the object as a document (null when it is not a JSON object).
-func (r RawJSON) MarshalBSONValue() (bsontype.Type, []byte, error) {
-	var doc bson.D
-	if len(r) == 0 || bson.UnmarshalExtJSON(r, false, &doc) != nil {
-		return bson.TypeNull, nil, nil
-	}
-	return bson.MarshalValue(doc)
-}
-
-// UnmarshalBSONValue reads a stored document back as relaxed extended JSON.
-func (r *RawJSON) UnmarshalBSONValue(t bsontype.Type, data []byte) error {
-	if t != bson.TypeEmbeddedDocument {
-		*r = nil
-		return nil
-	}
-	js, err := bson.MarshalExtJSON(bson.Raw(data), false, false)
-	if err != nil {
-		return err
-	}
-	*r = js
-	return nil
-}

@@ -67,11 +67,11 @@ type Options struct {
 
 // Service records AI requests in the background and reads usage from the daily rollup.
 type Service struct {
-	requests, daily *mongo.Collection
-	rec             *recorder
-	now             func() time.Time
-	log             *slog.Logger
-	ferret          bool // the server is FerretDB (the embedded store): filters scan and decode everything
+	requests, daily, rejected *mongo.Collection
+	rec                       *recorder
+	now                       func() time.Time
+	log                       *slog.Logger
+	ferret                    bool // the server is FerretDB (the embedded store): filters scan and decode everything
 
 	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
 	// (a count is itself a full scan there).
@@ -87,7 +87,7 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 	if err != nil {
 		return nil, err
 	}
-	s.rec = newRecorder(mongoSink{requests: s.requests, daily: s.daily}, opts.Recorder, s.log)
+	s.rec = newRecorder(mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected}, opts.Recorder, s.log)
 	return s, nil
 }
 
@@ -101,6 +101,7 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 	s := &Service{
 		requests: db.Collection(RequestsCollection),
 		daily:    db.Collection(DailyCollection),
+		rejected: db.Collection(RejectedCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
 	}
@@ -123,12 +124,20 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 }
 
 // Record queues rec for writing and returns at once, unless the queue is full: then it waits
-// for room (back-pressure) until ctx ends. Pass a context that outlives the HTTP request
-// (context.WithoutCancel) so a departed client still gets its request recorded.
-// Returns ErrClosed after Close.
+// for room up to the hand-off deadline (or until ctx ends) and puts rec in the bounded
+// overflow, written first when the store recovers. It never waits longer. Returns ErrFull when
+// the overflow is full too, and ErrClosed after Close. A record that breaks the limits of
+// validate is not refused here: the recorder sets it aside (usage_rejected) when it writes.
 func (s *Service) Record(ctx context.Context, rec Record) error {
 	return s.rec.record(ctx, rec)
 }
+
+// Admit returns an Unavailable error while a new AI call could not be recorded (the queue and
+// the overflow are full), nil otherwise. The AI service asks it before calling a provider.
+func (s *Service) Admit() error { return s.rec.admit() }
+
+// RecorderState reports the recorder's health for /api/health.
+func (s *Service) RecorderState() RecorderState { return s.rec.state() }
 
 // Close stops accepting records and writes every queued one, retrying failed writes until
 // ctx ends. It must run before the store closes.
@@ -341,10 +350,21 @@ func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]Prov
 	return all.rows(), nil
 }
 
-// accumulator sums rollup cells by provider/model cell name.
+// accumulator sums rollup cells by provider and model.
 type accumulator map[string]*ProviderUsage
 
-// add sums the counters of one rollup document.
+// row returns the sums of one provider and model, created empty on first use.
+func (acc accumulator) row(provider, model string) *ProviderUsage {
+	k := provider + "\x00" + model
+	r := acc[k]
+	if r == nil {
+		r = &ProviderUsage{Provider: provider, Model: model}
+		acc[k] = r
+	}
+	return r
+}
+
+// add sums the cells of one rollup document.
 func (acc accumulator) add(doc bson.Raw) error {
 	m, err := doc.LookupErr("m")
 	if err != nil {
@@ -359,44 +379,54 @@ func (acc accumulator) add(doc bson.Raw) error {
 		return fmt.Errorf("usage: decode rollup: %w", err)
 	}
 	for _, e := range elems {
-		key := e.Key()
-		i := strings.LastIndexByte(key, '|')
-		if i < 0 {
-			continue
-		}
-		cell, field := key[:i], key[i+1:]
-		row := acc[cell]
-		if row == nil {
-			row = &ProviderUsage{}
-			row.Provider, row.Model = splitModelKey(cell)
-			acc[cell] = row
-		}
-		v := e.Value()
-		switch field {
-		case fieldRequests:
-			n, _ := v.AsInt64OK() // a counter that is not a number counts 0
-			row.RequestCount += n
-		case fieldTokens:
-			n, _ := v.AsInt64OK()
-			row.TotalTokens += n
-		case fieldCost:
-			row.Cost += asFloat(v)
+		if cell, ok := e.Value().DocumentOK(); ok {
+			acc.addCell(cell)
+		} else {
+			acc.addLegacy(e)
 		}
 	}
 	return nil
 }
 
+// addCell sums one cell {p, m, n, t, c}; a counter that is not a number counts 0.
+func (acc accumulator) addCell(cell bson.Raw) {
+	p, _ := cell.Lookup(fieldProvider).StringValueOK()
+	m, _ := cell.Lookup(fieldModel).StringValueOK()
+	row := acc.row(p, m)
+	n, _ := cell.Lookup(fieldRequests).AsInt64OK()
+	t, _ := cell.Lookup(fieldTokens).AsInt64OK()
+	c, _ := cell.Lookup(fieldCost).AsInt64OK()
+	row.RequestCount += n
+	row.TotalTokens += t
+	row.Cost = RoundCost(row.Cost + unitsCost(c))
+}
+
+// addLegacy sums one flat counter of an earlier version's rollup ("<provider>|<model>|n").
+func (acc accumulator) addLegacy(e bson.RawElement) {
+	provider, model, field, ok := legacyCell(e.Key())
+	if !ok {
+		return
+	}
+	row := acc.row(provider, model)
+	v := e.Value()
+	switch field {
+	case fieldRequests:
+		n, _ := v.AsInt64OK()
+		row.RequestCount += n
+	case fieldTokens:
+		n, _ := v.AsInt64OK()
+		row.TotalTokens += n
+	case fieldCost:
+		row.Cost = RoundCost(row.Cost + asFloat(v))
+	}
+}
+
 func (acc accumulator) merge(other accumulator) {
-	for k, r := range other {
-		row := acc[k]
-		if row == nil {
-			c := *r
-			acc[k] = &c
-			continue
-		}
+	for _, r := range other {
+		row := acc.row(r.Provider, r.Model)
 		row.RequestCount += r.RequestCount
 		row.TotalTokens += r.TotalTokens
-		row.Cost += r.Cost
+		row.Cost = RoundCost(row.Cost + r.Cost)
 	}
 }
 
@@ -427,7 +457,7 @@ func totals(rows []ProviderUsage) Summary {
 	for _, r := range rows {
 		t.TotalRequests += r.RequestCount
 		t.TotalTokens += r.TotalTokens
-		t.TotalCost += r.Cost
+		t.TotalCost = RoundCost(t.TotalCost + r.Cost)
 	}
 	return t
 }
