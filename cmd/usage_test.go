@@ -139,7 +139,11 @@ func TestUsageReportFlags(t *testing.T) {
 				}
 			}
 			uc := newUsageCmd(f)
-			uc.RemoveCommand(uc.Commands()[0])
+			for _, c := range uc.Commands() {
+				if c.Name() == "report" {
+					uc.RemoveCommand(c)
+				}
+			}
 			uc.AddCommand(newUsageReportCmd(f, func(_ context.Context, o *usageReportOptions) error { got = o; return nil }))
 			root.AddCommand(uc)
 			root.SetArgs(append([]string{"usage", "report"}, tt.args...))

@@ -30,14 +30,18 @@ type RollupChange struct {
 	After  Summary `json:"after"`
 }
 
-// logRow is the part of an ai_requests document the rollup is built from.
+// logRow is the part of an ai_requests document the rollup is built from, under the names of
+// Record and of earlier versions (Old*).
 type logRow struct {
-	UserID      string    `bson:"userId"`
-	Provider    string    `bson:"provider"`
-	Model       string    `bson:"model"`
-	TotalTokens int64     `bson:"totalTokens"`
-	Cost        float64   `bson:"cost"`
-	CreatedAt   time.Time `bson:"createdAt"`
+	UserID         string    `bson:"userId"`
+	Provider       string    `bson:"p"`
+	Model          string    `bson:"m"`
+	TotalTokens    int64     `bson:"tt"`
+	OldProvider    string    `bson:"provider"`
+	OldModel       string    `bson:"model"`
+	OldTotalTokens int64     `bson:"totalTokens"`
+	Cost           float64   `bson:"cost"`
+	CreatedAt      time.Time `bson:"createdAt"`
 }
 
 // Reconcile rebuilds the rollup of the last `days` UTC days (today included) from the log of
@@ -59,8 +63,9 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 	cur, err := s.requests.Find(ctx, bson.D{
 		{Key: "status", Value: StatusSuccess},
 		{Key: "createdAt", Value: bson.D{{Key: "$gte", Value: start}, {Key: "$lt", Value: end}}},
-	}, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "provider", Value: 1},
-		{Key: "model", Value: 1}, {Key: "totalTokens", Value: 1}, {Key: "cost", Value: 1}, {Key: "createdAt", Value: 1}}))
+	}, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "p", Value: 1}, {Key: "m", Value: 1},
+		{Key: "tt", Value: 1}, {Key: "provider", Value: 1}, {Key: "model", Value: 1}, {Key: "totalTokens", Value: 1},
+		{Key: "cost", Value: 1}, {Key: "createdAt", Value: 1}}))
 	if err != nil {
 		return nil, fmt.Errorf("usage: read log: %w", err)
 	}
@@ -69,6 +74,9 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		var r logRow
 		if err := cur.Decode(&r); err != nil {
 			return nil, fmt.Errorf("usage: decode log: %w", err)
+		}
+		if r.Provider == "" {
+			r.Provider, r.Model, r.TotalTokens = r.OldProvider, r.OldModel, r.OldTotalTokens
 		}
 		day := Day(r.CreatedAt)
 		id := dailyID(r.UserID, day)

@@ -7,6 +7,7 @@ package usage
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ const (
 	RequestsCollection = "ai_requests"
 	DailyCollection    = "ai_usage_daily"
 	RejectedCollection = "usage_rejected" // records the recorder set aside, with the reason
+	PricesCollection   = "ai_prices"      // the unit prices records were costed with, once each
 )
 
 // Status values of a Record.
@@ -27,36 +29,49 @@ const (
 )
 
 // UnitPrices are the per-token prices a cost was computed with, kept with each request so the
-// cost can be explained and recomputed.
+// cost can be explained and recomputed. Stored under short names (see Record).
 type UnitPrices struct {
-	Entry      string  `bson:"entry" json:"entry"` // the price table entry used ("" = unknown model)
-	Input      float64 `bson:"input" json:"input"`
-	Output     float64 `bson:"output" json:"output"`
-	CacheRead  float64 `bson:"cacheRead" json:"cacheRead"`
-	CacheWrite float64 `bson:"cacheWrite" json:"cacheWrite"`
+	Entry      string  `bson:"e" json:"entry"` // the price table entry used ("" = unknown model)
+	Input      float64 `bson:"i" json:"input"`
+	Output     float64 `bson:"o" json:"output"`
+	CacheRead  float64 `bson:"r,omitempty" json:"cacheRead"`
+	CacheWrite float64 `bson:"w,omitempty" json:"cacheWrite"`
 }
 
 // Record is one AI request as stored in ai_requests. Its _id is the request id, so writing
 // the same record twice (a retried batch) stores it once.
+//
+// The fields another query may select on (userId, status, cost, createdAt) keep readable names;
+// the others are stored under short names (p provider, m model, tt total tokens, in/out prompt
+// and completion tokens, …), and zeros are left out: the embedded store keeps every field name
+// of every document twice more in a per-document schema, so names were half of a record's size
+// (see docs/performance.md). Records of earlier versions used the long names.
 type Record struct {
 	RequestID         string      `bson:"_id"`
 	UserID            string      `bson:"userId"`
-	Provider          string      `bson:"provider"`
-	Model             string      `bson:"model"`
-	Status            string      `bson:"status"`           // StatusSuccess, StatusError, StatusCanceled
-	UpstreamStatus    int         `bson:"upstreamStatus"`   // the provider's last HTTP status (0: none)
-	Error             string      `bson:"error,omitempty"`  // what went wrong (never a secret)
-	PromptTokens      int64       `bson:"promptTokens"`     //
-	CompletionTokens  int64       `bson:"completionTokens"` //
-	TotalTokens       int64       `bson:"totalTokens"`      //
-	CachedTokens      int64       `bson:"cachedTokens"`     // prompt tokens read from the provider's cache
-	CacheWriteTokens  int64       `bson:"cacheWriteTokens"` // prompt tokens written to it (Anthropic)
-	Cost              float64     `bson:"cost"`             // USD
-	Prices            *UnitPrices `bson:"prices,omitempty"` //
-	ProviderRequestID string      `bson:"providerRequestId,omitempty"`
-	Attempts          int         `bson:"attempts"`  // upstream calls made (retries included)
-	LatencyMs         int64       `bson:"latencyMs"` //
-	CreatedAt         time.Time   `bson:"createdAt"` //
+	Provider          string      `bson:"p"`
+	Model             string      `bson:"m"`
+	Status            string      `bson:"status"`         // StatusSuccess, StatusError, StatusCanceled
+	UpstreamStatus    int         `bson:"us,omitempty"`   // the provider's last HTTP status (0: none)
+	Error             string      `bson:"err,omitempty"`  // what went wrong (never a secret)
+	PromptTokens      int64       `bson:"in"`             //
+	CompletionTokens  int64       `bson:"out"`            //
+	TotalTokens       int64       `bson:"tt"`             //
+	CachedTokens      int64       `bson:"cr,omitempty"`   // prompt tokens read from the provider's cache
+	CacheWriteTokens  int64       `bson:"cw,omitempty"`   // prompt tokens written to it (Anthropic)
+	Cost              float64     `bson:"cost"`           // USD, rounded by RoundCost
+	Prices            *UnitPrices `bson:"-"`              // stored once in ai_prices, referenced by PriceRef
+	PriceRef          string      `bson:"px,omitempty"`   // the _id of Prices in ai_prices (set when written)
+	ProviderRequestID string      `bson:"prid,omitempty"` //
+	Attempts          int         `bson:"att"`            // upstream calls made (retries included)
+	LatencyMs         int64       `bson:"ms"`             //
+	CreatedAt         time.Time   `bson:"createdAt"`      //
+}
+
+// priceRef is the ai_prices _id of a set of unit prices: 16 hex digits of a SHA-256 of them.
+func priceRef(p *UnitPrices) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%g\x00%g\x00%g\x00%g", p.Entry, p.Input, p.Output, p.CacheRead, p.CacheWrite))
+	return hex.EncodeToString(h[:8])
 }
 
 // Day returns the UTC calendar day of t as YYYY-MM-DD, the rollup's day key.

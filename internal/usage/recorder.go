@@ -510,12 +510,21 @@ func unitsCost(u int64) float64 { return RoundCost(float64(u) / 1e10) }
 
 // mongoSink writes to the collections.
 type mongoSink struct {
-	requests, daily, rejected *mongo.Collection
+	requests, daily, rejected, prices *mongo.Collection
+	known                             *sync.Map // priceRef -> struct{}: stored in ai_prices
 }
 
+// insertLog stores recs in ai_requests, after storing in ai_prices the unit prices this process
+// has not stored yet: a record refers to its prices by PriceRef rather than holding a copy.
 func (s mongoSink) insertLog(ctx context.Context, recs []Record) error {
 	docs := make([]any, len(recs))
 	for i := range recs {
+		if p := recs[i].Prices; p != nil {
+			recs[i].PriceRef = priceRef(p)
+			if err := s.storePrices(ctx, recs[i].PriceRef, p); err != nil {
+				return err
+			}
+		}
 		docs[i] = recs[i]
 	}
 	_, err := s.requests.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
@@ -527,6 +536,20 @@ func (s mongoSink) insertLog(ctx context.Context, recs []Record) error {
 		return nil
 	}
 	return fmt.Errorf("insert %d records: %w", len(recs), err)
+}
+
+// storePrices stores p in ai_prices under ref, once per process (an upsert that only inserts).
+func (s mongoSink) storePrices(ctx context.Context, ref string, p *UnitPrices) error {
+	if _, ok := s.known.Load(ref); ok {
+		return nil
+	}
+	_, err := s.prices.UpdateOne(ctx, bson.D{{Key: "_id", Value: ref}},
+		bson.D{{Key: "$setOnInsert", Value: p}}, options.Update().SetUpsert(true))
+	if err != nil && !mongo.IsDuplicateKeyError(err) { // a duplicate: another writer stored it first
+		return fmt.Errorf("store prices %s: %w", ref, err)
+	}
+	s.known.Store(ref, struct{}{})
+	return nil
 }
 
 func (s mongoSink) reject(ctx context.Context, r rejection) error {

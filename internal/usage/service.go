@@ -67,11 +67,11 @@ type Options struct {
 
 // Service records AI requests in the background and reads usage from the daily rollup.
 type Service struct {
-	requests, daily, rejected *mongo.Collection
-	rec                       *recorder
-	now                       func() time.Time
-	log                       *slog.Logger
-	ferret                    bool // the server is FerretDB (the embedded store): filters scan and decode everything
+	requests, daily, rejected, prices *mongo.Collection
+	rec                               *recorder
+	now                               func() time.Time
+	log                               *slog.Logger
+	ferret                            bool // the server is FerretDB (the embedded store): filters scan and decode everything
 
 	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
 	// (a count is itself a full scan there).
@@ -87,8 +87,13 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 	if err != nil {
 		return nil, err
 	}
-	s.rec = newRecorder(mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected}, opts.Recorder, s.log)
+	s.rec = newRecorder(s.sink(), opts.Recorder, s.log)
 	return s, nil
+}
+
+// sink returns the sink that writes to the service's collections.
+func (s *Service) sink() mongoSink {
+	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices, known: &sync.Map{}}
 }
 
 func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
@@ -102,6 +107,7 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 		requests: db.Collection(RequestsCollection),
 		daily:    db.Collection(DailyCollection),
 		rejected: db.Collection(RejectedCollection),
+		prices:   db.Collection(PricesCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
 	}

@@ -83,7 +83,7 @@ func newFixture(t *testing.T, ro RecorderOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := &flakySink{inner: mongoSink{requests: svc.requests, daily: svc.daily, rejected: svc.rejected}}
+	fs := &flakySink{inner: svc.sink()}
 	if ro.RetryMin == 0 {
 		ro.RetryMin, ro.RetryMax = time.Millisecond, 5*time.Millisecond
 	}
@@ -462,7 +462,7 @@ func TestParseDays(t *testing.T) {
 	}
 }
 
-// Ensure the price snapshot is stored with the record and reads back.
+// Ensure the unit prices of a record are stored once, under the reference the record holds.
 func TestRecord_PricesStored(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, RecorderOptions{})
@@ -478,7 +478,11 @@ func TestRecord_PricesStored(t *testing.T) {
 	if err := f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&back); err != nil {
 		t.Fatal(err)
 	}
-	if back.Prices == nil || back.Prices.Input != 1e-7 || back.Prices.Entry != "m" {
-		t.Fatalf("read back %+v", back.Prices)
+	var prices UnitPrices
+	if err := f.db.Collection(PricesCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: back.PriceRef}}).Decode(&prices); err != nil {
+		t.Fatalf("prices %q of the record: %v", back.PriceRef, err)
+	}
+	if prices != *r.Prices {
+		t.Fatalf("read back %+v, want %+v", prices, *r.Prices)
 	}
 }
