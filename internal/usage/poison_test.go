@@ -220,7 +220,7 @@ func TestService_ReconcileRepairsRollup(t *testing.T) {
 	// Hand edits: a counter changed, a day removed, a user that never made a call.
 	k := cellKey("openai", "m.1")
 	if _, err := daily.UpdateOne(ctx, bson.D{{Key: "_id", Value: dailyID("u", Day(day0))}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "m." + k + ".n", Value: 999}}}}); err != nil {
+		bson.D{{Key: "$set", Value: bson.D{{Key: "m." + k + "|n", Value: 999}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := daily.DeleteOne(ctx, bson.D{{Key: "_id", Value: dailyID("u", Day(yesterday))}}); err != nil {
@@ -312,4 +312,32 @@ func TestRecorder_TwoReplicasCountEveryCall(t *testing.T) {
 	}
 	svcs[0].now = func() time.Time { return day0 }
 	assertRollupEqualsLog(t, &fixture{svc: svcs[0], db: db}, []string{"u"}, 2*per)
+}
+
+// Ensure a rollup of an earlier version (cells named by escaped provider and model, cost in
+// USD) is still read, merged with new cells of the same model, and reconcile rewrites it.
+func TestService_ReadsLegacyRollup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{})
+	ctx := context.Background()
+	if _, err := f.db.Collection(DailyCollection).InsertOne(ctx, bson.D{{Key: "_id", Value: dailyID("u", Day(day0))},
+		{Key: "userId", Value: "u"}, {Key: "day", Value: Day(day0)}, {Key: "m", Value: bson.D{
+			{Key: "openai|gpt-4%2E1|n", Value: int64(2)}, {Key: "openai|gpt-4%2E1|t", Value: int64(30)},
+			{Key: "openai|gpt-4%2E1|c", Value: 0.0000035}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Record(ctx, rec(1, "u", "openai", "gpt-4.1", day0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.svc.ByProvider(ctx, "u", 1)
+	if err != nil || len(rows) != 1 || rows[0].Model != "gpt-4.1" || rows[0].RequestCount != 3 || rows[0].Cost != 0.0000055 {
+		t.Fatalf("rows = %+v (%v), want one gpt-4.1 row with 3 requests and $0.0000055", rows, err)
+	}
+	res, err := f.svc.Reconcile(ctx, 1)
+	if err != nil || len(res.Changes) != 1 {
+		t.Fatalf("reconcile = %+v (%v), want the legacy document rewritten", res, err)
+	}
 }

@@ -137,6 +137,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 	}
 	slices.Sort(ids)
 	client := s.daily.Database().Client()
+	sink := s.sink()
 	for _, id := range ids {
 		res.Checked++
 		w, h := want[id], have[id]
@@ -144,9 +145,12 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		user, day := h.userID, h.day
 		if w != nil {
 			user, day = w.userID, w.day
-			for _, m := range w.models {
-				r := after.row(m.Provider, m.Model)
+			for k, m := range w.models {
+				r := after.cell(k)
 				r.RequestCount, r.TotalTokens, r.Cost = m.Requests, m.TotalTokens, m.Cost
+				if err := sink.storeName(ctx, k, m); err != nil {
+					return res, fmt.Errorf("usage: %w", err)
+				}
 			}
 		}
 		before := h.rows
@@ -205,7 +209,7 @@ func legacyShape(doc bson.Raw) bool {
 	}
 	elems, _ := cells.Elements()
 	for _, e := range elems {
-		if _, ok := e.Value().DocumentOK(); !ok {
+		if _, _, legacy := splitCounter(e.Key()); legacy != nil {
 			return true
 		}
 	}
@@ -220,11 +224,10 @@ func cellsDoc(d *dailyDelta) bson.D {
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.models)) {
 		c := d.models[k]
-		m = append(m, bson.E{Key: k, Value: bson.D{
-			{Key: fieldProvider, Value: c.Provider}, {Key: fieldModel, Value: c.Model},
-			{Key: fieldRequests, Value: c.Requests}, {Key: fieldTokens, Value: c.TotalTokens},
-			{Key: fieldCost, Value: costUnits(c.Cost)},
-		}})
+		m = append(m,
+			bson.E{Key: k + "|" + fieldRequests, Value: c.Requests},
+			bson.E{Key: k + "|" + fieldTokens, Value: c.TotalTokens},
+			bson.E{Key: k + "|" + fieldCost, Value: costUnits(c.Cost)})
 	}
 	return m
 }

@@ -19,6 +19,7 @@ const (
 	DailyCollection    = "ai_usage_daily"
 	RejectedCollection = "usage_rejected" // records the recorder set aside, with the reason
 	PricesCollection   = "ai_prices"      // the unit prices records were costed with, once each
+	ModelsCollection   = "ai_models"      // the provider and model of each rollup cell key
 )
 
 // Status values of a Record.
@@ -81,7 +82,7 @@ func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 func dailyID(userID, day string) string { return userID + "|" + day }
 
 // cellKey is the name of the rollup cell of a provider and model: "k" and 16 hex digits of a
-// SHA-256 of both. A cell holds the provider and the model as values (`p`, `m`), so nothing a
+// SHA-256 of both. Its names are stored as values in ai_models ({_id: key, p, m}), so nothing a
 // provider sends becomes a document key; the key is ours, and safe in a field path. Provider
 // and model hold no NUL (see validate), so the separator keeps two pairs apart.
 func cellKey(provider, model string) string {
@@ -89,13 +90,18 @@ func cellKey(provider, model string) string {
 	return "k" + hex.EncodeToString(h[:8])
 }
 
-// The fields of a rollup cell.
+// modelName is a document of ai_models: the provider and model of a cell key.
+type modelName struct {
+	Key      string `bson:"_id"`
+	Provider string `bson:"p"`
+	Model    string `bson:"m"`
+}
+
+// The counters of a cell, suffixed to its key: "<cellKey>|n".
 const (
-	fieldProvider = "p" // provider (a value)
-	fieldModel    = "m" // model (a value)
 	fieldRequests = "n" // requests
 	fieldTokens   = "t" // total tokens
-	fieldCost     = "c" // cost, USD
+	fieldCost     = "c" // cost, in units of 10^-10 USD (an integer: sums are exact)
 )
 
 // modelTotals are the counters of one provider and model.
@@ -109,26 +115,32 @@ type modelTotals struct {
 // A rollup document of ai_usage_daily is one per user and UTC day:
 //
 //	{_id: "<userId>|<day>", userId, day: "YYYY-MM-DD",
-//	 m: {"k1f3a…": {p: "openai", m: "gpt-4o-mini", n: 3, t: 120, c: 0.00004}, …},
-//	 w: {"<writer>": 17}}
+//	 m: {"k1f3a…|n": 3, "k1f3a…|t": 120, "k1f3a…|c": 400000, …}, w: {"<writer>": 17}}
 //
-// One update per document adds a batch: $inc on the counters of each cell it touches and
-// $set of the cell's provider and model (the same values every time), which is one atomic
-// update on MongoDB and creates the cell on first use. `w` holds, per recorder (a random id
-// for each process, ours, never from input), the sequence number of the last batch it added,
-// so that a batch re-sent after a lost answer is not added twice.
+// Its counters are flat scalars in `m` (what the embedded store decodes fastest; $inc creates
+// them on first use), named by cell key; ai_models holds each key's provider and model. One
+// update per document adds a batch ($inc of each counter it touches): an atomic update on
+// MongoDB. `w` holds, per recorder (a random id for each process, ours, never from input), the
+// sequence number of the last batch it added, so that a batch re-sent after a lost answer is
+// not added twice.
 //
-// Rollups written by earlier versions hold flat cells named "<provider>|<model>|<n|t|c>"; the
-// read side still sums them, and `app usage reconcile` rewrites them in this shape.
+// Rollups written by earlier versions hold cells named "<provider>|<model>|<n|t|c>" (escaped,
+// cost in USD); the read side still sums them, and `app usage reconcile` rewrites them.
 
-// legacyCell splits a flat cell name of an earlier version into provider, model and field.
-func legacyCell(key string) (provider, model, field string, ok bool) {
-	i := strings.LastIndexByte(key, '|')
+// splitCounter splits a counter's name into its cell key and field. For a cell of an earlier
+// version it also returns the provider and model, and the key they have now.
+func splitCounter(name string) (key, field string, legacy *[2]string) {
+	i := strings.LastIndexByte(name, '|')
 	if i < 0 {
-		return "", "", "", false
+		return "", "", nil
 	}
-	p, m, _ := strings.Cut(key[:i], "|")
-	return legacyUnescaper.Replace(p), legacyUnescaper.Replace(m), key[i+1:], true
+	cell, field := name[:i], name[i+1:]
+	if !strings.Contains(cell, "|") {
+		return cell, field, nil
+	}
+	p, m, _ := strings.Cut(cell, "|")
+	names := [2]string{legacyUnescaper.Replace(p), legacyUnescaper.Replace(m)}
+	return cellKey(names[0], names[1]), field, &names
 }
 
 var legacyUnescaper = strings.NewReplacer("%25", "%", "%2E", ".", "%24", "$", "%7C", "|")

@@ -510,8 +510,8 @@ func unitsCost(u int64) float64 { return RoundCost(float64(u) / 1e10) }
 
 // mongoSink writes to the collections.
 type mongoSink struct {
-	requests, daily, rejected, prices *mongo.Collection
-	known                             *sync.Map // priceRef -> struct{}: stored in ai_prices
+	requests, daily, rejected, prices, models *mongo.Collection
+	known                                     *sync.Map // priceRef or cell key -> struct{}: stored
 }
 
 // insertLog stores recs in ai_requests, after storing in ai_prices the unit prices this process
@@ -552,13 +552,28 @@ func (s mongoSink) storePrices(ctx context.Context, ref string, p *UnitPrices) e
 	return nil
 }
 
+// storeName stores the provider and model of cell key k in ai_models, once per process.
+func (s mongoSink) storeName(ctx context.Context, k string, m *modelTotals) error {
+	if _, ok := s.known.Load(k); ok {
+		return nil
+	}
+	_, err := s.models.UpdateOne(ctx, bson.D{{Key: "_id", Value: k}},
+		bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "p", Value: m.Provider}, {Key: "m", Value: m.Model}}}},
+		options.Update().SetUpsert(true))
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("store model name %s: %w", k, err)
+	}
+	s.known.Store(k, struct{}{})
+	return nil
+}
+
 func (s mongoSink) reject(ctx context.Context, r rejection) error {
 	_, err := s.rejected.InsertOne(ctx, r)
 	return err
 }
 
 // addDaily adds d to its rollup document and marks the document with d's batch, in one
-// update. A re-sent d (an earlier attempt failed, maybe after the database applied it) is
+// update, after storing the names of cells this process has not named yet. A re-sent d (an earlier attempt failed, maybe after the database applied it) is
 // added only to a document without that mark: the filter leaves such a document out, the
 // upsert then collides with it on _id, and a look at the mark tells a batch already taken
 // from a document another recorder created first (taken again at once). A first attempt
@@ -570,13 +585,15 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}, {Key: mark, Value: d.seq}}
 	for _, k := range slices.Sorted(maps.Keys(d.models)) {
 		m := d.models[k]
-		p := "m." + k + "."
+		if err := s.storeName(ctx, k, m); err != nil {
+			return err
+		}
+		p := "m." + k + "|"
 		inc = append(inc,
 			bson.E{Key: p + fieldRequests, Value: m.Requests},
 			bson.E{Key: p + fieldTokens, Value: m.TotalTokens},
 			bson.E{Key: p + fieldCost, Value: costUnits(m.Cost)},
 		)
-		set = append(set, bson.E{Key: p + fieldProvider, Value: m.Provider}, bson.E{Key: p + fieldModel, Value: m.Model})
 	}
 	filter := bson.D{{Key: "_id", Value: d.id}}
 	if d.resent {

@@ -67,11 +67,12 @@ type Options struct {
 
 // Service records AI requests in the background and reads usage from the daily rollup.
 type Service struct {
-	requests, daily, rejected, prices *mongo.Collection
-	rec                               *recorder
-	now                               func() time.Time
-	log                               *slog.Logger
-	ferret                            bool // the server is FerretDB (the embedded store): filters scan and decode everything
+	requests, daily, rejected, prices, models *mongo.Collection
+	rec                                       *recorder
+	names                                     sync.Map // cell key -> modelName, read from ai_models
+	now                                       func() time.Time
+	log                                       *slog.Logger
+	ferret                                    bool // the server is FerretDB (the embedded store): filters scan and decode everything
 
 	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
 	// (a count is itself a full scan there).
@@ -93,7 +94,8 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 
 // sink returns the sink that writes to the service's collections.
 func (s *Service) sink() mongoSink {
-	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices, known: &sync.Map{}}
+	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices,
+		models: s.models, known: &sync.Map{}}
 }
 
 func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
@@ -108,6 +110,7 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 		daily:    db.Collection(DailyCollection),
 		rejected: db.Collection(RejectedCollection),
 		prices:   db.Collection(PricesCollection),
+		models:   db.Collection(ModelsCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
 	}
@@ -293,7 +296,7 @@ func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, err
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}
-	return acc.rows(), nil
+	return s.named(ctx, acc)
 }
 
 // lookupWorkers is how many point lookups of readDays run at once.
@@ -353,24 +356,25 @@ func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]Prov
 	for _, a := range accs {
 		all.merge(a)
 	}
-	return all.rows(), nil
+	return s.named(ctx, all)
 }
 
-// accumulator sums rollup cells by provider and model.
+// accumulator sums rollup cells by cell key (cellKey of provider and model). Provider and
+// model are filled in from earlier versions' cells, or later by Service.named.
 type accumulator map[string]*ProviderUsage
 
-// row returns the sums of one provider and model, created empty on first use.
-func (acc accumulator) row(provider, model string) *ProviderUsage {
-	k := provider + "\x00" + model
-	r := acc[k]
+// cell returns the sums of one cell, created empty on first use.
+func (acc accumulator) cell(key string) *ProviderUsage {
+	r := acc[key]
 	if r == nil {
-		r = &ProviderUsage{Provider: provider, Model: model}
-		acc[k] = r
+		r = &ProviderUsage{}
+		acc[key] = r
 	}
 	return r
 }
 
-// add sums the cells of one rollup document.
+// add sums the counters of one rollup document: "<cellKey>|n" (requests), "|t" (tokens) and
+// "|c" (cost in 10^-10 USD), and the "<provider>|<model>|n" cells of earlier versions.
 func (acc accumulator) add(doc bson.Raw) error {
 	m, err := doc.LookupErr("m")
 	if err != nil {
@@ -385,55 +389,78 @@ func (acc accumulator) add(doc bson.Raw) error {
 		return fmt.Errorf("usage: decode rollup: %w", err)
 	}
 	for _, e := range elems {
-		if cell, ok := e.Value().DocumentOK(); ok {
-			acc.addCell(cell)
-		} else {
-			acc.addLegacy(e)
+		key, field, legacy := splitCounter(e.Key())
+		if key == "" {
+			continue
+		}
+		row := acc.cell(key)
+		if legacy != nil {
+			row.Provider, row.Model = legacy[0], legacy[1]
+		}
+		v := e.Value()
+		switch field {
+		case fieldRequests:
+			n, _ := v.AsInt64OK() // a counter that is not a number counts 0
+			row.RequestCount += n
+		case fieldTokens:
+			n, _ := v.AsInt64OK()
+			row.TotalTokens += n
+		case fieldCost:
+			if legacy != nil {
+				row.Cost = RoundCost(row.Cost + asFloat(v))
+			} else {
+				n, _ := v.AsInt64OK()
+				row.Cost = RoundCost(row.Cost + unitsCost(n))
+			}
 		}
 	}
 	return nil
 }
 
-// addCell sums one cell {p, m, n, t, c}; a counter that is not a number counts 0.
-func (acc accumulator) addCell(cell bson.Raw) {
-	p, _ := cell.Lookup(fieldProvider).StringValueOK()
-	m, _ := cell.Lookup(fieldModel).StringValueOK()
-	row := acc.row(p, m)
-	n, _ := cell.Lookup(fieldRequests).AsInt64OK()
-	t, _ := cell.Lookup(fieldTokens).AsInt64OK()
-	c, _ := cell.Lookup(fieldCost).AsInt64OK()
-	row.RequestCount += n
-	row.TotalTokens += t
-	row.Cost = RoundCost(row.Cost + unitsCost(c))
-}
-
-// addLegacy sums one flat counter of an earlier version's rollup ("<provider>|<model>|n").
-func (acc accumulator) addLegacy(e bson.RawElement) {
-	provider, model, field, ok := legacyCell(e.Key())
-	if !ok {
-		return
-	}
-	row := acc.row(provider, model)
-	v := e.Value()
-	switch field {
-	case fieldRequests:
-		n, _ := v.AsInt64OK()
-		row.RequestCount += n
-	case fieldTokens:
-		n, _ := v.AsInt64OK()
-		row.TotalTokens += n
-	case fieldCost:
-		row.Cost = RoundCost(row.Cost + asFloat(v))
-	}
-}
-
 func (acc accumulator) merge(other accumulator) {
-	for _, r := range other {
-		row := acc.row(r.Provider, r.Model)
+	for k, r := range other {
+		row := acc.cell(k)
+		if r.Provider != "" || r.Model != "" {
+			row.Provider, row.Model = r.Provider, r.Model
+		}
 		row.RequestCount += r.RequestCount
 		row.TotalTokens += r.TotalTokens
 		row.Cost = RoundCost(row.Cost + r.Cost)
 	}
+}
+
+// named fills in the provider and model of acc's cells from ai_models (cached in memory:
+// names never change for a key) and returns the rows, the largest cost first.
+func (s *Service) named(ctx context.Context, acc accumulator) ([]ProviderUsage, error) {
+	var missing []string
+	for k, r := range acc {
+		if r.Provider != "" || r.Model != "" {
+			continue
+		}
+		if n, ok := s.names.Load(k); ok {
+			nm := n.(modelName)
+			r.Provider, r.Model = nm.Provider, nm.Model
+			continue
+		}
+		missing = append(missing, k)
+	}
+	if len(missing) > 0 {
+		cur, err := s.models.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: missing}}}})
+		if err != nil {
+			return nil, fmt.Errorf("usage: read model names: %w", err)
+		}
+		var found []modelName
+		if err := cur.All(ctx, &found); err != nil {
+			return nil, fmt.Errorf("usage: read model names: %w", err)
+		}
+		for _, nm := range found {
+			s.names.Store(nm.Key, nm)
+			if r := acc[nm.Key]; r != nil {
+				r.Provider, r.Model = nm.Provider, nm.Model
+			}
+		}
+	}
+	return acc.rows(), nil
 }
 
 // rows returns the sums, the largest cost first.

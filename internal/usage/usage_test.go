@@ -254,7 +254,7 @@ func TestMongoSink_WritersCountOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, RecorderOptions{})
 	defer f.svc.Close(context.Background())
-	s := mongoSink{requests: f.svc.requests, daily: f.svc.daily}
+	s := f.svc.sink()
 	delta := func(writer string, seq int64, resent bool) *dailyDelta {
 		d := rollup([]Record{rec(1, "u", "openai", "m", day0)})[0]
 		d.writer, d.seq, d.resent = writer, seq, resent
@@ -292,7 +292,7 @@ func TestMongoSink_WritersCountOnce(t *testing.T) {
 func TestRecorder_DuplicateInsertIsNotAnError(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, RecorderOptions{})
-	s := mongoSink{requests: f.svc.requests, daily: f.svc.daily}
+	s := f.svc.sink()
 	batch := []Record{rec(1, "u", "openai", "m", day0), rec(2, "u", "openai", "m", day0)}
 	if err := s.insertLog(context.Background(), batch[:1]); err != nil {
 		t.Fatal(err)
