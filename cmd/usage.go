@@ -18,7 +18,57 @@ func newUsageCmd(f *factory) *cobra.Command {
 		Use:   "usage",
 		Short: "Report AI usage (requests, tokens, cost) per provider and model",
 	}
-	c.AddCommand(newUsageReportCmd(f, nil))
+	c.AddCommand(newUsageReportCmd(f, nil), newUsageReconcileCmd(f))
+	return c
+}
+
+type usageReconcileOptions struct {
+	days int
+	json bool
+}
+
+func newUsageReconcileCmd(f *factory) *cobra.Command {
+	opts := &usageReconcileOptions{}
+	c := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Rebuild the daily usage rollup of the last N UTC days from the request log",
+		Long: "Rebuild the daily usage rollup of the last N UTC calendar days (today included) from the log of\n" +
+			"AI requests, and print the rollup documents it rewrote with their totals before and after.\n" +
+			"Run it after a crash (kill -9, power loss) or when the log reports a rollup update it could not\n" +
+			"make. Days in the past are safe beside a running server; for today, stop it or run twice.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := usage.CheckDays(opts.days); err != nil {
+				return usageError{fmt.Errorf("--days: %s", strings.Join(apperr.As(err).Messages, "; "))}
+			}
+			return withServices(cmd.Context(), f, func(s *services) error {
+				res, err := s.usage.Reconcile(cmd.Context(), opts.days)
+				if err != nil {
+					return err
+				}
+				p := f.printer()
+				if opts.json {
+					return p.json(res)
+				}
+				p.title(fmt.Sprintf("Usage rollup reconciled, %s to %s (UTC, %d days): %d documents checked, %d rewritten",
+					res.From, res.To, res.Days, res.Checked, len(res.Changes)))
+				if len(res.Changes) == 0 {
+					return nil
+				}
+				rows := make([][]string, 0, len(res.Changes))
+				for _, ch := range res.Changes {
+					rows = append(rows, []string{ch.Day, ch.UserID,
+						strconv.FormatInt(ch.Before.TotalRequests, 10) + " -> " + strconv.FormatInt(ch.After.TotalRequests, 10),
+						strconv.FormatInt(ch.Before.TotalTokens, 10) + " -> " + strconv.FormatInt(ch.After.TotalTokens, 10),
+						formatCost(ch.Before.TotalCost) + " -> " + formatCost(ch.After.TotalCost)})
+				}
+				p.table([]string{"DAY", "USER", "REQUESTS", "TOKENS", "COST (USD)"}, rows)
+				return nil
+			})
+		},
+	}
+	c.Flags().IntVar(&opts.days, "days", 7, "last N UTC calendar days, today included (1-366)")
+	c.Flags().BoolVar(&opts.json, "json", false, "print JSON")
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,7 +140,11 @@ func TestUsageReportFlags(t *testing.T) {
 				}
 			}
 			uc := newUsageCmd(f)
-			uc.RemoveCommand(uc.Commands()[0])
+			for _, c := range uc.Commands() {
+				if c.Name() == "report" {
+					uc.RemoveCommand(c)
+				}
+			}
 			uc.AddCommand(newUsageReportCmd(f, func(_ context.Context, o *usageReportOptions) error { got = o; return nil }))
 			root.AddCommand(uc)
 			root.SetArgs(append([]string{"usage", "report"}, tt.args...))
@@ -164,5 +169,30 @@ func TestUsageReportFlags(t *testing.T) {
 				t.Fatalf("exit %d, opts %+v, want %+v", code, got, tt.want)
 			}
 		})
+	}
+}
+
+// Ensure `app serve` pointed at the embedded store another serve owns refuses to start with
+// one line saying replicas need MongoDB, while an operator command (usage reconcile) on the
+// same URI runs.
+func TestServe_ReplicaOnEmbeddedStoreRefused(t *testing.T) {
+	dir := t.TempDir()
+	startServe(t, dir, testEnv())
+	uri, err := os.ReadFile(store.URIFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := strings.TrimSpace(string(uri))
+	r := runApp(t, testEnv(), "serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--mongodb-uri", u)
+	lines := strings.Split(strings.TrimSpace(r.errOut), "\n")
+	if r.code != exitFailure || !strings.Contains(r.errOut, "replicas need MongoDB") || len(lines) != 1 {
+		t.Fatalf("replica serve = %d %q, want exit 1 and one line saying replicas need MongoDB", r.code, r.errOut)
+	}
+	r = runApp(t, testEnv(), "usage", "reconcile", "--days", "2", "--mongodb-uri", u, "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.out, "rewritten") {
+		t.Fatalf("usage reconcile beside serve = %d %q %q", r.code, r.out, r.errOut)
+	}
+	if r := runApp(t, testEnv(), "usage", "reconcile", "--days", "0", "--data-dir", dir); r.code != exitUsage {
+		t.Fatalf("--days 0: exit %d, want %d", r.code, exitUsage)
 	}
 }

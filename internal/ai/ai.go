@@ -243,6 +243,11 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if msgs := in.validate(&ep.spec); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
+	if a, ok := s.rec.(interface{ Admit() error }); ok {
+		if err := a.Admit(); err != nil {
+			return nil, err
+		}
+	}
 	cfg := s.cfg[providerName]
 	if cfg.APIKey == "" {
 		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
@@ -316,7 +321,7 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 			Prompt: f.res.promptTokens, Completion: f.res.completionTokens, CacheRead: f.res.cacheReadTokens,
 			CacheWrite: f.res.cacheWriteTokens,
 		})
-		cost = RoundCost(cost)
+		cost = usage.RoundCost(cost)
 		total := f.res.promptTokens + f.res.completionTokens // one rule for every provider
 		rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = f.res.promptTokens, f.res.completionTokens, total
 		rec.CachedTokens, rec.CacheWriteTokens = f.res.cacheReadTokens, f.res.cacheWriteTokens
@@ -369,7 +374,7 @@ func (s *Service) worstCase(provider string, c *call) float64 {
 	for _, m := range c.messages {
 		promptBytes += len(m.Content)
 	}
-	return RoundCost(float64(promptBytes)*in + float64(c.maxTokens)*out)
+	return usage.RoundCost(float64(promptBytes)*in + float64(c.maxTokens)*out)
 }
 
 // record hands rec to the recorder on a context the caller's departure does not cancel.
@@ -612,13 +617,4 @@ func redact(msg, apiKey string) string {
 		return msg
 	}
 	return strings.ReplaceAll(msg, apiKey, "[redacted]")
-}
-
-// RoundCost rounds a cost in USD to 10 decimal places, so that a sum of per-token prices
-// carries no binary noise (0.0000035, not 0.0000034999999999999995).
-func RoundCost(usd float64) float64 {
-	if math.IsNaN(usd) || math.IsInf(usd, 0) {
-		return 0
-	}
-	return math.Round(usd*1e10) / 1e10
 }

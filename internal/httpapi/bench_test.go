@@ -235,8 +235,8 @@ func BenchmarkRatio(b *testing.B) {
 	rl := &rateLimiter{limiter: opts.Limiter, log: opts.Logger}
 	mux := http.NewServeMux()
 	db := pingFunc(func(context.Context) error { return nil })
-	mux.Handle("GET /api/health", handleHealth(db, "1.0.0"))
-	mux.Handle("GET /api/protected", requireAuth(tokens, handleHealth(db, "1.0.0")))
+	mux.Handle("GET /api/health", handleHealth(db, nil, "1.0.0"))
+	mux.Handle("GET /api/protected", requireAuth(tokens, handleHealth(db, nil, "1.0.0")))
 	stack := httptest.NewServer(observe(opts.Logger, 1<<20, rl.limit("", opts.RateLimit, opts.RateWindow)(notFound(mux))))
 	defer stack.Close()
 	b.Run("health-vs-bare", func(b *testing.B) {

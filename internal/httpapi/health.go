@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/acme/app/internal/usage"
 )
 
 // healthTTL is how long a database check stays fresh; healthTimeout bounds one check.
@@ -16,10 +18,22 @@ const (
 
 // Health is the body of GET /api/health.
 type Health struct {
-	Status    string `json:"status"` // ok or error
-	Timestamp string `json:"timestamp"`
-	Service   string `json:"service"`
-	Version   string `json:"version"`
+	Status    string        `json:"status"` // ok, degraded or error
+	Timestamp string        `json:"timestamp"`
+	Service   string        `json:"service"`
+	Version   string        `json:"version"`
+	Checks    *HealthChecks `json:"checks,omitempty"`
+}
+
+// HealthChecks are the parts of the health answer: the database and the usage recorder.
+type HealthChecks struct {
+	Database string               `json:"database"` // ok or error
+	Recorder *usage.RecorderState `json:"recorder,omitempty"`
+}
+
+// RecorderHealth is the usage recorder as the health check sees it.
+type RecorderHealth interface {
+	RecorderState() usage.RecorderState
 }
 
 // dbState caches the database's health so that a health request costs no round trip: a stale
@@ -53,12 +67,29 @@ func (s *dbState) healthy() bool {
 	return s.ok.Load()
 }
 
-func handleHealth(db Pinger, version string) http.Handler {
+// handleHealth answers 200 with status "ok", or "degraded" while the usage recorder is
+// behind (its queue full, records in its overflow, or its writes failing: calls are still
+// answered and recorded later); 503 with status "error" when the database does not answer or
+// the recorder refuses new AI calls (its overflow is full), so that a load balancer sends
+// traffic elsewhere. rec may be nil.
+func handleHealth(db Pinger, rec RecorderHealth, version string) http.Handler {
 	state := &dbState{db: db}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := Health{Status: "ok", Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Service: "backend-api", Version: version}
+		h := Health{Status: "ok", Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Service: "backend-api", Version: version,
+			Checks: &HealthChecks{Database: "ok"}}
 		status := http.StatusOK
+		if rec != nil {
+			st := rec.RecorderState()
+			h.Checks.Recorder = &st
+			switch st.Status {
+			case usage.StateDegraded:
+				h.Status = "degraded"
+			case usage.StateRefusing:
+				h.Status, status = "error", http.StatusServiceUnavailable
+			}
+		}
 		if !state.healthy() {
+			h.Checks.Database = "error"
 			h.Status, status = "error", http.StatusServiceUnavailable
 		}
 		encode(w, status, h)
@@ -69,4 +100,12 @@ func handleRoot() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		encode(w, http.StatusOK, map[string]string{"message": "Backend API is running. See /api/health."})
 	})
+}
+
+// recorderHealth is svc as a RecorderHealth, nil when there is no usage service.
+func recorderHealth(svc *usage.Service) RecorderHealth {
+	if svc == nil {
+		return nil
+	}
+	return svc
 }

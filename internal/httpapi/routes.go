@@ -11,7 +11,7 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	// Service.
 	mux.Handle("GET /api", handleRoot())
 	mux.Handle("GET /api/{$}", handleRoot())
-	mux.Handle("GET /api/health", handleHealth(deps.DB, opts.Version))
+	mux.Handle("GET /api/health", handleHealth(deps.DB, recorderHealth(deps.Usage), opts.Version))
 
 	// Accounts (auth).
 	if deps.Auth != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
@@ -16,7 +15,7 @@ import (
 
 // File names inside the data directory.
 const (
-	lockFile = "app.lock"
+	lockName = "app.lock"
 	uriFile  = "embedded-mongodb.uri"
 	dbDir    = "db"
 )
@@ -41,7 +40,7 @@ func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Lo
 	if err := os.MkdirAll(filepath.Join(dataDir, dbDir), 0o700); err != nil {
 		return nil, "", fmt.Errorf("store: create data directory: %w", err)
 	}
-	lock, err := tryLock(filepath.Join(dataDir, lockFile))
+	lock, err := tryLock(filepath.Join(dataDir, lockName))
 	if errors.Is(err, ErrLocked) {
 		if !shared {
 			return nil, "", fmt.Errorf("store: %s: %w", dataDir, ErrLocked)
@@ -116,14 +115,16 @@ func (e *embedded) close() {
 	unlock(e.lock)
 }
 
+// tryLock opens path and takes an exclusive, non-blocking lock on it (lockFile, per platform),
+// then writes this process's id into it. Returns ErrLocked when another process holds it.
 func tryLock(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("store: open lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, ErrLocked) {
 			return nil, ErrLocked
 		}
 		return nil, fmt.Errorf("store: lock %s: %w", path, err)
@@ -134,7 +135,7 @@ func tryLock(path string) (*os.File, error) {
 }
 
 func unlock(f *os.File) {
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = unlockFile(f)
 	_ = f.Close()
 }
 

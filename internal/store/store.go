@@ -24,7 +24,8 @@ type Options struct {
 	DataDir string
 	// Shared lets this process use the embedded store of another process that holds DataDir
 	// (an operator command beside a running `app serve`), through the URI file it wrote.
-	// Without it, a DataDir in use is an error.
+	// Without it, a DataDir in use is an error, and so is a URI that names the embedded store
+	// of another process (ErrEmbeddedReplica).
 	Shared bool
 	// Logger receives the store's own messages; nil discards them.
 	Logger *slog.Logger
@@ -67,6 +68,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		_ = s.Close(context.Background())
 		return nil, fmt.Errorf("store: ping %s: %w", Redact(s.uri), err)
 	}
+	switch {
+	case s.embedded != nil:
+		if err := s.markOwner(pingCtx, opts.DataDir); err != nil {
+			_ = s.Close(context.Background())
+			return nil, err
+		}
+		register(client)
+	case !opts.Shared:
+		if err := s.checkNotEmbedded(pingCtx); err != nil {
+			_ = s.Close(context.Background())
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -102,6 +116,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close(ctx context.Context) error {
 	var err error
 	if s.client != nil {
+		unregister(s.client)
 		err = s.client.Disconnect(ctx)
 	}
 	s.closeEmbedded()

@@ -22,19 +22,26 @@ func seedRollup(tb testing.TB, coll *mongo.Collection, user string, requests int
 	tb.Helper()
 	per := requests / int64(days*models)
 	docs := make([]any, 0, days)
+	names := map[string]modelName{}
 	for d := range days {
 		day := Day(today.AddDate(0, 0, -d))
 		ms := bson.M{}
 		for m := range models {
 			provider := []string{"openai", "anthropic", "gemini"}[m%3]
 			model := fmt.Sprintf("model-%02d.%d", m, m%3)
-			k := modelKey(provider, model) + "|"
-			ms[k+fieldRequests], ms[k+fieldTokens], ms[k+fieldCost] = per, per*500, float64(per)*0.0004
+			k := cellKey(provider, model) + "|"
+			ms[k+fieldRequests], ms[k+fieldTokens], ms[k+fieldCost] = per, per*500, costUnits(float64(per)*0.0004)
+			names[cellKey(provider, model)] = modelName{Key: cellKey(provider, model), Provider: provider, Model: model}
 		}
 		docs = append(docs, bson.M{"_id": dailyID(user, day), "userId": user, "day": day, "m": ms})
 	}
 	if _, err := coll.InsertMany(context.Background(), docs, options.InsertMany().SetOrdered(false)); err != nil {
 		tb.Fatal(err)
+	}
+	for _, n := range names {
+		if _, err := coll.Database().Collection(ModelsCollection).InsertOne(context.Background(), n); err != nil && !mongo.IsDuplicateKeyError(err) {
+			tb.Fatal(err)
+		}
 	}
 }
 

@@ -67,11 +67,12 @@ type Options struct {
 
 // Service records AI requests in the background and reads usage from the daily rollup.
 type Service struct {
-	requests, daily *mongo.Collection
-	rec             *recorder
-	now             func() time.Time
-	log             *slog.Logger
-	ferret          bool // the server is FerretDB (the embedded store): filters scan and decode everything
+	requests, daily, rejected, prices, models *mongo.Collection
+	rec                                       *recorder
+	names                                     sync.Map // cell key -> modelName, read from ai_models
+	now                                       func() time.Time
+	log                                       *slog.Logger
+	ferret                                    bool // the server is FerretDB (the embedded store): filters scan and decode everything
 
 	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
 	// (a count is itself a full scan there).
@@ -87,8 +88,14 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 	if err != nil {
 		return nil, err
 	}
-	s.rec = newRecorder(mongoSink{requests: s.requests, daily: s.daily}, opts.Recorder, s.log)
+	s.rec = newRecorder(s.sink(), opts.Recorder, s.log)
 	return s, nil
+}
+
+// sink returns the sink that writes to the service's collections.
+func (s *Service) sink() mongoSink {
+	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices,
+		models: s.models, known: &sync.Map{}}
 }
 
 func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
@@ -101,6 +108,9 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 	s := &Service{
 		requests: db.Collection(RequestsCollection),
 		daily:    db.Collection(DailyCollection),
+		rejected: db.Collection(RejectedCollection),
+		prices:   db.Collection(PricesCollection),
+		models:   db.Collection(ModelsCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
 	}
@@ -123,12 +133,20 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 }
 
 // Record queues rec for writing and returns at once, unless the queue is full: then it waits
-// for room (back-pressure) until ctx ends. Pass a context that outlives the HTTP request
-// (context.WithoutCancel) so a departed client still gets its request recorded.
-// Returns ErrClosed after Close.
+// for room up to the hand-off deadline (or until ctx ends) and puts rec in the bounded
+// overflow, written first when the store recovers. It never waits longer. Returns ErrFull when
+// the overflow is full too, and ErrClosed after Close. A record that breaks the limits of
+// validate is not refused here: the recorder sets it aside (usage_rejected) when it writes.
 func (s *Service) Record(ctx context.Context, rec Record) error {
 	return s.rec.record(ctx, rec)
 }
+
+// Admit returns an Unavailable error while a new AI call could not be recorded (the queue and
+// the overflow are full), nil otherwise. The AI service asks it before calling a provider.
+func (s *Service) Admit() error { return s.rec.admit() }
+
+// RecorderState reports the recorder's health for /api/health.
+func (s *Service) RecorderState() RecorderState { return s.rec.state() }
 
 // Close stops accepting records and writes every queued one, retrying failed writes until
 // ctx ends. It must run before the store closes.
@@ -278,7 +296,7 @@ func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, err
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}
-	return acc.rows(), nil
+	return s.named(ctx, acc)
 }
 
 // lookupWorkers is how many point lookups of readDays run at once.
@@ -338,13 +356,25 @@ func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]Prov
 	for _, a := range accs {
 		all.merge(a)
 	}
-	return all.rows(), nil
+	return s.named(ctx, all)
 }
 
-// accumulator sums rollup cells by provider/model cell name.
+// accumulator sums rollup cells by cell key (cellKey of provider and model). Provider and
+// model are filled in from earlier versions' cells, or later by Service.named.
 type accumulator map[string]*ProviderUsage
 
-// add sums the counters of one rollup document.
+// cell returns the sums of one cell, created empty on first use.
+func (acc accumulator) cell(key string) *ProviderUsage {
+	r := acc[key]
+	if r == nil {
+		r = &ProviderUsage{}
+		acc[key] = r
+	}
+	return r
+}
+
+// add sums the counters of one rollup document: "<cellKey>|n" (requests), "|t" (tokens) and
+// "|c" (cost in 10^-10 USD), and the "<provider>|<model>|n" cells of earlier versions.
 func (acc accumulator) add(doc bson.Raw) error {
 	m, err := doc.LookupErr("m")
 	if err != nil {
@@ -359,17 +389,13 @@ func (acc accumulator) add(doc bson.Raw) error {
 		return fmt.Errorf("usage: decode rollup: %w", err)
 	}
 	for _, e := range elems {
-		key := e.Key()
-		i := strings.LastIndexByte(key, '|')
-		if i < 0 {
+		key, field, legacy := splitCounter(e.Key())
+		if key == "" {
 			continue
 		}
-		cell, field := key[:i], key[i+1:]
-		row := acc[cell]
-		if row == nil {
-			row = &ProviderUsage{}
-			row.Provider, row.Model = splitModelKey(cell)
-			acc[cell] = row
+		row := acc.cell(key)
+		if legacy != nil {
+			row.Provider, row.Model = legacy[0], legacy[1]
 		}
 		v := e.Value()
 		switch field {
@@ -380,7 +406,12 @@ func (acc accumulator) add(doc bson.Raw) error {
 			n, _ := v.AsInt64OK()
 			row.TotalTokens += n
 		case fieldCost:
-			row.Cost += asFloat(v)
+			if legacy != nil {
+				row.Cost = RoundCost(row.Cost + asFloat(v))
+			} else {
+				n, _ := v.AsInt64OK()
+				row.Cost = RoundCost(row.Cost + unitsCost(n))
+			}
 		}
 	}
 	return nil
@@ -388,16 +419,48 @@ func (acc accumulator) add(doc bson.Raw) error {
 
 func (acc accumulator) merge(other accumulator) {
 	for k, r := range other {
-		row := acc[k]
-		if row == nil {
-			c := *r
-			acc[k] = &c
-			continue
+		row := acc.cell(k)
+		if r.Provider != "" || r.Model != "" {
+			row.Provider, row.Model = r.Provider, r.Model
 		}
 		row.RequestCount += r.RequestCount
 		row.TotalTokens += r.TotalTokens
-		row.Cost += r.Cost
+		row.Cost = RoundCost(row.Cost + r.Cost)
 	}
+}
+
+// named fills in the provider and model of acc's cells from ai_models (cached in memory:
+// names never change for a key) and returns the rows, the largest cost first.
+func (s *Service) named(ctx context.Context, acc accumulator) ([]ProviderUsage, error) {
+	var missing []string
+	for k, r := range acc {
+		if r.Provider != "" || r.Model != "" {
+			continue
+		}
+		if n, ok := s.names.Load(k); ok {
+			nm := n.(modelName)
+			r.Provider, r.Model = nm.Provider, nm.Model
+			continue
+		}
+		missing = append(missing, k)
+	}
+	if len(missing) > 0 {
+		cur, err := s.models.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: missing}}}})
+		if err != nil {
+			return nil, fmt.Errorf("usage: read model names: %w", err)
+		}
+		var found []modelName
+		if err := cur.All(ctx, &found); err != nil {
+			return nil, fmt.Errorf("usage: read model names: %w", err)
+		}
+		for _, nm := range found {
+			s.names.Store(nm.Key, nm)
+			if r := acc[nm.Key]; r != nil {
+				r.Provider, r.Model = nm.Provider, nm.Model
+			}
+		}
+	}
+	return acc.rows(), nil
 }
 
 // rows returns the sums, the largest cost first.
@@ -427,7 +490,7 @@ func totals(rows []ProviderUsage) Summary {
 	for _, r := range rows {
 		t.TotalRequests += r.RequestCount
 		t.TotalTokens += r.TotalTokens
-		t.TotalCost += r.Cost
+		t.TotalCost = RoundCost(t.TotalCost + r.Cost)
 	}
 	return t
 }

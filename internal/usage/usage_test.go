@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,9 +39,10 @@ type flakySink struct {
 	logCalls           atomic.Int64
 }
 
+// The failures a retry can fix, labelled as the driver labels network errors.
 var (
-	errDown = errors.New("database down")
-	errLost = errors.New("connection reset before the answer")
+	errDown = mongo.CommandError{Message: "database down", Labels: []string{"NetworkError"}}
+	errLost = mongo.CommandError{Message: "connection reset before the answer", Labels: []string{"NetworkError"}}
 )
 
 func (f *flakySink) insertLog(ctx context.Context, recs []Record) error {
@@ -52,6 +52,8 @@ func (f *flakySink) insertLog(ctx context.Context, recs []Record) error {
 	}
 	return f.inner.insertLog(ctx, recs)
 }
+
+func (f *flakySink) reject(ctx context.Context, r rejection) error { return f.inner.reject(ctx, r) }
 
 func (f *flakySink) addDaily(ctx context.Context, d *dailyDelta) error {
 	if f.always.Load() || f.failDaily.Add(-1) >= 0 {
@@ -81,7 +83,7 @@ func newFixture(t *testing.T, ro RecorderOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := &flakySink{inner: mongoSink{requests: svc.requests, daily: svc.daily}}
+	fs := &flakySink{inner: svc.sink()}
 	if ro.RetryMin == 0 {
 		ro.RetryMin, ro.RetryMax = time.Millisecond, 5*time.Millisecond
 	}
@@ -252,7 +254,7 @@ func TestMongoSink_WritersCountOnce(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, RecorderOptions{})
 	defer f.svc.Close(context.Background())
-	s := mongoSink{requests: f.svc.requests, daily: f.svc.daily}
+	s := f.svc.sink()
 	delta := func(writer string, seq int64, resent bool) *dailyDelta {
 		d := rollup([]Record{rec(1, "u", "openai", "m", day0)})[0]
 		d.writer, d.seq, d.resent = writer, seq, resent
@@ -290,7 +292,7 @@ func TestMongoSink_WritersCountOnce(t *testing.T) {
 func TestRecorder_DuplicateInsertIsNotAnError(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, RecorderOptions{})
-	s := mongoSink{requests: f.svc.requests, daily: f.svc.daily}
+	s := f.svc.sink()
 	batch := []Record{rec(1, "u", "openai", "m", day0), rec(2, "u", "openai", "m", day0)}
 	if err := s.insertLog(context.Background(), batch[:1]); err != nil {
 		t.Fatal(err)
@@ -460,23 +462,11 @@ func TestParseDays(t *testing.T) {
 	}
 }
 
-// Ensure model names with dots and dollars survive as field names.
-func TestModelKeyEscapes(t *testing.T) {
-	t.Parallel()
-	if got, want := modelKey("openai", "gpt-4.1$x%|y"), "openai|gpt-4%2E1%24x%25%7Cy"; got != want {
-		t.Fatalf("modelKey=%q, want %q", got, want)
-	}
-	if p, m := splitModelKey(modelKey("openai", "gpt-4.1$x%|y")); p != "openai" || m != "gpt-4.1$x%|y" {
-		t.Fatalf("splitModelKey = %q %q", p, m)
-	}
-}
-
-// Ensure the provider's raw usage object is stored as a document and reads back.
-func TestRecord_ProviderUsageStoredAsDocument(t *testing.T) {
+// Ensure the unit prices of a record are stored once, under the reference the record holds.
+func TestRecord_PricesStored(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, RecorderOptions{})
 	r := rec(1, "u", "openai", "m", day0)
-	r.ProviderUsage = RawJSON(`{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}`)
 	r.Prices = &UnitPrices{Entry: "m", Input: 1e-7}
 	if err := f.svc.Record(context.Background(), r); err != nil {
 		t.Fatal(err)
@@ -484,17 +474,15 @@ func TestRecord_ProviderUsageStoredAsDocument(t *testing.T) {
 	if err := f.svc.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var raw bson.M
-	if err := f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&raw); err != nil {
+	var back Record
+	if err := f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&back); err != nil {
 		t.Fatal(err)
 	}
-	pu, ok := raw["providerUsage"].(bson.M)
-	if !ok || pu["prompt_tokens_details"].(bson.M)["cached_tokens"] != int32(2) {
-		t.Fatalf("providerUsage stored as %#v", raw["providerUsage"])
+	var prices UnitPrices
+	if err := f.db.Collection(PricesCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: back.PriceRef}}).Decode(&prices); err != nil {
+		t.Fatalf("prices %q of the record: %v", back.PriceRef, err)
 	}
-	var back Record
-	_ = f.db.Collection(RequestsCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: r.RequestID}}).Decode(&back)
-	if !strings.Contains(string(back.ProviderUsage), `"cached_tokens":2`) || back.Prices.Input != 1e-7 {
-		t.Fatalf("read back %s %+v", back.ProviderUsage, back.Prices)
+	if prices != *r.Prices {
+		t.Fatalf("read back %+v, want %+v", prices, *r.Prices)
 	}
 }

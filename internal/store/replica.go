@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+)
+
+// ErrEmbeddedReplica is returned by Open when an exclusive opener (`app serve`) is pointed with
+// a URI at the embedded store of another process: its updates could not be serialized with
+// that process's, so counters would lose increments.
+var ErrEmbeddedReplica = errors.New("replicas need MongoDB: this URI is the embedded store of another app process, which cannot serve a second `app serve`; set mongodb.uri to a MongoDB deployment for every replica")
+
+// The owner marker: the process that starts an embedded store writes this document into it, so
+// that a process reaching it through a URI can tell it from a MongoDB or a standalone FerretDB.
+const (
+	markerDB   = "app_store"
+	markerColl = "embedded_owner"
+	markerID   = "owner"
+)
+
+// markOwner records in the embedded store that this process owns it.
+func (s *Store) markOwner(ctx context.Context, dataDir string) error {
+	host, _ := os.Hostname()
+	_, err := s.client.Database(markerDB).Collection(markerColl).ReplaceOne(ctx,
+		bson.D{{Key: "_id", Value: markerID}},
+		bson.D{{Key: "pid", Value: os.Getpid()}, {Key: "host", Value: host}, {Key: "dataDir", Value: dataDir},
+			{Key: "startedAt", Value: time.Now().UTC()}},
+		options.Replace().SetUpsert(true))
+	if err != nil {
+		return fmt.Errorf("store: mark the embedded store's owner: %w", err)
+	}
+	return nil
+}
+
+// checkNotEmbedded returns ErrEmbeddedReplica when the server behind s.client is an embedded
+// store owned by another process. The embedded server lives inside its owner, so a server
+// that answers and holds the marker has a live owner.
+func (s *Store) checkNotEmbedded(ctx context.Context) error {
+	var info bson.M
+	if err := s.client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		return fmt.Errorf("store: buildInfo: %w", err)
+	}
+	if _, ferret := info["ferretdbVersion"]; !ferret {
+		return nil
+	}
+	var owner struct {
+		PID     int    `bson:"pid"`
+		DataDir string `bson:"dataDir"`
+	}
+	err := s.client.Database(markerDB).Collection(markerColl).FindOne(ctx, bson.D{{Key: "_id", Value: markerID}}).Decode(&owner)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: read the embedded store's owner: %w", err)
+	}
+	return fmt.Errorf("%w (owner: pid %d, data dir %s)", ErrEmbeddedReplica, owner.PID, owner.DataDir)
+}

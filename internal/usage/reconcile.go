@@ -1,0 +1,233 @@
+package usage
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/acme/app/internal/store"
+)
+
+// ReconcileResult is what `app usage reconcile` changed.
+type ReconcileResult struct {
+	Days    int            `json:"days"`
+	From    string         `json:"from"` // first UTC day rebuilt
+	To      string         `json:"to"`   // last UTC day rebuilt (today)
+	Checked int            `json:"checked"`
+	Changes []RollupChange `json:"changes"` // the rollup documents rewritten, in _id order
+}
+
+// RollupChange is one rollup document rewritten: its totals before and after.
+type RollupChange struct {
+	UserID string  `json:"userId"`
+	Day    string  `json:"day"`
+	Before Summary `json:"before"`
+	After  Summary `json:"after"`
+}
+
+// logRow is the part of an ai_requests document the rollup is built from, under the names of
+// Record and of earlier versions (Old*).
+type logRow struct {
+	UserID         string    `bson:"userId"`
+	Provider       string    `bson:"p"`
+	Model          string    `bson:"m"`
+	TotalTokens    int64     `bson:"tt"`
+	OldProvider    string    `bson:"provider"`
+	OldModel       string    `bson:"model"`
+	OldTotalTokens int64     `bson:"totalTokens"`
+	Cost           float64   `bson:"cost"`
+	CreatedAt      time.Time `bson:"createdAt"`
+}
+
+// Reconcile rebuilds the rollup of the last `days` UTC days (today included) from the log of
+// successful requests, rewriting every rollup document that disagrees with it (and emptying
+// those the log has nothing for), and returns what it changed. Each rewrite keeps the
+// document's batch marks, so a recorder's re-sent batch is still recognised. Returns Invalid
+// for days outside 1..366.
+func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, error) {
+	if _, err := CheckDays(days); err != nil {
+		return nil, err
+	}
+	from, to := s.window(days)
+	start, _ := time.Parse(time.DateOnly, from)
+	end, _ := time.Parse(time.DateOnly, to)
+	end = end.AddDate(0, 0, 1)
+
+	// What the log says, per rollup document and cell.
+	want := map[string]*dailyDelta{}
+	cur, err := s.requests.Find(ctx, bson.D{
+		{Key: "status", Value: StatusSuccess},
+		{Key: "createdAt", Value: bson.D{{Key: "$gte", Value: start}, {Key: "$lt", Value: end}}},
+	}, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "p", Value: 1}, {Key: "m", Value: 1},
+		{Key: "tt", Value: 1}, {Key: "provider", Value: 1}, {Key: "model", Value: 1}, {Key: "totalTokens", Value: 1},
+		{Key: "cost", Value: 1}, {Key: "createdAt", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("usage: read log: %w", err)
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		var r logRow
+		if err := cur.Decode(&r); err != nil {
+			return nil, fmt.Errorf("usage: decode log: %w", err)
+		}
+		if r.Provider == "" {
+			r.Provider, r.Model, r.TotalTokens = r.OldProvider, r.OldModel, r.OldTotalTokens
+		}
+		day := Day(r.CreatedAt)
+		id := dailyID(r.UserID, day)
+		d := want[id]
+		if d == nil {
+			d = &dailyDelta{id: id, userID: r.UserID, day: day, models: map[string]*modelTotals{}}
+			want[id] = d
+		}
+		k := cellKey(r.Provider, r.Model)
+		m := d.models[k]
+		if m == nil {
+			m = &modelTotals{Provider: r.Provider, Model: r.Model}
+			d.models[k] = m
+		}
+		m.Requests++
+		m.TotalTokens += r.TotalTokens
+		m.Cost = RoundCost(m.Cost + r.Cost)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("usage: read log: %w", err)
+	}
+
+	// What the rollup says.
+	type stored struct {
+		userID, day string
+		rows        accumulator
+		marks       bson.Raw
+		legacy      bool
+	}
+	have := map[string]stored{}
+	rc, err := s.daily.Find(ctx, bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}})
+	if err != nil {
+		return nil, fmt.Errorf("usage: read rollup: %w", err)
+	}
+	defer rc.Close(ctx)
+	for rc.Next(ctx) {
+		acc := accumulator{}
+		if err := acc.add(rc.Current); err != nil {
+			return nil, err
+		}
+		id, _ := rc.Current.Lookup("_id").StringValueOK()
+		user, _ := rc.Current.Lookup("userId").StringValueOK()
+		day, _ := rc.Current.Lookup("day").StringValueOK()
+		marks, _ := rc.Current.Lookup("w").DocumentOK()
+		have[id] = stored{userID: user, day: day, rows: acc, marks: slices.Clone(marks),
+			legacy: legacyShape(rc.Current)}
+	}
+	if err := rc.Err(); err != nil {
+		return nil, fmt.Errorf("usage: read rollup: %w", err)
+	}
+
+	res := &ReconcileResult{Days: days, From: from, To: to, Changes: []RollupChange{}}
+	ids := slices.Sorted(maps.Keys(want))
+	for id := range have {
+		if _, ok := want[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	client := s.daily.Database().Client()
+	sink := s.sink()
+	for _, id := range ids {
+		res.Checked++
+		w, h := want[id], have[id]
+		after := accumulator{}
+		user, day := h.userID, h.day
+		if w != nil {
+			user, day = w.userID, w.day
+			for k, m := range w.models {
+				r := after.cell(k)
+				r.RequestCount, r.TotalTokens, r.Cost = m.Requests, m.TotalTokens, m.Cost
+				if err := sink.storeName(ctx, k, m); err != nil {
+					return res, fmt.Errorf("usage: %w", err)
+				}
+			}
+		}
+		before := h.rows
+		if before == nil {
+			before = accumulator{}
+		}
+		if sameRows(before, after) && !h.legacy {
+			continue
+		}
+		doc := bson.D{{Key: "userId", Value: user}, {Key: "day", Value: day}, {Key: "m", Value: cellsDoc(w)}}
+		if h.marks != nil {
+			doc = append(doc, bson.E{Key: "w", Value: h.marks})
+		}
+		err := store.Serialize(ctx, client, func() error {
+			_, err := s.daily.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc, options.Replace().SetUpsert(true))
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("usage: rewrite rollup %s: %w", id, err)
+		}
+		res.Changes = append(res.Changes, RollupChange{UserID: user, Day: day,
+			Before: totals(before.rows()), After: totals(after.rows())})
+	}
+	return res, nil
+}
+
+// sameRows reports whether two sums agree on every provider and model.
+func sameRows(a, b accumulator) bool {
+	nonzero := func(acc accumulator) map[string]ProviderUsage {
+		out := map[string]ProviderUsage{}
+		for k, r := range acc {
+			if r.RequestCount != 0 || r.TotalTokens != 0 || r.Cost != 0 {
+				out[k] = *r
+			}
+		}
+		return out
+	}
+	x, y := nonzero(a), nonzero(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for k, r := range x {
+		o, ok := y[k]
+		if !ok || o.RequestCount != r.RequestCount || o.TotalTokens != r.TotalTokens || costUnits(o.Cost) != costUnits(r.Cost) {
+			return false
+		}
+	}
+	return true
+}
+
+// legacyShape reports whether a rollup document holds flat cells of an earlier version.
+func legacyShape(doc bson.Raw) bool {
+	cells, ok := doc.Lookup("m").DocumentOK()
+	if !ok {
+		return false
+	}
+	elems, _ := cells.Elements()
+	for _, e := range elems {
+		if _, _, legacy := splitCounter(e.Key()); legacy != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// cellsDoc is the `m` of a rollup document holding d's cells (empty for nil).
+func cellsDoc(d *dailyDelta) bson.D {
+	m := bson.D{}
+	if d == nil {
+		return m
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.models)) {
+		c := d.models[k]
+		m = append(m,
+			bson.E{Key: k + "|" + fieldRequests, Value: c.Requests},
+			bson.E{Key: k + "|" + fieldTokens, Value: c.TotalTokens},
+			bson.E{Key: k + "|" + fieldCost, Value: costUnits(c.Cost)})
+	}
+	return m
+}
