@@ -8,10 +8,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
+
+// ferretNewMu serializes ferretdb.New, which is not safe to call from two goroutines at once:
+// tests and the built-in mock open several embedded stores in one process.
+var ferretNewMu sync.Mutex
 
 // File names inside the data directory.
 const (
@@ -60,12 +65,14 @@ func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Lo
 		unlock(lock)
 		return nil, "", fmt.Errorf("store: %w", err)
 	}
+	ferretNewMu.Lock() // ferretdb.New writes a package-level variable (the version's package name)
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/",
 		Logger:    ferretLogger(log),
 	})
+	ferretNewMu.Unlock()
 	if err != nil {
 		unlock(lock)
 		return nil, "", fmt.Errorf("store: start embedded store: %w", err)
