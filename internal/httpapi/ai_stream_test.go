@@ -252,7 +252,8 @@ func TestAIStream_ClientLeaves(t *testing.T) {
 	}
 	recs := lv.records(t, 1)
 	time.Sleep(50 * time.Millisecond) // a second record would be flushed by now
-	if recs = lv.records(t, 1); len(recs) != 1 || recs[0]["status"] != usage.StatusCanceled || recs[0]["promptTokens"] != int64(11) {
+	// "in" is the stored name of usage.Record.PromptTokens.
+	if recs = lv.records(t, 1); len(recs) != 1 || recs[0]["status"] != usage.StatusCanceled || recs[0]["in"] != int64(11) {
 		t.Fatalf("records %v, want one canceled with 11 prompt tokens", recs)
 	}
 }
