@@ -21,17 +21,17 @@ const UsersCollection = "users"
 
 // user is a document of the users collection, shaped as the seed's Mongoose model stores it.
 type user struct {
-	ID        primitive.ObjectID `bson:"_id"`
-	Email     string             `bson:"email"`
+	ID    primitive.ObjectID `bson:"_id"`
+	Email string             `bson:"email"`
 	// EmailNormalized is Email trimmed and lower-cased: logins find a user by one indexed
 	// lookup of it, whatever casing the e-mail was stored with.
-	EmailNormalized string `bson:"emailNormalized,omitempty"`
-	Password  string             `bson:"password"` // bcrypt hash
-	Name      string             `bson:"name"`
-	Roles     []string           `bson:"roles"`
-	CreatedAt time.Time          `bson:"createdAt"`
-	UpdatedAt time.Time          `bson:"updatedAt"`
-	Version   int                `bson:"__v"`
+	EmailNormalized string    `bson:"emailNormalized,omitempty"`
+	Password        string    `bson:"password"` // bcrypt hash
+	Name            string    `bson:"name"`
+	Roles           []string  `bson:"roles"`
+	CreatedAt       time.Time `bson:"createdAt"`
+	UpdatedAt       time.Time `bson:"updatedAt"`
+	Version         int       `bson:"__v"`
 }
 
 // UserView is a user as answered to clients: never the password or its hash.
