@@ -4,7 +4,8 @@ import "net/http"
 
 // addRoutes lists every route of the API.
 func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
-	protect := func(h http.Handler) http.Handler { return requireAuth(deps.Tokens, h) }
+	authn := &authenticator{tokens: deps.Tokens, accounts: deps.Accounts}
+	protect := func(h http.Handler) http.Handler { return requireAuth(authn, h) }
 	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
 	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
 
@@ -12,6 +13,7 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	mux.Handle("GET /api", handleRoot())
 	mux.Handle("GET /api/{$}", handleRoot())
 	mux.Handle("GET /api/health", handleHealth(deps.DB, opts.Version))
+	mux.Handle("GET /api/openapi.json", handleOpenAPI())
 
 	// Accounts (auth).
 	if deps.Auth != nil {
