@@ -64,6 +64,7 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		_ = s.close()
 		return nil, err
 	}
+	s.auth.AddRoles(cfg.Auth.Roles...)
 
 	var closeCore func(context.Context) error
 	if s.templates, closeCore, err = newTemplatesService(ctx, cfg, st, f.log); err != nil {

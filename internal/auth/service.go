@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -73,6 +75,19 @@ type Service struct {
 
 	// callers caches the current state of users that authenticated requests act for.
 	callers callerCache
+	// roles are the roles Grant gives: user, admin and those of AddRoles.
+	roles map[string]bool
+}
+
+// BuiltinRoles are the roles the service itself knows: every user has "user"; "admin" opens
+// the template migration and cleanup routes.
+var BuiltinRoles = []string{"user", "admin"}
+
+// AddRoles makes more roles grantable (auth.roles). Call it before serving.
+func (s *Service) AddRoles(roles ...string) {
+	for _, r := range roles {
+		s.roles[r] = true
+	}
 }
 
 // New returns the service on db's users collection and creates its indexes.
@@ -87,6 +102,8 @@ func New(ctx context.Context, db *mongo.Database, tokens *Tokens, bcryptCost int
 	s := &Service{users: db.Collection(UsersCollection), tokens: tokens, cost: bcryptCost, now: time.Now,
 		dummyHash: dummy, compare: bcrypt.CompareHashAndPassword}
 	s.callers.init(CallerCacheTTL)
+	s.roles = map[string]bool{}
+	s.AddRoles(BuiltinRoles...)
 	err = store.EnsureIndexes(ctx, s.users,
 		mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("email_1")},
 		mongo.IndexModel{Keys: bson.D{{Key: "emailNormalized", Value: 1}}, Options: options.Index().SetName("emailNormalized_1")},
@@ -215,8 +232,18 @@ func (s *Service) List(ctx context.Context) ([]UserView, error) {
 	return out, nil
 }
 
-// Grant gives the user with email the role. Returns NotFound for an unknown e-mail.
+// Grant gives the user with email the role. Returns Invalid for a role that is not known
+// (BuiltinRoles and AddRoles), NotFound for an unknown e-mail.
 func (s *Service) Grant(ctx context.Context, email, role string) (*UserView, error) {
+	if role != "" && !s.roles[role] {
+		known := make([]string, 0, len(s.roles))
+		for r := range s.roles {
+			known = append(known, r)
+		}
+		sort.Strings(known)
+		return nil, apperr.E(apperr.Invalid, fmt.Sprintf("unknown role %q: known roles are %s (more can be listed in auth.roles)",
+			role, strings.Join(known, ", ")))
+	}
 	return s.updateRoles(ctx, email, role, "$addToSet")
 }
 

@@ -275,6 +275,14 @@ func TestGrantRevoke(t *testing.T) {
 	if err != nil || fmt.Sprint(v.Roles) != "[user]" {
 		t.Fatalf("revoke: %+v, %v", v, err)
 	}
+	if _, err := s.Grant(ctx, "r@example.com", "superuser"); apperr.KindOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "admin, user") {
+		t.Fatalf("unknown role err = %v, want Invalid listing the known roles", err)
+	}
+	s.AddRoles("auditor")
+	if v, err := s.Grant(ctx, "r@example.com", "auditor"); err != nil || fmt.Sprint(v.Roles) != "[user auditor]" {
+		t.Fatalf("grant of a configured role: %+v, %v", v, err)
+	}
+	_, _ = s.Revoke(ctx, "r@example.com", "auditor")
 	_, err = s.Grant(ctx, "ghost@example.com", "admin")
 	if apperr.KindOf(err) != apperr.NotFound || !strings.Contains(err.Error(), "ghost@example.com") {
 		t.Fatalf("unknown user err = %v", err)

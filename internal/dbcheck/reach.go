@@ -25,6 +25,14 @@ type policy struct {
 	prefixes     []netip.Prefix // CIDRs and single addresses
 }
 
+// CheckAllowedHosts reports the first entry of dbcheck.allowed_hosts that is neither a host
+// name, a glob, an address nor a CIDR, so that a bad list stops the program before it opens
+// anything.
+func CheckAllowedHosts(allowed []string) error {
+	_, err := newPolicy(allowed, false)
+	return err
+}
+
 // newPolicy parses dbcheck.allowed_hosts: host names, globs ("*.db.internal") and CIDRs or
 // addresses ("10.0.0.0/8", "127.0.0.1", "::1").
 func newPolicy(allowed []string, unrestricted bool) (*policy, error) {
