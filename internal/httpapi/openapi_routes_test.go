@@ -53,7 +53,7 @@ func describedRoutes(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	var doc struct {
-		OpenAPI string                               `json:"openapi"`
+		OpenAPI string                                `json:"openapi"`
 		Paths   map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {

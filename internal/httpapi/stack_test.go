@@ -112,7 +112,9 @@ func (s *stack) do(t *testing.T, method, path string, body []byte, header map[st
 	return exchange{method: method, path: path, reqBody: body, reqHeader: req.Header, status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-func bearer(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+func bearer(token string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token}
+}
 
 // httpapiOptions are the options of a stack whose limits stay out of the way.
 func httpapiOptions() httpapi.Options { return httpapi.Options{} }
