@@ -55,6 +55,14 @@ func (s *Service) Current(ctx context.Context, userID string) (Caller, error) {
 	return c, nil
 }
 
+// SetCallerTTL shortens how long a caller's state is reused (0: read on every request); it
+// never lengthens it past CallerCacheTTL. Call it before serving.
+func (s *Service) SetCallerTTL(d time.Duration) {
+	s.callers.mu.Lock()
+	defer s.callers.mu.Unlock()
+	s.callers.ttl = min(max(d, 0), CallerCacheTTL)
+}
+
 // callerCache maps user ids to their state when last read (found false: no such user).
 type callerCache struct {
 	ttl time.Duration
@@ -77,8 +85,9 @@ func (c *callerCache) init(ttl time.Duration) {
 func (c *callerCache) get(id string, now time.Time) (Caller, bool, bool) {
 	c.mu.RLock()
 	e, ok := c.m[id]
+	ttl := c.ttl
 	c.mu.RUnlock()
-	if !ok || now.Sub(e.at) >= c.ttl || now.Before(e.at) {
+	if !ok || now.Sub(e.at) >= ttl || now.Before(e.at) {
 		return Caller{}, false, false
 	}
 	return e.caller, e.found, true
