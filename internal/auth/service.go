@@ -21,7 +21,8 @@ import (
 // UsersCollection is the collection this package owns.
 const UsersCollection = "users"
 
-// user is a document of the users collection, shaped as the seed's Mongoose model stores it.
+// user is a document of the users collection, shaped as the Mongoose model of the NestJS
+// service this one replaces stores it.
 type user struct {
 	ID    primitive.ObjectID `bson:"_id"`
 	Email string             `bson:"email"`
