@@ -245,7 +245,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
 			v.SetConfigFile(f.Value.String())
 			if err := v.ReadInConfig(); err != nil {
-				return nil, &Error{Key: "config", Value: f.Value.String(), Reason: oneLine(err.Error())}
+				return nil, &Error{Key: "--config", Reason: f.Value.String() + ": " + oneLine(err.Error())}
 			}
 			if err := checkFileKeys(v.AllKeys(), f.Value.String()); err != nil {
 				return nil, err
@@ -273,7 +273,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 func checkFileKeys(fileKeys []string, file string) error {
 	for _, name := range fileKeys {
 		if _, ok := lookup(name); !ok {
-			return &Error{Key: name, Value: file, Reason: "unknown key in the config file" + suggest(name)}
+			return &Error{Key: name, Reason: "unknown key in " + file + suggest(name)}
 		}
 	}
 	return nil

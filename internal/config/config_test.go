@@ -257,7 +257,7 @@ func TestLoad_BrokenConfigFile(t *testing.T) {
 	for _, f := range []string{file, filepath.Join(t.TempDir(), "missing.yaml")} {
 		_, err := Load(flags(t, "--config", f), env(nil))
 		var ce *Error
-		if !errors.As(err, &ce) || ce.Key != "config" {
+		if !errors.As(err, &ce) || ce.Key != "--config" {
 			t.Errorf("%s: err = %v, want a config.Error on key config", f, err)
 		}
 	}
