@@ -29,6 +29,8 @@ func TestImportDirection(t *testing.T) {
 		{module + "/internal/store", []string{"/internal/httpapi", "/cmd", "/internal/config", "lipgloss"}},
 		{module + "/internal/apperr", []string{module + "/"}},
 		{module + "/internal/h1", []string{module + "/"}},
+		{module + "/internal/metrics", []string{module + "/"}},
+		{module + "/docs", []string{module + "/"}},
 		{module + "/internal/httpapi", []string{"/internal/store", "/cmd", "lipgloss"}},
 		{module + "/mock", []string{module + "/internal", module + "/cmd"}},
 	}
