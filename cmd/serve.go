@@ -48,6 +48,10 @@ func runServe(ctx context.Context, f *factory) error {
 	}()
 
 	m := metrics.New()
+	m.SetKnownModels(func(provider, model string) (string, bool) {
+		name, _, ok := svc.prices.Lookup(provider, model)
+		return name, ok
+	})
 	handler := httpapi.NewServer(httpapi.Options{
 		Logger:          f.log,
 		MaxBodyBytes:    cfg.Server.MaxBodyBytes,

@@ -60,7 +60,7 @@ type Metrics struct {
 	budgetRejections    prometheus.Counter
 
 	mu         sync.RWMutex
-	known      func(provider, model string) bool
+	known      func(provider, model string) (string, bool)
 	usageStats func() UsageStats
 	storePing  func(context.Context) error
 }
@@ -147,9 +147,11 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// SetKnownModels sets the test of which models get their own label value; any other is
-// counted as "other". Until it is set, every model is "other".
-func (m *Metrics) SetKnownModels(known func(provider, model string) bool) {
+// SetKnownModels sets how a model becomes a label value: known returns the price table's name
+// for it (a dated snapshot is counted under its family's entry) and whether the table has one;
+// any other model is counted as "other", so that callers cannot create label values. Until it
+// is set, every model is "other".
+func (m *Metrics) SetKnownModels(known func(provider, model string) (name string, ok bool)) {
 	if m == nil {
 		return
 	}
@@ -266,10 +268,13 @@ func (m *Metrics) boundModel(provider, model string) string {
 	m.mu.RLock()
 	known := m.known
 	m.mu.RUnlock()
-	if model == "" || known == nil || !known(provider, model) {
+	if model == "" || known == nil {
 		return Other
 	}
-	return model
+	if name, ok := known(provider, model); ok && name != "" {
+		return name
+	}
+	return Other
 }
 
 func (m *Metrics) queueDepth() float64 {

@@ -46,8 +46,14 @@ func TestEveryNamedMetricIsExposed(t *testing.T) {
 func TestAILabelsAreBounded(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
-	m.SetKnownModels(func(provider, model string) bool { return provider == "openai" && model == "gpt-known" })
-	m.ObserveAI("openai", "gpt-known", "200", 10, 5, 0.25, 2*time.Second)
+	m.SetKnownModels(func(provider, model string) (string, bool) {
+		if provider == "openai" && strings.HasPrefix(model, "gpt-known") {
+			return "gpt-known", true // a dated snapshot counts under its family
+		}
+		return "", false
+	})
+	m.ObserveAI("openai", "gpt-known", "200", 5, 2, 0.15, 2*time.Second)
+	m.ObserveAI("openai", "gpt-known-2026-01-01", "200", 5, 3, 0.10, 2*time.Second)
 	m.ObserveAI("openai", "made-up-model-123", "200", 7, 3, 0, time.Second)
 	m.ObserveAI("openai", "made-up-model-456", "502", 0, 0, 0, 0)
 	tests := []struct {
@@ -55,7 +61,7 @@ func TestAILabelsAreBounded(t *testing.T) {
 		got   float64
 		wantV float64
 	}{
-		{"known model call", testutil.ToFloat64(m.AIRequests().WithLabelValues("openai", "gpt-known", "200")), 1},
+		{"known model calls", testutil.ToFloat64(m.AIRequests().WithLabelValues("openai", "gpt-known", "200")), 2},
 		{"unknown models are other", testutil.ToFloat64(m.AIRequests().WithLabelValues("openai", "other", "200")), 1},
 		{"unknown failure is other", testutil.ToFloat64(m.AIRequests().WithLabelValues("openai", "other", "502")), 1},
 		{"prompt tokens", testutil.ToFloat64(m.AITokens().WithLabelValues("openai", "gpt-known", "prompt")), 10},
