@@ -86,6 +86,9 @@ func TestCORS(t *testing.T) {
 			if rec.Code != tt.wantStatus {
 				t.Fatalf("status %d, want %d (%s)", rec.Code, tt.wantStatus, rec.Body)
 			}
+			if rec.Code >= 400 {
+				decodeEnvelope(t, rec)
+			}
 			for k, want := range tt.want {
 				got, sent := rec.Header()[http.CanonicalHeaderKey(k)]
 				switch {

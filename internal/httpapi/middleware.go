@@ -31,9 +31,11 @@ type requestInfo struct {
 	maxBody int64
 	caller  *auth.Caller // set by requireAuth
 
-	// Set by route: the matched pattern ("" when none matched) and its handler.
-	route   string
+	// Set by route: the matched pattern ("" when none matched) and its handler, and the
+	// metrics' route label (the pattern, or for a preflight the pattern it asks about).
+	pattern string
 	handler http.Handler
+	route   string
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -200,7 +202,8 @@ func route(mux *http.ServeMux, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ri.handler, ri.route = mux.Handler(r)
+		ri.handler, ri.pattern = mux.Handler(r)
+		ri.route = ri.pattern
 		if ri.route == "" && isPreflight(r) {
 			probe := *r
 			probe.Method = r.Header.Get("Access-Control-Request-Method")
@@ -218,7 +221,7 @@ func dispatch(mux *http.ServeMux) http.Handler {
 		var h http.Handler
 		var pattern string
 		if ri := infoFrom(r.Context()); ri != nil && ri.handler != nil {
-			h, pattern = ri.handler, ri.route
+			h, pattern = ri.handler, ri.pattern
 		} else {
 			h, pattern = mux.Handler(r)
 		}

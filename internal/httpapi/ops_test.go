@@ -37,7 +37,8 @@ func register(t *testing.T, s *stack, email string) (token, id string) {
 // unknown path is "unmatched", never the raw path), and that rate-limit rejections count.
 func TestMetrics_HTTPAndRateLimit(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, httpapi.Options{RateLimit: 1 << 20, RateWindow: 60e9, AuthRateLimit: 3, AuthRateWindow: 60e9})
+	s := newStack(t, httpapi.Options{RateLimit: 1 << 20, RateWindow: 60e9, AuthRateLimit: 3, AuthRateWindow: 60e9,
+		CORSOrigins: []string{"http://localhost:5173"}})
 	tok, _ := register(t, s, "m@example.com")
 	chat := []byte(`{"messages":[{"role":"user","content":"hi"}]}`)
 	for range 2 {
@@ -51,6 +52,7 @@ func TestMetrics_HTTPAndRateLimit(t *testing.T) {
 	for range 3 { // register used 1 of 3: the third of these is refused
 		s.do(t, "POST", "/api/auth/login", []byte(`{"email":"m@example.com","password":"wrong-pass"}`), nil)
 	}
+	s.do(t, "OPTIONS", "/api/auth/login", nil, map[string]string{"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"})
 	reqs := s.metrics.HTTPRequests()
 	tests := []struct {
 		name                  string
@@ -63,6 +65,7 @@ func TestMetrics_HTTPAndRateLimit(t *testing.T) {
 		{"register", "POST /api/auth/register", "POST", "201", 1},
 		{"wrong passwords", "POST /api/auth/login", "POST", "401", 2},
 		{"rate limited", "POST /api/auth/login", "POST", "429", 1},
+		{"preflight labelled with the route it asks about", "POST /api/auth/login", "OPTIONS", "204", 1},
 	}
 	for _, tt := range tests {
 		if got := testutil.ToFloat64(reqs.WithLabelValues(tt.route, tt.method, tt.status)); got != tt.want {
