@@ -105,6 +105,11 @@ func TestOpenAPI_MainFlowsMatchTheDescription(t *testing.T) {
 	check(t, v, s.do(t, "POST", "/api/ai/openai/chat", chat, tok), 200)
 	check(t, v, s.do(t, "POST", "/api/ai/anthropic/messages", chat, tok), 200)
 	check(t, v, s.do(t, "POST", "/api/ai/gemini/generate", chat, tok), 200)
+	streamed := s.do(t, "POST", "/api/ai/openai/chat", []byte(`{"messages":[{"role":"user","content":"Say hello"}],"stream":true}`), tok)
+	check(t, v, streamed, 200)
+	if ct := streamed.header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("streamed answer Content-Type %q", ct)
+	}
 	check(t, v, s.do(t, "POST", "/api/ai/openai/chat", []byte(`{"messages":"nope"}`), tok), 400)
 	check(t, v, s.do(t, "GET", "/api/ai/usage?days=7", nil, tok), 200)
 	check(t, v, s.do(t, "GET", "/api/ai/usage/providers", nil, tok), 200)

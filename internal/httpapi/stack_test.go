@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func newStack(t *testing.T, opts httpapi.Options) *stack {
 	t.Cleanup(func() { _ = us.Close(context.Background()) })
 	cfg := map[string]ai.ProviderConfig{}
 	for _, p := range ai.Providers() {
-		s.fakes[p] = aitest.New(t, p)
+		s.fakes[p] = aitest.New(t, p, answerOrStream)
 		cfg[p] = ai.ProviderConfig{APIKey: "k-" + p, BaseURL: s.fakes[p].BaseURL(), DefaultModel: "m-" + p}
 	}
 	aiSvc := ai.New(ai.Options{Providers: cfg, Timeout: 5 * time.Second, Recorder: us})
@@ -71,6 +72,16 @@ func newStack(t *testing.T, opts httpapi.Options) *stack {
 		Usage: us, DBCheck: dbc, Templates: tpl}))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// answerOrStream answers a provider call as the provider does: a stream when one was asked
+// for (OpenAI and Anthropic "stream": true, Gemini's streamGenerateContent), else a completion.
+func answerOrStream(w http.ResponseWriter, r *http.Request, c aitest.Call) {
+	if c.Body["stream"] == true || strings.Contains(r.URL.Path, "streamGenerateContent") {
+		aitest.Stream(aitest.StreamOptions{})(w, r, c)
+		return
+	}
+	aitest.OK("")(w, r, c)
 }
 
 // exchange is one request and its answer, bodies kept.
