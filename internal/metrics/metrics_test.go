@@ -149,3 +149,14 @@ func gather(t *testing.T, m *metrics.Metrics) map[string]float64 {
 	}
 	return out
 }
+
+// BenchmarkObserveHTTP is the cost metrics add to every request.
+func BenchmarkObserveHTTP(b *testing.B) {
+	m := metrics.New()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.ObserveHTTP("GET /api/health", "GET", 200, time.Millisecond)
+		}
+	})
+}
