@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,5 +144,40 @@ func TestLineGuard(t *testing.T) {
 	want := "\r[##..] 1/2 spaces\n" + `{"level":"WARN","msg":"space skipped"}` + "\n\r[####] 2/2 spaces\n"
 	if b.String() != want {
 		t.Fatalf("output %q, want %q", b.String(), want)
+	}
+}
+
+// Ensure serve answers /metrics on the metrics listener only, with the requests counted.
+func TestServe_MetricsListener(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, t.TempDir(), testEnv("APP_METRICS_ADDR", "127.0.0.1:0"))
+	var addr string
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving metrics" {
+			addr = l.Addr
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no \"serving metrics\" log line: %s", s.logs.String())
+	}
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("http://" + s.addr + "/metrics"); code != 404 {
+		t.Fatalf("/metrics on the API port = %d, want 404", code)
+	}
+	code, body := get("http://" + addr + "/metrics")
+	// startServe made one health request.
+	if code != 200 || !strings.Contains(body, `app_http_requests_total{method="GET",route="GET /api/health",status="200"} 1`) ||
+		!strings.Contains(body, `app_http_requests_total{method="GET",route="unmatched",status="404"} 1`) ||
+		!strings.Contains(body, "app_store_up 1") || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("scrape = %d:\n%s", code, body)
 	}
 }
