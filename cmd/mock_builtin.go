@@ -65,7 +65,7 @@ func openBuiltinAPI(ctx context.Context, f *factory) (_ *builtinAPI, err error) 
 	if b.seeded, err = demo.Load(ctx, demoDeps(b.svc, cfg)); err != nil {
 		return nil, fmt.Errorf("built-in mock: %w", err)
 	}
-	b.handler = apiHandler(cfg, f.log, b.svc)
+	b.handler = apiHandler(cfg, f.log, b.svc, nil)
 	return b, nil
 }
 

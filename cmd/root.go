@@ -10,10 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/version"
 )
 
@@ -30,6 +33,23 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
+// exitCode is the one place where an error becomes an exit code, from its kind: the caller's
+// mistakes (a bad flag, argument, subcommand or configuration value, a request the service
+// refuses as invalid) exit 2; everything else is a failure of the operation, exit 1. An
+// error's text never decides.
+func exitCode(err error) int {
+	var ue usageError
+	var ce *config.Error
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.As(err, &ce), apperr.KindOf(err) == apperr.Invalid:
+		return exitUsage
+	default:
+		return exitFailure
+	}
+}
+
 // factory carries what every command needs: streams, environment and the loaded configuration.
 type factory struct {
 	in          io.Reader
@@ -39,13 +59,22 @@ type factory struct {
 	cfg *config.Config
 	log *slog.Logger
 
+	// environ lists the process's environment, for the check of APP_* names (nil: skipped).
+	environ func() []string
+	// stderr is errOut for logs and progress bars: it ends a progress bar's line before
+	// anything else is written.
+	stderr *lineGuard
+	// verbose: operator commands log at log.level (otherwise only errors).
+	verbose bool
+
 	// onListen, when set, is told the address `serve` listens on (tests).
 	onListen func(addr string)
 }
 
 // Execute runs the program with the process's arguments and streams; it returns the exit code.
 func Execute() int {
-	return Run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	f := &factory{in: os.Stdin, out: os.Stdout, errOut: os.Stderr, getenv: os.Getenv, environ: os.Environ}
+	return run(context.Background(), f, os.Args[1:])
 }
 
 // Run runs the program with the given arguments, environment and streams, as tests do.
@@ -60,40 +89,28 @@ func run(ctx context.Context, f *factory, args []string) int {
 	root.SetOut(f.out)
 	root.SetErr(f.errOut)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return exitOK
-	}
-	var ue usageError
-	var ce *config.Error
+	code := exitCode(err)
 	switch {
-	case errors.As(err, &ce):
-		fmt.Fprintln(f.errOut, "error:", ce.Error())
-		return exitUsage
-	case errors.As(err, &ue) || isFlagError(err):
-		fmt.Fprintln(f.errOut, "error:", err.Error())
-		return exitUsage
+	case code == exitOK:
+	case code == exitUsage:
+		fmt.Fprintln(f.stderr, "error:", err.Error())
 	default:
-		fmt.Fprintln(f.errOut, "error:", oneLine(err.Error()))
-		return exitFailure
+		fmt.Fprintln(f.stderr, "error:", oneLine(err.Error()))
 	}
-}
-
-func isFlagError(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
-		"invalid argument", "accepts ", "requires at least", "required flag"} {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
+	return code
 }
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// serverAnnotation marks a command that runs a server: it logs at log.level without --verbose.
+const serverAnnotation = "server"
+
 func newRootCmd(f *factory) *cobra.Command {
+	if f.stderr == nil {
+		f.stderr = &lineGuard{w: f.errOut}
+	}
 	root := &cobra.Command{
 		Use:           "app",
 		Short:         "The product team's backend: HTTP API, operator commands and a mock server",
@@ -101,32 +118,142 @@ func newRootCmd(f *factory) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validateFlags(cmd); err != nil {
+				return err
+			}
+			if cmd.HasSubCommands() {
+				return nil // a bare group shows its help: no configuration needed
+			}
 			return f.load(cmd)
 		},
 	}
 	root.SetVersionTemplate("app {{.Version}}\n")
 	config.BindFlags(root.PersistentFlags())
+	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "operator commands: also log progress on stderr (at log.level)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(f), newUsersCmd(f), newUsageCmd(f), newVersionCmd(f))
 	root.AddCommand(newTemplatesCmd(f))
 	root.AddCommand(newMongoCmd(f))
 	root.AddCommand(newMockCmd(f))
 	root.AddCommand(newDevCmd(f))
+	conventions(root)
 	return root
 }
 
+// conventions gives every command of the tree the same behaviour: a group (a command with
+// subcommands and nothing to run) shows its help when called bare and refuses an unknown
+// subcommand with a suggestion; a command's argument errors are usage errors.
+func conventions(c *cobra.Command) {
+	switch {
+	case c.HasSubCommands() && c.Run == nil && c.RunE == nil:
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return usageError{unknownSubcommand(cmd, args[0])}
+		}
+	case c.Args != nil:
+		validate := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := validate(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		conventions(sub)
+	}
+}
+
+// unknownSubcommand words the error for `app GROUP NAME` when GROUP has no subcommand NAME.
+func unknownSubcommand(group *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, group.CommandPath())
+	if group.SuggestionsMinimumDistance <= 0 {
+		group.SuggestionsMinimumDistance = 2 // cobra's own default, applied only in its Find
+	}
+	if s := group.SuggestionsFor(name); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return fmt.Errorf("%s; run '%s --help' for the list", msg, group.CommandPath())
+}
+
+// validateFlags runs cobra's checks of required and grouped flags, which cobra itself runs
+// only after the persistent hooks and returns untyped, as usage errors.
+func validateFlags(cmd *cobra.Command) error {
+	if err := cmd.ValidateRequiredFlags(); err != nil {
+		return usageError{err}
+	}
+	if err := cmd.ValidateFlagGroups(); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
 // load reads the configuration and sets up the logger; commands that need neither skip it.
+// Operator commands log errors only, unless --verbose: their stdout holds the results and
+// their stderr stays empty unless something fails.
 func (f *factory) load(cmd *cobra.Command) error {
 	if f.cfg != nil {
 		return nil
+	}
+	if f.environ != nil {
+		if err := config.CheckEnvironment(f.environ()); err != nil {
+			return err
+		}
 	}
 	cfg, err := config.Load(cmd.Root().PersistentFlags(), f.getenv)
 	if err != nil {
 		return err
 	}
+	if err := dbcheck.CheckAllowedHosts(cfg.DBCheck.AllowedHosts); err != nil {
+		return &config.Error{Key: "dbcheck.allowed_hosts", Reason: err.Error()}
+	}
 	f.cfg = cfg
-	f.log = newLogger(f.errOut, cfg.Log)
+	logCfg := cfg.Log
+	if cmd.Annotations[serverAnnotation] == "" && !f.verbose {
+		logCfg.Level = "error"
+	}
+	f.log = newLogger(f.stderr, logCfg)
 	return nil
+}
+
+// lineGuard writes to w and ends an open progress line before anything else is written.
+type lineGuard struct {
+	mu   sync.Mutex
+	w    io.Writer
+	open bool // a progress line was drawn and not ended
+}
+
+func (g *lineGuard) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open {
+		g.open = false
+		if _, err := io.WriteString(g.w, "\n"); err != nil {
+			return 0, err
+		}
+	}
+	return g.w.Write(p)
+}
+
+// progress redraws the progress line (it starts with a carriage return, no newline).
+func (g *lineGuard) progress(line string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, _ = io.WriteString(g.w, "\r"+line)
+	g.open = true
+}
+
+// endLine ends an open progress line.
+func (g *lineGuard) endLine() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open {
+		g.open = false
+		_, _ = io.WriteString(g.w, "\n")
+	}
 }
 
 func newVersionCmd(f *factory) *cobra.Command {

@@ -15,14 +15,16 @@ import (
 
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/httpapi"
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/version"
 )
 
 func newServeCmd(f *factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "serve",
-		Short: "Run the HTTP API (embedded MongoDB store unless --mongodb-uri is set)",
-		Args:  cobra.NoArgs,
+		Use:         "serve",
+		Short:       "Run the HTTP API (embedded MongoDB store unless --mongodb-uri is set)",
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{serverAnnotation: "true"},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), f)
 		},
@@ -47,7 +49,12 @@ func runServe(ctx context.Context, f *factory) error {
 		}
 	}()
 
-	handler := apiHandler(cfg, f.log, svc)
+	m := metrics.New()
+	m.SetKnownModels(func(provider, model string) (string, bool) {
+		name, _, ok := svc.prices.Lookup(provider, model)
+		return name, ok
+	})
+	handler := apiHandler(cfg, f.log, svc, m)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -63,8 +70,15 @@ func runServe(ctx context.Context, f *factory) error {
 		ReadTimeout:       cfg.Server.ReadTimeout,
 		WriteTimeout:      cfg.Server.WriteTimeout,
 		IdleTimeout:       cfg.Server.IdleTimeout,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    httpapi.HeaderReadLimit(cfg.Server.MaxHeaderBytes),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	if cfg.Metrics.Addr != "" {
+		stopMetrics, err := serveMetrics(f, cfg.Metrics.Addr, m)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 	f.log.Info("serving", "addr", ln.Addr().String(), "version", version.Version,
 		"embedded_store", svc.store.Embedded(), "startup", time.Since(started).Round(time.Millisecond).String())
@@ -110,17 +124,22 @@ func serveUntilDone(ctx context.Context, f *factory, hs *http.Server, ln net.Lis
 	return err
 }
 
-// apiHandler is the API over the services, as `serve` and the built-in mock serve it.
-func apiHandler(cfg *config.Config, log *slog.Logger, svc *services) http.Handler {
+// apiHandler is the API over the services, as `serve` and the built-in mock serve it; m may be
+// nil (no metrics).
+func apiHandler(cfg *config.Config, log *slog.Logger, svc *services, m *metrics.Metrics) http.Handler {
 	return httpapi.NewServer(httpapi.Options{
-		Logger:         log,
-		MaxBodyBytes:   cfg.Server.MaxBodyBytes,
-		RateLimit:      cfg.RateLimit.Limit,
-		RateWindow:     cfg.RateLimit.Window,
-		AuthRateLimit:  cfg.RateLimit.AuthLimit,
-		AuthRateWindow: cfg.RateLimit.AuthWindow,
-		TrustedProxies: cfg.RateLimit.TrustedProxies,
-		Version:        version.Version,
+		Logger:          log,
+		MaxBodyBytes:    cfg.Server.MaxBodyBytes,
+		RateLimit:       cfg.RateLimit.Limit,
+		RateWindow:      cfg.RateLimit.Window,
+		AuthRateLimit:   cfg.RateLimit.AuthLimit,
+		AuthRateWindow:  cfg.RateLimit.AuthWindow,
+		TrustedProxies:  cfg.RateLimit.TrustedProxies,
+		MaxHeaderBytes:  cfg.Server.MaxHeaderBytes,
+		CORSOrigins:     cfg.CORS.AllowedOrigins,
+		CORSCredentials: cfg.CORS.AllowCredentials,
+		Metrics:         m,
+		Version:         version.Version,
 	}, httpapi.Deps{
 		DB:        svc.store,
 		Tokens:    svc.tokens,
@@ -130,4 +149,23 @@ func apiHandler(cfg *config.Config, log *slog.Logger, svc *services) http.Handle
 		AI:        svc.ai,
 		Usage:     svc.usage,
 	})
+}
+
+// serveMetrics serves /metrics on its own listener at addr, so that the metrics are never
+// exposed on the API's public port by accident. The returned func stops it.
+func serveMetrics(f *factory, addr string, m *metrics.Metrics) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			f.log.Error("metrics listener", "err", err)
+		}
+	}()
+	f.log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	return func() { _ = srv.Close() }, nil
 }

@@ -25,6 +25,7 @@ type services struct {
 	dbcheck *dbcheck.Service
 	usage   *usage.Service
 	ai      *ai.Service
+	prices  *ai.Prices
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -64,6 +65,7 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		_ = s.close()
 		return nil, err
 	}
+	s.auth.AddRoles(cfg.Auth.Roles...)
 
 	var closeCore func(context.Context) error
 	if s.templates, closeCore, err = newTemplatesService(ctx, cfg, st, f.log); err != nil {
@@ -102,6 +104,7 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 	if err != nil {
 		return err
 	}
+	s.prices = prices
 	s.ai = ai.New(ai.Options{
 		Providers: map[string]ai.ProviderConfig{
 			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -78,7 +77,7 @@ func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service
 	mo := templates.MigrateOptions{DryRun: opts.DryRun}
 	var bar *progressBar
 	if isTerminal(f.errOut) {
-		bar = &progressBar{w: f.errOut, label: "spaces"}
+		bar = &progressBar{w: f.stderr, label: "spaces"}
 		mo.Progress = bar.set
 	}
 	rep, err := svc.Migrate(ctx, mo)
@@ -127,26 +126,25 @@ func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service
 	return nil
 }
 
-// progressBar draws "[#####.....] 12/200 spaces" on a terminal. A nil bar draws nothing.
+// progressBar draws "[#####.....] 12/200 spaces" on a terminal. A nil bar draws nothing. Its
+// writer ends the bar's line before any other line (a log line) is written.
 type progressBar struct {
-	w     io.Writer
+	w     *lineGuard
 	label string
-	drawn bool
 }
 
 func (b *progressBar) set(done, total int) {
 	const width = 30
 	filled := width
 	if total > 0 {
-		filled = done * width / total
+		filled = min(done*width/total, width)
 	}
-	fmt.Fprintf(b.w, "\r[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, b.label)
-	b.drawn = true
+	b.w.progress(fmt.Sprintf("[%s%s] %d/%d %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, b.label))
 }
 
 func (b *progressBar) finish() {
-	if b != nil && b.drawn {
-		fmt.Fprintln(b.w)
+	if b != nil {
+		b.w.endLine()
 	}
 }
 

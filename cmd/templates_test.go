@@ -49,13 +49,14 @@ func TestNewTemplatesCmds_Flags(t *testing.T) {
 				newTemplatesListCmd(f, func(_ context.Context, o *templatesListOptions) error { got = *o; return nil }),
 			)
 			cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+			conventions(cmd)
 			cmd.SetArgs(tt.args)
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
 			err := cmd.Execute()
 			if tt.wantUsage {
 				var ue usageError
-				if err == nil || !(errors.As(err, &ue) || isFlagError(err)) {
+				if err == nil || !errors.As(err, &ue) {
 					t.Fatalf("err=%v, want a usage error", err)
 				}
 				return

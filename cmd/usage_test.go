@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -147,18 +146,12 @@ func TestUsageReportFlags(t *testing.T) {
 			}
 			uc.AddCommand(newUsageReportCmd(f, func(_ context.Context, o *usageReportOptions) error { got = o; return nil }))
 			root.AddCommand(uc)
+			conventions(uc)
 			root.SetArgs(append([]string{"usage", "report"}, tt.args...))
 			root.SetOut(io.Discard)
 			root.SetErr(io.Discard)
 			err := root.ExecuteContext(context.Background())
-			code := 0
-			var ue usageError
-			if err != nil {
-				code = exitFailure
-				if errors.As(err, &ue) || isFlagError(err) {
-					code = exitUsage
-				}
-			}
+			code := exitCode(err)
 			if tt.wantCode != 0 {
 				if code != tt.wantCode {
 					t.Fatalf("exit %d, want %d", code, tt.wantCode)

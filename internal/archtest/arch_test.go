@@ -28,6 +28,8 @@ func TestImportDirection(t *testing.T) {
 		{module + "/internal/templates", []string{"/internal/httpapi", "/cmd", "/internal/config", "lipgloss"}},
 		{module + "/internal/store", []string{"/internal/httpapi", "/cmd", "/internal/config", "lipgloss"}},
 		{module + "/internal/apperr", []string{module + "/"}},
+		{module + "/internal/metrics", []string{module + "/"}},
+		{module + "/docs", []string{module + "/"}},
 		{module + "/internal/httpapi", []string{"/internal/store", "/cmd", "lipgloss"}},
 		{module + "/mock", []string{module + "/internal", module + "/cmd"}},
 	}

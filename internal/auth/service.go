@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
+	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -20,16 +21,20 @@ import (
 // UsersCollection is the collection this package owns.
 const UsersCollection = "users"
 
-// user is a document of the users collection, shaped as the seed's Mongoose model stores it.
+// user is a document of the users collection, shaped as the Mongoose model of the NestJS
+// service this one replaces stores it.
 type user struct {
-	ID        primitive.ObjectID `bson:"_id"`
-	Email     string             `bson:"email"`
-	Password  string             `bson:"password"` // bcrypt hash
-	Name      string             `bson:"name"`
-	Roles     []string           `bson:"roles"`
-	CreatedAt time.Time          `bson:"createdAt"`
-	UpdatedAt time.Time          `bson:"updatedAt"`
-	Version   int                `bson:"__v"`
+	ID    primitive.ObjectID `bson:"_id"`
+	Email string             `bson:"email"`
+	// EmailNormalized is Email trimmed and lower-cased: logins find a user by one indexed
+	// lookup of it, whatever casing the e-mail was stored with.
+	EmailNormalized string    `bson:"emailNormalized,omitempty"`
+	Password        string    `bson:"password"` // bcrypt hash
+	Name            string    `bson:"name"`
+	Roles           []string  `bson:"roles"`
+	CreatedAt       time.Time `bson:"createdAt"`
+	UpdatedAt       time.Time `bson:"updatedAt"`
+	Version         int       `bson:"__v"`
 }
 
 // UserView is a user as answered to clients: never the password or its hash.
@@ -68,6 +73,22 @@ type Service struct {
 	dummyHash []byte
 	// compare is bcrypt.CompareHashAndPassword; tests observe it.
 	compare func(hash, password []byte) error
+
+	// callers caches the current state of users that authenticated requests act for.
+	callers callerCache
+	// roles are the roles Grant gives: user, admin and those of AddRoles.
+	roles map[string]bool
+}
+
+// BuiltinRoles are the roles the service itself knows: every user has "user"; "admin" opens
+// the template migration and cleanup routes.
+var BuiltinRoles = []string{"user", "admin"}
+
+// AddRoles makes more roles grantable (auth.roles). Call it before serving.
+func (s *Service) AddRoles(roles ...string) {
+	for _, r := range roles {
+		s.roles[r] = true
+	}
 }
 
 // New returns the service on db's users collection and creates its indexes.
@@ -81,13 +102,53 @@ func New(ctx context.Context, db *mongo.Database, tokens *Tokens, bcryptCost int
 	}
 	s := &Service{users: db.Collection(UsersCollection), tokens: tokens, cost: bcryptCost, now: time.Now,
 		dummyHash: dummy, compare: bcrypt.CompareHashAndPassword}
-	err = store.EnsureIndexes(ctx, s.users, mongo.IndexModel{
-		Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("email_1"),
-	})
+	s.callers.init(CallerCacheTTL)
+	s.roles = map[string]bool{}
+	s.AddRoles(BuiltinRoles...)
+	err = store.EnsureIndexes(ctx, s.users,
+		mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("email_1")},
+		mongo.IndexModel{Keys: bson.D{{Key: "emailNormalized", Value: 1}}, Options: options.Index().SetName("emailNormalized_1")},
+	)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.normalizeStoredEmails(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// normalizeStoredEmails sets emailNormalized on users stored without it (by an earlier version
+// or by the NestJS service this one replaces), so that every user is found by one indexed
+// lookup. It runs at every start and touches only users that lack the field.
+func (s *Service) normalizeStoredEmails(ctx context.Context) error {
+	cur, err := s.users.Find(ctx, bson.M{"emailNormalized": bson.M{"$exists": false}},
+		options.Find().SetProjection(bson.M{"_id": 1, "email": 1}))
+	if err != nil {
+		return fmt.Errorf("auth: find users to normalize: %w", err)
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		var u struct {
+			ID    primitive.ObjectID `bson:"_id"`
+			Email any                `bson:"email"`
+		}
+		if err := cur.Decode(&u); err != nil {
+			return fmt.Errorf("auth: read user to normalize: %w", err)
+		}
+		email, ok := u.Email.(string)
+		if !ok {
+			continue // not an e-mail: such a user cannot log in anyway
+		}
+		if _, err := s.users.UpdateOne(ctx, bson.M{"_id": u.ID},
+			bson.M{"$set": bson.M{"emailNormalized": normalizeEmail(email)}}); err != nil {
+			return fmt.Errorf("auth: normalize e-mail of user %s: %w", u.ID.Hex(), err)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("auth: normalize e-mails: %w", err)
+	}
+	return nil
 }
 
 // Register creates a user with role "user" and returns a token for it.
@@ -100,8 +161,15 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (*AuthResult, 
 		}
 		return nil, fmt.Errorf("auth: hash password: %w", err)
 	}
+	email := normalizeEmail(in.Email)
+	// A user stored with other casing (before e-mails were normalized) holds this e-mail too.
+	if _, err := s.byEmail(ctx, email); err == nil {
+		return nil, apperr.E(apperr.Conflict, "User with this email already exists")
+	} else if !errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, err
+	}
 	now := s.now().UTC().Truncate(time.Millisecond)
-	u := &user{ID: primitive.NewObjectIDFromTimestamp(now), Email: normalizeEmail(in.Email), Password: string(hash),
+	u := &user{ID: primitive.NewObjectIDFromTimestamp(now), Email: email, EmailNormalized: email, Password: string(hash),
 		Name: in.Name, Roles: []string{"user"}, CreatedAt: now, UpdatedAt: now}
 	// The unique index decides races: two concurrent registrations give one user and one 409.
 	if _, err := s.users.InsertOne(ctx, u); err != nil {
@@ -165,8 +233,18 @@ func (s *Service) List(ctx context.Context) ([]UserView, error) {
 	return out, nil
 }
 
-// Grant gives the user with email the role. Returns NotFound for an unknown e-mail.
+// Grant gives the user with email the role. Returns Invalid for a role that is not known
+// (BuiltinRoles and AddRoles), NotFound for an unknown e-mail.
 func (s *Service) Grant(ctx context.Context, email, role string) (*UserView, error) {
+	if role != "" && !s.roles[role] {
+		known := make([]string, 0, len(s.roles))
+		for r := range s.roles {
+			known = append(known, r)
+		}
+		sort.Strings(known)
+		return nil, apperr.E(apperr.Invalid, fmt.Sprintf("unknown role %q: known roles are %s (more can be listed in auth.roles)",
+			role, strings.Join(known, ", ")))
+	}
 	return s.updateRoles(ctx, email, role, "$addToSet")
 }
 
@@ -190,6 +268,7 @@ func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*Use
 	if err != nil {
 		return nil, fmt.Errorf("auth: update roles: %w", err)
 	}
+	s.callers.forget(out.ID.Hex())
 	v := out.view()
 	return &v, nil
 }
@@ -214,16 +293,12 @@ func (s *Service) knownEmail(ctx context.Context, email string) (*user, error) {
 	return u, err
 }
 
-// byEmail finds a user by e-mail, case-insensitively: new users are stored lower-cased, and
-// users written by the seed's service with other casing are still found.
+// byEmail finds a user by e-mail, case-insensitively, in one indexed lookup of the normalized
+// e-mail: new users are stored lower-cased, and users stored with other casing by the NestJS
+// service this one replaces were given the normalized field at start (normalizeStoredEmails).
 func (s *Service) byEmail(ctx context.Context, email string) (*user, error) {
-	norm := normalizeEmail(email)
 	var u user
-	err := s.users.FindOne(ctx, bson.M{"email": norm}).Decode(&u)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		pattern := "^" + regexp.QuoteMeta(norm) + "$"
-		err = s.users.FindOne(ctx, bson.M{"email": primitive.Regex{Pattern: pattern, Options: "i"}}).Decode(&u)
-	}
+	err := s.users.FindOne(ctx, bson.M{"emailNormalized": normalizeEmail(email)}).Decode(&u)
 	if err != nil {
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return nil, err

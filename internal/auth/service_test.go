@@ -210,7 +210,7 @@ func TestLogin(t *testing.T) {
 // e-mails, as the seed's service stored them, can log in.
 func TestLogin_SeedUser(t *testing.T) {
 	t.Parallel()
-	s, db := newService(t)
+	db := storetest.DB(t)
 	ctx := context.Background()
 	const seedHash = "$2b$10$bwWyiweIn1yjgrSz8IIKwO6xHIaOXOb1GooAvt8.LAwNmXN1P9pqa" // bcryptjs, "seed-password"
 	id := primitive.NewObjectID()
@@ -218,6 +218,19 @@ func TestLogin_SeedUser(t *testing.T) {
 		"name": "Old", "roles": bson.A{"user"}, "createdAt": time.Now(), "updatedAt": time.Now(), "__v": 0})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Starting the service gives the stored user its normalized e-mail.
+	s, err := New(ctx, db, NewTokens(testSecret, time.Hour), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc bson.M
+	if err := db.Collection("users").FindOne(ctx, bson.M{"_id": id}).Decode(&doc); err != nil ||
+		doc["emailNormalized"] != "old.user@example.com" || doc["email"] != "Old.User@Example.com" {
+		t.Fatalf("stored user after start = %v, %v; want emailNormalized added, email kept", doc, err)
+	}
+	if _, err := s.Register(ctx, RegisterInput{Email: "OLD.user@example.com", Password: "secret1", Name: "Dup"}); apperr.KindOf(err) != apperr.Conflict {
+		t.Fatalf("registering the stored e-mail in other casing: err = %v, want Conflict", err)
 	}
 	res, err := s.Login(ctx, LoginInput{Email: "old.user@example.com", Password: "seed-password"})
 	if err != nil {
@@ -262,6 +275,14 @@ func TestGrantRevoke(t *testing.T) {
 	if err != nil || fmt.Sprint(v.Roles) != "[user]" {
 		t.Fatalf("revoke: %+v, %v", v, err)
 	}
+	if _, err := s.Grant(ctx, "r@example.com", "superuser"); apperr.KindOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "admin, user") {
+		t.Fatalf("unknown role err = %v, want Invalid listing the known roles", err)
+	}
+	s.AddRoles("auditor")
+	if v, err := s.Grant(ctx, "r@example.com", "auditor"); err != nil || fmt.Sprint(v.Roles) != "[user auditor]" {
+		t.Fatalf("grant of a configured role: %+v, %v", v, err)
+	}
+	_, _ = s.Revoke(ctx, "r@example.com", "auditor")
 	_, err = s.Grant(ctx, "ghost@example.com", "admin")
 	if apperr.KindOf(err) != apperr.NotFound || !strings.Contains(err.Error(), "ghost@example.com") {
 		t.Fatalf("unknown user err = %v", err)
@@ -347,5 +368,89 @@ func TestTokens_CacheHonoursExpiry(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if _, err := tok.Verify(s); !errors.Is(err, ErrInvalidToken) {
 		t.Fatalf("expired cached token: err = %v, want ErrInvalidToken", err)
+	}
+}
+
+// Ensure Current answers the stored user's roles, not the token's, and that a deletion or a
+// role change applies once the cache entry is CallerCacheTTL old (never later).
+func TestCurrent_FollowsTheAccount(t *testing.T) {
+	t.Parallel()
+	s, db := newService(t)
+	ctx := context.Background()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return clock }
+	res, err := s.Register(ctx, RegisterInput{Email: "c@example.com", Password: "secret1", Name: "C"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.User.ID
+	c, err := s.Current(ctx, id)
+	if err != nil || fmt.Sprint(c.Roles) != "[user]" || c.Email != "c@example.com" {
+		t.Fatalf("Current = %+v, %v", c, err)
+	}
+	// Another process (the CLI) grants admin: seen once the entry expires.
+	oid, _ := primitive.ObjectIDFromHex(id)
+	if _, err := db.Collection("users").UpdateOne(ctx, bson.M{"_id": oid}, bson.M{"$addToSet": bson.M{"roles": "admin"}}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(CallerCacheTTL - time.Second)
+	if c, _ := s.Current(ctx, id); c.HasRole("admin") {
+		t.Fatalf("role seen before the cache entry expired (cache not used)")
+	}
+	clock = clock.Add(time.Second)
+	if c, _ := s.Current(ctx, id); !c.HasRole("admin") {
+		t.Fatalf("granted role not seen after %s: %+v", CallerCacheTTL, c)
+	}
+	// A change through this service applies at once.
+	if _, err := s.Revoke(ctx, "c@example.com", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.Current(ctx, id); c.HasRole("admin") {
+		t.Fatalf("revoked role still held: %+v", c)
+	}
+	// Deleted: Unauthorized after at most the TTL.
+	if _, err := db.Collection("users").DeleteOne(ctx, bson.M{"_id": oid}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(CallerCacheTTL)
+	if _, err := s.Current(ctx, id); apperr.KindOf(err) != apperr.Unauthorized {
+		t.Fatalf("deleted user: err = %v, want Unauthorized", err)
+	}
+	for _, bad := range []string{"not-hex", primitive.NewObjectID().Hex()} {
+		if _, err := s.Current(ctx, bad); apperr.KindOf(err) != apperr.Unauthorized {
+			t.Errorf("Current(%q) err = %v, want Unauthorized", bad, err)
+		}
+	}
+}
+
+// Ensure the normalized e-mail a login looks up is indexed, and that a known and an unknown
+// e-mail cost the same single bcrypt compare.
+func TestLogin_OneIndexedLookup(t *testing.T) {
+	t.Parallel()
+	s, db := newService(t)
+	ctx := context.Background()
+	if _, err := s.Register(ctx, RegisterInput{Email: "one@example.com", Password: "secret1", Name: "One"}); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.Collection("users").Indexes().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx []bson.M
+	if err := cur.All(ctx, &idx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(idx), "emailNormalized_1") {
+		t.Fatalf("indexes %v lack emailNormalized_1", idx)
+	}
+	calls := 0
+	var mu sync.Mutex
+	real := s.compare
+	s.compare = func(h, p []byte) error { mu.Lock(); calls++; mu.Unlock(); return real(h, p) }
+	for _, email := range []string{"ONE@example.com", "nobody@example.com"} {
+		_, _ = s.Login(ctx, LoginInput{Email: email, Password: "wrong-pass"})
+	}
+	if calls != 2 {
+		t.Fatalf("bcrypt compares = %d, want one per login (known and unknown e-mail)", calls)
 	}
 }

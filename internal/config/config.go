@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +31,19 @@ type Config struct {
 	DBCheck   DBCheck
 	Log       Log
 	Server    Server
+	Metrics   Metrics
+	CORS      CORS
+}
+
+// Metrics configures the Prometheus listener.
+type Metrics struct {
+	Addr string // empty: no metrics listener
+}
+
+// CORS configures the answers to browsers' cross-origin requests.
+type CORS struct {
+	AllowedOrigins   []string // empty: no CORS headers at all; "*": any origin (without credentials)
+	AllowCredentials bool
 }
 
 // Mongo names a MongoDB deployment and a database in it. An empty URI means the embedded store.
@@ -52,9 +67,10 @@ type RateLimit struct {
 	TrustedProxies []*net.IPNet // X-Forwarded-For is honoured only from these
 }
 
-// Auth configures password hashing.
+// Auth configures password hashing and the roles an operator may grant.
 type Auth struct {
 	BcryptCost int
+	Roles      []string // roles grantable besides user and admin
 }
 
 // AI configures the three providers.
@@ -100,6 +116,7 @@ type Server struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxBodyBytes      int64
+	MaxHeaderBytes    int
 }
 
 // kind says how a key's text is parsed and checked.
@@ -114,6 +131,9 @@ const (
 	kCIDRs
 	kLevel
 	kFormat
+	kBool
+	kOrigins
+	kRoles
 )
 
 // key describes one configuration key.
@@ -125,6 +145,7 @@ type key struct {
 	flag  string   // persistent flag name, if any
 	usage string   // flag help / docs
 	min   int      // for kInt and kDuration (seconds granularity not needed): values below are refused
+	max   int      // for kInt: values above are refused (0: no maximum)
 }
 
 // Keys lists every configuration key with its default; docs/configuration.md mirrors it.
@@ -142,7 +163,8 @@ var keys = []key{
 	{name: "ratelimit.auth_limit", def: "10", kind: kInt, min: 1},
 	{name: "ratelimit.auth_window", def: "60s", kind: kDuration, min: 1},
 	{name: "ratelimit.trusted_proxies", kind: kCIDRs},
-	{name: "auth.bcrypt_cost", def: "10", kind: kInt, min: 4},
+	{name: "auth.bcrypt_cost", def: "10", kind: kInt, min: 4, max: 31},
+	{name: "auth.roles", kind: kRoles, usage: "roles an operator may grant besides user and admin"},
 	{name: "ai.openai.api_key", env: []string{"OPENAI_API_KEY"}},
 	{name: "ai.openai.base_url", def: "https://api.openai.com/v1", kind: kURL},
 	{name: "ai.openai.default_model", def: "gpt-6-luna"},
@@ -169,7 +191,14 @@ var keys = []key{
 	{name: "server.write_timeout", def: "90s", kind: kDuration, min: 1},
 	{name: "server.idle_timeout", def: "120s", kind: kDuration, min: 1},
 	{name: "server.max_body_bytes", def: "1048576", kind: kInt, min: 1},
+	{name: "server.max_header_bytes", def: "65536", kind: kInt, min: 1024, max: 1 << 20},
+	{name: "metrics.addr", usage: "address of the Prometheus /metrics listener (empty: off)"},
+	{name: "cors.allowed_origins", kind: kOrigins, usage: "origins allowed to call the API from a browser"},
+	{name: "cors.allow_credentials", def: "false", kind: kBool},
 }
+
+// MinSecretBytes is the shortest jwt.secret accepted (HS256 wants a key as long as its hash).
+const MinSecretBytes = 32
 
 // EnvName is the APP_* environment variable for a key ("ratelimit.limit" → "APP_RATELIMIT_LIMIT").
 func EnvName(name string) string {
@@ -192,7 +221,26 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	switch {
+	case e.Value == "":
+		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason)
+	case strings.HasSuffix(e.Key, "secret") || strings.HasSuffix(e.Key, "api_key"):
+		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason) // never the secret itself
+	case strings.HasSuffix(e.Key, ".uri"):
+		return fmt.Sprintf("config: %s=%q: %s", e.Key, redactUserinfo(e.Value), e.Reason)
+	}
 	return fmt.Sprintf("config: %s=%q: %s", e.Key, e.Value, e.Reason)
+}
+
+// redactUserinfo hides the password of a URI.
+func redactUserinfo(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			return u.String()
+		}
+	}
+	return s
 }
 
 // Load resolves every key with precedence flag > environment (APP_*, then the conventional
@@ -203,7 +251,10 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
 			v.SetConfigFile(f.Value.String())
 			if err := v.ReadInConfig(); err != nil {
-				return nil, fmt.Errorf("config: read %s: %w", f.Value.String(), err)
+				return nil, &Error{Key: "--config", Reason: f.Value.String() + ": " + oneLine(err.Error())}
+			}
+			if err := checkFileKeys(v.AllKeys(), f.Value.String()); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -223,6 +274,101 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 	}
 	return parse(raw)
 }
+
+// checkFileKeys refuses a config file key that names no key, naming the closest one.
+func checkFileKeys(fileKeys []string, file string) error {
+	for _, name := range fileKeys {
+		if _, ok := lookup(name); !ok {
+			return &Error{Key: name, Reason: "unknown key in " + file + suggest(name)}
+		}
+	}
+	return nil
+}
+
+// CheckEnvironment refuses an APP_* variable (NAME=value, as os.Environ lists them) that names
+// no key, naming the closest one: a misspelt variable would otherwise be ignored silently.
+func CheckEnvironment(environ []string) error {
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "APP_") {
+			continue
+		}
+		known := false
+		for _, k := range keys {
+			if EnvName(k.name) == name {
+				known = true
+				break
+			}
+		}
+		if !known {
+			guess := strings.ToLower(strings.TrimPrefix(name, "APP_"))
+			hint := ""
+			if c := closest(guess); c != "" {
+				hint = fmt.Sprintf(" (did you mean %s, the key %s?)", EnvName(c), c)
+			}
+			return &Error{Key: name, Value: "", Reason: "environment variable names no configuration key" + hint}
+		}
+	}
+	return nil
+}
+
+// lookup returns the key called name.
+func lookup(name string) (key, bool) {
+	for _, k := range keys {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return key{}, false
+}
+
+// suggest words the closest key to name as " (did you mean K?)", or "" when none is close.
+func suggest(name string) string {
+	if c := closest(name); c != "" {
+		return fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	return ""
+}
+
+// closest returns the key nearest to name by edit distance, comparing "_" and "." alike
+// (environment names cannot tell them apart); "" when none is within a third of its length.
+func closest(name string) string {
+	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), ".", "_") }
+	best, bestD := "", -1
+	for _, k := range keys {
+		d := editDistance(norm(name), norm(k.name))
+		if bestD < 0 || d < bestD {
+			best, bestD = k.name, d
+		}
+	}
+	if bestD > max(2, len(best)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // resolve returns k's text, from the first source that sets it: its flag, its environment
 // names, the config file; else its default, with set false.
@@ -260,13 +406,13 @@ func parse(raw map[string]string) (*Config, error) {
 		DataDir: p.str("data_dir"),
 		MongoDB: Mongo{URI: p.str("mongodb.uri"), Database: p.str("mongodb.database")},
 		Core:    Mongo{URI: p.str("core.uri"), Database: p.str("core.database")},
-		JWT:     JWT{Secret: p.str("jwt.secret"), TTL: p.dur("jwt.ttl")},
+		JWT:     JWT{Secret: p.secret("jwt.secret"), TTL: p.dur("jwt.ttl")},
 		RateLimit: RateLimit{
 			Limit: p.int("ratelimit.limit"), Window: p.dur("ratelimit.window"),
 			AuthLimit: p.int("ratelimit.auth_limit"), AuthWindow: p.dur("ratelimit.auth_window"),
 			TrustedProxies: p.cidrs("ratelimit.trusted_proxies"),
 		},
-		Auth: Auth{BcryptCost: p.int("auth.bcrypt_cost")},
+		Auth: Auth{BcryptCost: p.int("auth.bcrypt_cost"), Roles: p.roles("auth.roles")},
 		AI: AI{
 			OpenAI:      p.provider("openai"),
 			Anthropic:   p.provider("anthropic"),
@@ -290,7 +436,18 @@ func parse(raw map[string]string) (*Config, error) {
 			WriteTimeout:      p.dur("server.write_timeout"),
 			IdleTimeout:       p.dur("server.idle_timeout"),
 			MaxBodyBytes:      int64(p.int("server.max_body_bytes")),
+			MaxHeaderBytes:    p.int("server.max_header_bytes"),
 		},
+		Metrics: Metrics{Addr: p.str("metrics.addr")},
+		CORS:    CORS{AllowedOrigins: p.origins("cors.allowed_origins"), AllowCredentials: p.bool("cors.allow_credentials")},
+	}
+	if c.CORS.AllowCredentials && slices.Contains(c.CORS.AllowedOrigins, "*") {
+		p.fail("cors.allowed_origins", `"*" (any origin) cannot be combined with cors.allow_credentials; list the origins`)
+	}
+	if c.Metrics.Addr != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Addr); err != nil {
+			p.fail("metrics.addr", "must be host:port, e.g. 127.0.0.1:9464")
+		}
 	}
 	for _, uriKey := range []string{"mongodb.uri", "core.uri"} {
 		if u := raw[uriKey]; u != "" && !strings.HasPrefix(u, "mongodb://") && !strings.HasPrefix(u, "mongodb+srv://") {
@@ -310,10 +467,8 @@ type parser struct {
 }
 
 func (p *parser) spec(name string) key {
-	for _, k := range keys {
-		if k.name == name {
-			return k
-		}
+	if k, ok := lookup(name); ok {
+		return k
 	}
 	panic("config: unknown key " + name)
 }
@@ -367,11 +522,64 @@ func (p *parser) int(name string) int {
 		p.fail(name, "not a whole number")
 		return 0
 	}
-	if n < p.spec(name).min {
-		p.fail(name, fmt.Sprintf("must be at least %d", p.spec(name).min))
+	if k := p.spec(name); n < k.min || (k.max > 0 && n > k.max) {
+		if k.max > 0 {
+			p.fail(name, fmt.Sprintf("must be between %d and %d", k.min, k.max))
+		} else {
+			p.fail(name, fmt.Sprintf("must be at least %d", k.min))
+		}
 	}
 	return n
 }
+
+// secret is a string that, when set, must hold at least MinSecretBytes bytes.
+func (p *parser) secret(name string) string {
+	val := p.raw[name]
+	if val != "" && len(val) < MinSecretBytes {
+		p.fail(name, fmt.Sprintf("must be at least %d bytes (it is %d); leave it empty to use the secret generated in data_dir", MinSecretBytes, len(val)))
+	}
+	return val
+}
+
+func (p *parser) bool(name string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(p.raw[name]))
+	if err != nil {
+		p.fail(name, "must be true or false")
+	}
+	return b
+}
+
+// origins is a list of browser origins (scheme://host[:port], no path) or "*".
+func (p *parser) origins(name string) []string {
+	list := p.list(name)
+	for i, o := range list {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			p.fail(name, fmt.Sprintf("%q is not an origin (scheme://host[:port], e.g. http://localhost:5173) or *", o))
+			return nil
+		}
+		list[i] = u.Scheme + "://" + u.Host
+	}
+	return list
+}
+
+// roles is a list of role names: lower-case letters, digits, "-" and "_".
+func (p *parser) roles(name string) []string {
+	list := p.list(name)
+	for _, r := range list {
+		if !roleName.MatchString(r) {
+			p.fail(name, fmt.Sprintf("%q is not a role name (lower-case letters, digits, - and _, at most 64)", r))
+			return nil
+		}
+	}
+	return list
+}
+
+var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
 func (p *parser) list(name string) []string {
 	return strings.FieldsFunc(p.raw[name], func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })

@@ -65,7 +65,7 @@ func TestLoad_Defaults(t *testing.T) {
 func TestLoad_Precedence(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "app.yaml")
-	if err := os.WriteFile(file, []byte("addr: \":4000\"\nmongodb:\n  database: fromfile\n  uri: mongodb://file:27017\nratelimit:\n  limit: 7\njwt:\n  secret: file-secret\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("addr: \":4000\"\nmongodb:\n  database: fromfile\n  uri: mongodb://file:27017\nratelimit:\n  limit: 7\njwt:\n  secret: file-secret-file-secret-file-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -80,7 +80,7 @@ func TestLoad_Precedence(t *testing.T) {
 		{"flag beats env", []string{"--config", file, "--addr", ":5000"}, map[string]string{"APP_ADDR": ":6000"}, func(c *Config) string { return c.Addr }, ":5000"},
 		{"APP env beats conventional", nil, map[string]string{"APP_MONGODB_URI": "mongodb://a", "MONGODB_URI": "mongodb://b"}, func(c *Config) string { return c.MongoDB.URI }, "mongodb://a"},
 		{"conventional env beats file", []string{"--config", file}, map[string]string{"MONGODB_URI": "mongodb://b"}, func(c *Config) string { return c.MongoDB.URI }, "mongodb://b"},
-		{"JWT_SECRET read", nil, map[string]string{"JWT_SECRET": "s"}, func(c *Config) string { return c.JWT.Secret }, "s"},
+		{"JWT_SECRET read", nil, map[string]string{"JWT_SECRET": strings.Repeat("s", 32)}, func(c *Config) string { return c.JWT.Secret }, strings.Repeat("s", 32)},
 		{"OPENAI_API_KEY read", nil, map[string]string{"OPENAI_API_KEY": "k"}, func(c *Config) string { return c.AI.OpenAI.APIKey }, "k"},
 		{"PORT gives :PORT", nil, map[string]string{"PORT": "8080"}, func(c *Config) string { return c.Addr }, ":8080"},
 		{"APP_ADDR beats PORT", nil, map[string]string{"PORT": "8080", "APP_ADDR": ":9"}, func(c *Config) string { return c.Addr }, ":9"},
@@ -122,6 +122,14 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_LOG_FORMAT", "xml"},
 		{"APP_RATELIMIT_TRUSTED_PROXIES", "10.0.0.0/33"},
 		{"APP_DBCHECK_MAX_LIMIT", "0"},
+		{"APP_AUTH_BCRYPT_COST", "32"},
+		{"APP_JWT_SECRET", "short-secret"},
+		{"APP_SERVER_MAX_HEADER_BYTES", "10"},
+		{"APP_CORS_ALLOWED_ORIGINS", "http://localhost:5173/path"},
+		{"APP_CORS_ALLOWED_ORIGINS", "localhost:5173"},
+		{"APP_CORS_ALLOW_CREDENTIALS", "maybe"},
+		{"APP_AUTH_ROLES", "Admin!"},
+		{"APP_METRICS_ADDR", "9464"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
@@ -159,5 +167,98 @@ func TestLoad_TrustedProxies(t *testing.T) {
 	}
 	if len(c.RateLimit.TrustedProxies) != 3 || c.RateLimit.TrustedProxies[0].String() != "10.0.0.1/32" {
 		t.Fatalf("trusted proxies = %v", c.RateLimit.TrustedProxies)
+	}
+}
+
+// Ensure a secret never appears in a configuration error.
+func TestLoad_SecretNotInError(t *testing.T) {
+	t.Parallel()
+	_, err := Load(flags(t), env(map[string]string{"APP_JWT_SECRET": "hunter2-short"}))
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v: want an error that does not show the secret", err)
+	}
+	_, err = Load(flags(t), env(map[string]string{"APP_MONGODB_URI": "mongodb://u:hunter2@h/?x=%zz"}))
+	if err != nil && strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("err = %v shows the URI's password", err)
+	}
+}
+
+// Ensure the CORS keys: origins normalized, "*" refused with credentials.
+func TestLoad_CORS(t *testing.T) {
+	t.Parallel()
+	c, err := Load(flags(t), env(map[string]string{"APP_CORS_ALLOWED_ORIGINS": "http://localhost:5173/, https://app.example.com"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.CORS.AllowedOrigins, "|") != "http://localhost:5173|https://app.example.com" || c.CORS.AllowCredentials {
+		t.Fatalf("cors = %+v", c.CORS)
+	}
+	_, err = Load(flags(t), env(map[string]string{"APP_CORS_ALLOWED_ORIGINS": "*", "APP_CORS_ALLOW_CREDENTIALS": "true"}))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "cors.allowed_origins" {
+		t.Fatalf("* with credentials: err = %v, want a cors.allowed_origins error", err)
+	}
+}
+
+// Ensure an unknown key in a config file, or an APP_* variable naming no key, is an error
+// naming the closest key.
+func TestUnknownKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		file, want string
+	}{
+		{"adr: x\n", "addr"},
+		{"ratelimit:\n  limt: 5\n", "ratelimit.limit"},
+		{"cors:\n  allowed_origin: x\n", "cors.allowed_origins"},
+		{"completely_unrelated_thing: 1\n", ""},
+	}
+	for i, tt := range tests {
+		file := filepath.Join(dir, strconv.Itoa(i)+".yaml")
+		if err := os.WriteFile(file, []byte(tt.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(flags(t, "--config", file), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("%q: err = %v, want *config.Error", tt.file, err)
+		}
+		if tt.want != "" && !strings.Contains(err.Error(), "did you mean "+tt.want+"?") {
+			t.Errorf("%q: %v does not suggest %s", tt.file, err, tt.want)
+		}
+	}
+	envTests := []struct {
+		environ []string
+		want    string // "" no error
+	}{
+		{[]string{"PATH=/bin", "APP_ADDR=:1", "APP_RATELIMIT_LIMIT=5"}, ""},
+		{[]string{"APP_ADR=:1"}, "APP_ADDR"},
+		{[]string{"APP_JWT_SECERT=x"}, "APP_JWT_SECRET"},
+		{[]string{"APP_CORS_ALLOWED_ORIGIN=x"}, "APP_CORS_ALLOWED_ORIGINS"},
+	}
+	for _, tt := range envTests {
+		err := CheckEnvironment(tt.environ)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: unexpected %v", tt.environ, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: err = %v, want one naming %s", tt.environ, err, tt.want)
+		}
+	}
+}
+
+// Ensure a config file that is missing or broken is a configuration error (exit 2).
+func TestLoad_BrokenConfigFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(file, []byte("addr: [unclosed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{file, filepath.Join(t.TempDir(), "missing.yaml")} {
+		_, err := Load(flags(t, "--config", f), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != "--config" {
+			t.Errorf("%s: err = %v, want a config.Error on key config", f, err)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package dbcheck
 
 import (
 	"net/url"
-	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/x/mongo/driver/connstring"
@@ -17,16 +16,19 @@ import (
 // caller's server; GSSAPI would use its Kerberos tickets; MONGODB-X509 needs a local key file.
 var allowedMechanisms = map[string]bool{"": true, "SCRAM-SHA-1": true, "SCRAM-SHA-256": true, "PLAIN": true}
 
-// fileOptions make the driver read files of this server (keys, certificates, their passwords).
-var fileOptions = map[string]string{
-	"tlscafile":                       "tlsCAFile",
-	"sslcertificateauthorityfile":     "sslCertificateAuthorityFile",
-	"tlscertificatekeyfile":           "tlsCertificateKeyFile",
-	"sslclientcertificatekeyfile":     "sslClientCertificateKeyFile",
-	"tlscertificatekeyfilepassword":   "tlsCertificateKeyFilePassword",
-	"sslclientcertificatekeypassword": "sslClientCertificateKeyPassword",
-	"tlscertificatefile":              "tlsCertificateFile",
-	"tlsprivatekeyfile":               "tlsPrivateKeyFile",
+// fileOption is a connection-string option that makes the driver read a file of this server
+// (a key, a certificate, or the password of a key), named by its spellings.
+type fileOption struct {
+	name string
+	set  func(*connstring.ConnString) bool
+}
+
+var fileOptions = []fileOption{
+	{"tlsCAFile (sslCertificateAuthorityFile)", func(cs *connstring.ConnString) bool { return cs.SSLCaFileSet }},
+	{"tlsCertificateKeyFile (sslClientCertificateKeyFile)", func(cs *connstring.ConnString) bool { return cs.SSLClientCertificateKeyFileSet }},
+	{"tlsCertificateKeyFilePassword (sslClientCertificateKeyPassword)", func(cs *connstring.ConnString) bool { return cs.SSLClientCertificateKeyPasswordSet }},
+	{"tlsCertificateFile", func(cs *connstring.ConnString) bool { return cs.SSLCertificateFileSet }},
+	{"tlsPrivateKeyFile", func(cs *connstring.ConnString) bool { return cs.SSLPrivateKeyFileSet }},
 }
 
 // parsed is a connection string that passed the checks.
@@ -36,53 +38,41 @@ type parsed struct {
 }
 
 // parseConnString parses uri (SRV and TXT lookups included) and, when restricted, refuses the
-// options that make this server use its own credentials or files. Errors are Invalid and
-// never contain the password.
+// options that make this server use its own credentials or files. The options are checked on
+// the connection string as the driver parsed it, never on its text (a "?" in a password would
+// hide the real query from a text scan), and before the driver validates or uses it, so no
+// answer depends on which files exist. Errors are Invalid and never contain the password.
 func parseConnString(uri string, restricted bool) (*parsed, error) {
-	if restricted {
-		if err := refusedOptions(uri); err != nil {
-			return nil, err
-		}
-	}
-	cs, err := connstring.ParseAndValidate(uri)
+	cs, err := connstring.Parse(uri)
 	if err != nil {
 		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
 	}
-	if restricted && !allowedMechanisms[strings.ToUpper(cs.AuthMechanism)] {
-		return nil, mechanismRefused(cs.AuthMechanism)
+	if restricted {
+		if err := refusedOptions(cs); err != nil {
+			return nil, err
+		}
+	}
+	if err := cs.Validate(); err != nil {
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
 	}
 	return &parsed{cs: cs, firstHost: firstHost(uri)}, nil
 }
 
-// refusedOptions looks at the query string as written (before any TXT record is merged).
-func refusedOptions(uri string) error {
-	_, query, ok := strings.Cut(uri, "?")
-	if !ok {
-		return nil
+// refusedOptions refuses the parsed options that would make the driver use this server's
+// files or its own credentials.
+func refusedOptions(cs *connstring.ConnString) error {
+	if !allowedMechanisms[strings.ToUpper(cs.AuthMechanism)] {
+		return mechanismRefused(cs.AuthMechanism)
 	}
 	var refused []string
-	for _, pair := range strings.FieldsFunc(query, func(r rune) bool { return r == '&' || r == ';' }) {
-		k, _, _ := strings.Cut(pair, "=")
-		if u, err := url.QueryUnescape(k); err == nil {
-			k = u
-		}
-		if name, bad := fileOptions[strings.ToLower(k)]; bad {
-			refused = append(refused, name)
-		}
-		if strings.EqualFold(k, "authMechanism") {
-			_, v, _ := strings.Cut(pair, "=")
-			if u, err := url.QueryUnescape(v); err == nil {
-				v = u
-			}
-			if !allowedMechanisms[strings.ToUpper(v)] {
-				return mechanismRefused(v)
-			}
+	for _, o := range fileOptions {
+		if o.set(cs) {
+			refused = append(refused, o.name)
 		}
 	}
 	if len(refused) == 0 {
 		return nil
 	}
-	sort.Strings(refused)
 	return apperr.Validation("connectionString option " + strings.Join(refused, ", ") +
 		" is not allowed: it would read files of this server")
 }

@@ -417,7 +417,8 @@ func documentJSON(raw bson.Raw) (json.RawMessage, error) {
 	return bson.MarshalExtJSON(d, false, false)
 }
 
-// idString renders an _id as a string, as the seed's service does (ObjectId → 24 hex digits).
+// idString renders an _id as a string, as the NestJS service this one replaces does (ObjectId →
+// 24 hex digits).
 func idString(v bson.RawValue) string {
 	switch v.Type {
 	case bson.TypeObjectID:

@@ -548,15 +548,22 @@ func TestRefusedOptions(t *testing.T) {
 		{"GSSAPI", "authMechanism=GSSAPI", "GSSAPI"},
 		{"X509", "authMechanism=MONGODB-X509&tls=true", "MONGODB-X509"},
 		{"CAFile", "tls=true&tlsCAFile=/etc/ssl/certs/ca-certificates.crt", "tlsCAFile"},
+		{"CertAndKey", "tls=true&tlsCertificateFile=/c.pem&tlsPrivateKeyFile=/k.pem", "tlsCertificateFile, tlsPrivateKeyFile"},
+		{"CertWithoutKey", "tls=true&tlsCertificateFile=/c.pem", "tlsCertificateFile"},
 		{"KeyFile", "tls=true&tlsCertificateKeyFile=/etc/app/key.pem", "tlsCertificateKeyFile"},
 		{"KeyFilePassword", "tls=true&tlsCertificateKeyFilePassword=x", "tlsCertificateKeyFilePassword"},
 		{"SSLAlias", "ssl=true&sslClientCertificateKeyFile=/k.pem", "sslClientCertificateKeyFile"},
 		{"MixedCase", "TLSCAFILE=/x", "tlsCAFile"},
 		{"Unparsable", "w=banana&wtimeoutMS=notanumber", "not a valid MongoDB connection string"},
+		// A "?" in the password must not hide the real query from the check.
+		{"PasswordWithQuestionMark", "mongodb://u:p?x@db.example.com/?tlsCAFile=/etc/passwd&tls=true", "tlsCAFile"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			uri := "mongodb://u:p@db.example.com:27017/?" + tc.query
+			if tc.name == "PasswordWithQuestionMark" {
+				uri = tc.query
+			}
 			_, err := s.Test(ctxT(t), dbcheck.TestInput{ConnectionString: uri, Database: "admin"})
 			wantKind(t, err, apperr.Invalid, tc.want)
 			_, err = s.Query(ctxT(t), dbcheck.QueryInput{ConnectionString: uri, Database: "admin", Collection: "c"})

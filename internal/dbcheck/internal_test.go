@@ -25,6 +25,14 @@ func TestNonPublic(t *testing.T) {
 		"100.64.0.1": "shared (carrier-grade NAT)", "240.0.0.1": "reserved", "255.255.255.255": "reserved",
 		"64:ff9b::a9fe:a9fe": "link-local", "2002:7f00:1::": "loopback",
 		"8.8.8.8": "", "1.1.1.1": "", "2606:4700:4700::1111": "",
+		// IPv6 forms carrying an IPv4 address, and deprecated or local-use ranges.
+		"::127.0.0.1": "loopback", "::10.1.2.3": "private", "::ffff:0:127.0.0.1": "loopback",
+		"::ffff:0:192.168.0.1": "private", "64:ff9b::127.0.0.1": "loopback", "64:ff9b::10.0.0.1": "private",
+		"64:ff9b:1::a00:1": "local-use NAT64", "64:ff9b:1:ffff::8.8.8.8": "local-use NAT64",
+		"2001:0:4136:e378:8000:63bf:3f57:fefe": "private",  // Teredo, client 192.168.1.1 (inverted)
+		"2001:0:7f00:1::":                      "loopback", // Teredo, server 127.0.0.1
+		"fec0::1":                              "site-local", "feff::1": "site-local",
+		"::8.8.8.8": "", "64:ff9b::8.8.8.8": "", "2001:0:4136:e378:8000:63bf:f7f7:f7f7": "",
 	}
 	for addr, want := range cases {
 		if got := nonPublic(netip.MustParseAddr(addr)); got != want {

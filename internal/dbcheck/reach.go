@@ -25,6 +25,14 @@ type policy struct {
 	prefixes     []netip.Prefix // CIDRs and single addresses
 }
 
+// CheckAllowedHosts reports the first entry of dbcheck.allowed_hosts that is neither a host
+// name, a glob, an address nor a CIDR, so that a bad list stops the program before it opens
+// anything.
+func CheckAllowedHosts(allowed []string) error {
+	_, err := newPolicy(allowed, false)
+	return err
+}
+
 // newPolicy parses dbcheck.allowed_hosts: host names, globs ("*.db.internal") and CIDRs or
 // addresses ("10.0.0.0/8", "127.0.0.1", "::1").
 func newPolicy(allowed []string, unrestricted bool) (*policy, error) {
@@ -101,8 +109,19 @@ var (
 	benchmark   = netip.MustParsePrefix("198.18.0.0/15")
 	reserved4   = netip.MustParsePrefix("240.0.0.0/4")
 	nat64       = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48") // local-use NAT64 (RFC 8215): never global
 	sixToFour   = netip.MustParsePrefix("2002::/16")
+	teredo      = netip.MustParsePrefix("2001::/32")
+	siteLocal   = netip.MustParsePrefix("fec0::/10")       // deprecated site-local (RFC 3879)
+	v4Compat    = netip.MustParsePrefix("::/96")           // deprecated IPv4-compatible (::a.b.c.d)
+	v4Trans     = netip.MustParsePrefix("::ffff:0:0:0/96") // IPv4-translated (RFC 2765)
 )
+
+// embedded4 returns the IPv4 address held in bytes [i, i+4) of a's 16 bytes, XORed with x.
+func embedded4(a netip.Addr, i int, x byte) netip.Addr {
+	b := a.As16()
+	return netip.AddrFrom4([4]byte{b[i] ^ x, b[i+1] ^ x, b[i+2] ^ x, b[i+3] ^ x})
+}
 
 // nonPublic names the class of a when it is not a public unicast address, else "".
 func nonPublic(a netip.Addr) string {
@@ -124,12 +143,22 @@ func nonPublic(a netip.Addr) string {
 		return "shared (carrier-grade NAT)"
 	case ietf.Contains(a) || benchmark.Contains(a) || reserved4.Contains(a):
 		return "reserved"
-	case nat64.Contains(a):
-		b := a.As16()
-		return nonPublic(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+	case siteLocal.Contains(a):
+		return "site-local"
+	case nat64Local.Contains(a):
+		return "local-use NAT64"
+	case nat64.Contains(a), v4Compat.Contains(a), v4Trans.Contains(a):
+		// An IPv4 address in the last 32 bits: NAT64, IPv4-compatible (::127.0.0.1),
+		// IPv4-translated (::ffff:0:127.0.0.1).
+		return nonPublic(embedded4(a, 12, 0))
 	case sixToFour.Contains(a):
-		b := a.As16()
-		return nonPublic(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		return nonPublic(embedded4(a, 2, 0))
+	case teredo.Contains(a):
+		// Teredo: the server's IPv4 address in bits 32-63, the client's, inverted, in the last 32.
+		if why := nonPublic(embedded4(a, 4, 0)); why != "" {
+			return why
+		}
+		return nonPublic(embedded4(a, 12, 0xff))
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/metrics"
 )
 
 type ctxKey int
@@ -29,6 +30,12 @@ type requestInfo struct {
 	log     *slog.Logger // base with the request id, built on first use
 	maxBody int64
 	caller  *auth.Caller // set by requireAuth
+
+	// Set by route: the matched pattern ("" when none matched) and its handler, and the
+	// metrics' route label (the pattern, or for a preflight the pattern it asks about).
+	pattern string
+	handler http.Handler
+	route   string
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -130,8 +137,8 @@ func (e *exchange) Value(key any) any {
 }
 
 // observe is the outermost middleware: request id, per-request logger, body limit, panic
-// recovery and one access-log line per request.
-func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
+// recovery, one access-log line and the HTTP metrics of each request.
+func observe(log *slog.Logger, maxBody int64, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -154,6 +161,9 @@ func observe(log *slog.Logger, maxBody int64, next http.Handler) http.Handler {
 				}
 			}
 			accessLog(ctx, log, r, rec, id, start)
+			if m != nil {
+				m.ObserveHTTP(x.info.route, r.Method, rec.status, time.Since(start))
+			}
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
@@ -182,11 +192,39 @@ func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *reco
 	_ = h.Handle(ctx, line)
 }
 
-// notFound answers routes the mux does not know, and known routes with a wrong method, in the
-// error envelope (the standard mux answers both in plain text).
-func notFound(mux *http.ServeMux) http.Handler {
+// route finds the request's route once, before the limits run, and keeps its pattern (the
+// metrics' route label) and handler in the request's info. A CORS preflight is labelled with
+// the route of the method it asks about.
+func route(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, pattern := mux.Handler(r)
+		ri := infoFrom(r.Context())
+		if ri == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ri.handler, ri.pattern = mux.Handler(r)
+		ri.route = ri.pattern
+		if ri.route == "" && isPreflight(r) {
+			probe := *r
+			probe.Method = r.Header.Get("Access-Control-Request-Method")
+			_, ri.route = mux.Handler(&probe)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dispatch serves the route that route found, and answers routes the mux does not know, and
+// known routes with a wrong method, in the error envelope (the standard mux answers both in
+// plain text).
+func dispatch(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var h http.Handler
+		var pattern string
+		if ri := infoFrom(r.Context()); ri != nil && ri.handler != nil {
+			h, pattern = ri.handler, ri.pattern
+		} else {
+			h, pattern = mux.Handler(r)
+		}
 		switch {
 		case pattern != "" && strings.Contains(pattern, "{"):
 			mux.ServeHTTP(w, r) // routed again, to set the path values the handler reads
@@ -213,6 +251,29 @@ func notFound(mux *http.ServeMux) http.Handler {
 	})
 }
 
+// limitHeaders answers a request whose header block (request line and header fields, as sent)
+// exceeds max with 431 in the error envelope.
+func limitHeaders(max int, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if headerSize(r) > max {
+			writeEnvelope(w, http.StatusRequestHeaderFieldsTooLarge, "Request header fields too large")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headerSize is the size of r's request line and header fields as HTTP/1.1 sends them.
+func headerSize(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2 + len("Host: ") + len(r.Host) + 2
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + 2 + len(v) + 2
+		}
+	}
+	return n
+}
+
 // headerProbe captures what the mux's own not-found or method-not-allowed handler would answer.
 type headerProbe struct {
 	header http.Header
@@ -228,20 +289,50 @@ type TokenVerifier interface {
 	Verify(token string) (auth.Caller, error)
 }
 
-// requireAuth lets a request through only with a valid bearer token, and puts its caller in
-// the request context.
-func requireAuth(v TokenVerifier, next http.Handler) http.Handler {
+// AccountResolver returns the current state of the user a verified credential names: its
+// roles now, Unauthorized when the user no longer exists (auth.Service.Current).
+type AccountResolver interface {
+	Current(ctx context.Context, userID string) (auth.Caller, error)
+}
+
+// authenticator turns a request's credentials into its caller. Each kind of credential is one
+// case of authenticate; the user it names is then resolved to its current state.
+type authenticator struct {
+	tokens   TokenVerifier
+	accounts AccountResolver // nil: the credential's claims are trusted as they are
+}
+
+// errUnauthorized is every authentication failure, answered as the same 401.
+var errUnauthorized = apperr.E(apperr.Unauthorized, "Unauthorized")
+
+// authenticate returns the caller of r's credentials: a bearer access token.
+func (a *authenticator) authenticate(r *http.Request) (auth.Caller, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || a.tokens == nil {
+		return auth.Caller{}, errUnauthorized
+	}
+	c, err := a.tokens.Verify(token)
+	if err != nil {
+		return auth.Caller{}, errUnauthorized
+	}
+	if a.accounts == nil {
+		return c, nil
+	}
+	return a.accounts.Current(r.Context(), c.ID)
+}
+
+// requireAuth lets a request through only with valid credentials of a user that still exists,
+// and puts its caller, with the user's current roles, in the request context.
+func requireAuth(a *authenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		scheme, token, ok := strings.Cut(h, " ")
-		token = strings.TrimSpace(token)
-		if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || v == nil {
-			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
-			return
-		}
-		c, err := v.Verify(token)
+		c, err := a.authenticate(r)
 		if err != nil {
-			writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
+			if apperr.KindOf(err) == apperr.Unauthorized {
+				writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
+				return
+			}
+			writeError(w, r, err)
 			return
 		}
 		// Behind observe, the caller joins the request's info, sparing a context value and a

@@ -58,7 +58,7 @@ func TestObserve_Panic(t *testing.T) {
 	t.Parallel()
 	logs := &SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	h := observe(log, 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(log, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/boom" {
 			panic("kaboom")
 		}
@@ -180,7 +180,7 @@ func TestRouting(t *testing.T) {
 // a non-JSON content type, and fields for a good body.
 func TestDecodeFields(t *testing.T) {
 	t.Parallel()
-	h := observe(slog.New(slog.DiscardHandler), 64, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(slog.New(slog.DiscardHandler), 64, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fields, err := decodeFields(w, r)
 		if err != nil {
 			writeError(w, r, err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -17,6 +18,7 @@ type rateLimiter struct {
 	limiter ratelimit.Limiter
 	trusted []*net.IPNet
 	log     *slog.Logger
+	metrics *metrics.Metrics
 }
 
 // limit returns a middleware allowing limit requests per window per client under name. A limit
@@ -26,6 +28,10 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 		return func(next http.Handler) http.Handler { return next }
 	}
 	limitVal := []string{strconv.Itoa(limit)}
+	label := name
+	if label == "" {
+		label = "global"
+	}
 	counts := smallInts(limit)                            // remaining: 0..limit
 	resets := smallInts(int(math.Ceil(window.Seconds()))) // reset: 0..window seconds
 	return func(next http.Handler) http.Handler {
@@ -47,6 +53,7 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 				h["X-Ratelimit-Limit"] = limitVal
 				h["X-Ratelimit-Remaining"] = counts[0]
 				h["X-Ratelimit-Reset"] = reset
+				rl.metrics.RateLimited(label)
 				writeEnvelope(w, http.StatusTooManyRequests, "Too Many Requests")
 				return
 			}

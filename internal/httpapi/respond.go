@@ -7,7 +7,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sort"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/acme/app/internal/apperr"
 )
@@ -155,7 +157,30 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if len(trimmed) == 0 {
 		return []byte("{}"), nil
 	}
+	if !utf8.Valid(trimmed) {
+		return nil, invalidUTF8(trimmed)
+	}
 	return trimmed, nil
+}
+
+// invalidUTF8 words the answer to a body that is not valid UTF-8: the top-level fields whose
+// value holds invalid bytes, as class-validator words a field failure, or the body as a whole.
+// (The JSON decoders would silently replace such bytes with U+FFFD.)
+func invalidUTF8(body []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) == nil {
+		var msgs []string
+		for name, raw := range fields {
+			if !utf8.Valid(raw) {
+				msgs = append(msgs, name+" must be valid UTF-8")
+			}
+		}
+		if len(msgs) > 0 {
+			sort.Strings(msgs)
+			return apperr.Validation(msgs...)
+		}
+	}
+	return apperr.Validation("request body must be valid UTF-8")
 }
 
 // checkSyntax answers a body that is not exactly one JSON value. json.Valid accepts exactly one

@@ -2,9 +2,17 @@ package httpapi
 
 import "net/http"
 
-// addRoutes lists every route of the API.
-func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
-	protect := func(h http.Handler) http.Handler { return requireAuth(deps.Tokens, h) }
+// router is where addRoutes registers the routes: the server's http.ServeMux, or a test's
+// recorder (the OpenAPI description is checked against this list).
+type router interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+// addRoutes lists every route of the API. docs/openapi.yaml describes each one: a test fails
+// when a route is missing there, or the description has a route that is not here.
+func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
+	authn := &authenticator{tokens: deps.Tokens, accounts: deps.Accounts}
+	protect := func(h http.Handler) http.Handler { return requireAuth(authn, h) }
 	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
 	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
 
@@ -12,6 +20,7 @@ func addRoutes(mux *http.ServeMux, opts Options, deps Deps, rl *rateLimiter) {
 	mux.Handle("GET /api", handleRoot())
 	mux.Handle("GET /api/{$}", handleRoot())
 	mux.Handle("GET /api/health", handleHealth(deps.DB, recorderHealth(deps.Usage), opts.Version))
+	mux.Handle("GET /api/openapi.json", handleOpenAPI())
 
 	// Accounts (auth).
 	if deps.Auth != nil {

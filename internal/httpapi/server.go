@@ -14,6 +14,7 @@ import (
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/ratelimit"
 	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/internal/usage"
@@ -31,7 +32,31 @@ type Options struct {
 	AuthRateWindow time.Duration     //
 	TrustedProxies []*net.IPNet      // X-Forwarded-For is honoured only from these
 
+	// MaxHeaderBytes is the limit of a request's header block (431 in the envelope past it);
+	// 0: 64 KiB. The http.Server's own limit must be higher (see HeaderReadLimit).
+	MaxHeaderBytes int
+
+	// CORS: origins allowed to call the API from a browser (empty: no CORS headers at all;
+	// "*": any origin, only without credentials) and whether credentials are allowed.
+	CORSOrigins     []string
+	CORSCredentials bool
+
+	Metrics *metrics.Metrics // nil: no metrics
+
 	Version string // reported by /api/health
+}
+
+// DefaultMaxHeaderBytes is the header block limit when Options.MaxHeaderBytes is 0.
+const DefaultMaxHeaderBytes = 64 << 10
+
+// HeaderReadLimit is the http.Server.MaxHeaderBytes to pair with a header limit of max: the
+// server reads up to it, so that the API answers a block over max with a 431 in the error
+// envelope; past it, net/http closes the connection with a plain-text 431.
+func HeaderReadLimit(max int) int {
+	if max <= 0 {
+		max = DefaultMaxHeaderBytes
+	}
+	return max + 1<<20
 }
 
 // Pinger checks that the database answers.
@@ -48,6 +73,10 @@ type Deps struct {
 	Usage     *usage.Service     // usage summaries
 	Templates *templates.Service // property templates
 	DBCheck   *dbcheck.Service   // MongoDB utilities
+
+	// Accounts resolves the user a verified token names to its current state (nil: Auth, if
+	// set; with neither, a token's claims are trusted as they are).
+	Accounts AccountResolver
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
@@ -58,14 +87,25 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
+	if opts.MaxHeaderBytes <= 0 {
+		opts.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if opts.Limiter == nil {
 		opts.Limiter = ratelimit.NewMemory(0)
 	}
-	rl := &rateLimiter{limiter: opts.Limiter, trusted: opts.TrustedProxies, log: opts.Logger}
+	if deps.Accounts == nil && deps.Auth != nil {
+		deps.Accounts = deps.Auth
+	}
+	if opts.Metrics != nil && deps.DB != nil {
+		opts.Metrics.SetStore(deps.DB.Ping)
+	}
+	rl := &rateLimiter{limiter: opts.Limiter, trusted: opts.TrustedProxies, log: opts.Logger, metrics: opts.Metrics}
 	mux := http.NewServeMux()
 	addRoutes(mux, opts, deps, rl)
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
-	return observe(opts.Logger, opts.MaxBodyBytes, global(notFound(mux)))
+	cors := newCORS(opts.CORSOrigins, opts.CORSCredentials)
+	return observe(opts.Logger, opts.MaxBodyBytes, opts.Metrics,
+		route(mux, limitHeaders(opts.MaxHeaderBytes, cors.wrap(global(dispatch(mux))))))
 }
 
 func init() {

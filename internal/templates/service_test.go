@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -552,5 +553,51 @@ func TestService_Cleanup(t *testing.T) {
 	}
 	if _, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: primitive.NewObjectID().Hex()}); kind(err) != apperr.NotFound {
 		t.Fatalf("cleanup of an unknown space err=%v, want NotFound", err)
+	}
+}
+
+// Ensure conflicts are found by content: copies whose fields (top-level or inside a property)
+// were stored in another order are the same template; a different value or a different
+// property order is a conflict.
+func TestService_MigrateConflictByContent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	prop := func(reversed bool) bson.D {
+		if reversed {
+			return bson.D{{Key: "type", Value: "string"}, {Key: "key", Value: "label"}}
+		}
+		return bson.D{{Key: "key", Value: "label"}, {Key: "type", Value: "string"}}
+	}
+	doc := func(id string, reversed bool, props ...bson.D) bson.D {
+		a := bson.A{}
+		for _, p := range props {
+			a = append(a, p)
+		}
+		fields := bson.D{{Key: "id", Value: id}, {Key: "name", Value: "N"}, {Key: "widgetType", Value: "text"},
+			{Key: "properties", Value: a}, {Key: "updatedAt", Value: at}}
+		if reversed {
+			slices.Reverse(fields)
+		}
+		return fields
+	}
+	other := bson.D{{Key: "key", Value: "size"}, {Key: "type", Value: "number"}}
+	a, _ := e.seedSpace(t, "", doc("reordered", false, prop(false)), doc("nested", false, prop(false)),
+		doc("props-swapped", false, prop(false), other), doc("changed", false, prop(false)))
+	b, _ := e.seedSpace(t, storetest.DBName(t), doc("reordered", true, prop(false)), doc("nested", false, prop(true)),
+		doc("props-swapped", false, other, prop(false)), doc("changed", false, bson.D{{Key: "key", Value: "label"}, {Key: "type", Value: "text"}}))
+	rep, err := e.svc.Migrate(context.Background(), templates.MigrateOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range rep.Conflicts {
+		got = append(got, c.ID)
+		if d := cmp.Diff([]string{a, b}, c.Spaces); d != "" {
+			t.Errorf("conflict %s spaces (-want +got):\n%s", c.ID, d)
+		}
+	}
+	if d := cmp.Diff([]string{"changed", "props-swapped"}, got); d != "" {
+		t.Fatalf("conflicts (-want +got):\n%s", d)
 	}
 }

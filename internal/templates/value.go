@@ -78,7 +78,8 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte{'\n'})...)
 }
 
-// jsTime is how JavaScript's Date.toISOString writes a time, as the seed's service does.
+// jsTime is how JavaScript's Date.toISOString writes a time, as the NestJS service this one
+// replaces does.
 const jsTime = "2006-01-02T15:04:05.000Z07:00"
 
 func appendJSON(dst []byte, rv bson.RawValue) ([]byte, error) {

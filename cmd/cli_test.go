@@ -1,0 +1,183 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/config"
+)
+
+// Ensure the exit code follows the error's kind, never its text.
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, exitOK},
+		{"usage", usageError{errors.New("bad flag")}, exitUsage},
+		{"wrapped usage", fmt.Errorf("ctx: %w", usageError{errors.New("x")}), exitUsage},
+		{"config", &config.Error{Key: "addr", Reason: "bad"}, exitUsage},
+		{"invalid input", apperr.E(apperr.Invalid, "role should not be empty"), exitUsage},
+		{"runtime error mentioning invalid argument", errors.New("write /x: invalid argument"), exitFailure},
+		{"runtime error mentioning unknown flag", errors.New("server said: unknown flag"), exitFailure},
+		{"not found", apperr.E(apperr.NotFound, "no user"), exitFailure},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Ensure the command tree's conventions: unknown subcommands are usage errors with a
+// suggestion, bare groups show their help, configuration mistakes exit 2 naming the key.
+func TestCLIConventions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	unknownKey := filepath.Join(dir, "unknown.yaml")
+	broken := filepath.Join(dir, "broken.yaml")
+	for file, body := range map[string]string{unknownKey: "adr: x\n", broken: "addr: [unclosed\n"} {
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		env      func(string) string
+		args     []string
+		wantCode int
+		wantOut  string // in stdout
+		wantErr  string // in stderr
+	}{
+		{"unknown subcommand", testEnv(), []string{"users", "frobnicate"}, exitUsage, "", `unknown command "frobnicate" for "app users"`},
+		{"did you mean", testEnv(), []string{"users", "lst"}, exitUsage, "", `did you mean "list"?`},
+		{"unknown top-level command", testEnv(), []string{"serv"}, exitUsage, "", `did you mean "serve"?`},
+		{"bare group shows help", testEnv(), []string{"users"}, exitOK, "Available Commands", ""},
+		{"bare root shows help", testEnv(), nil, exitOK, "Available Commands", ""},
+		{"missing config file", testEnv(), []string{"users", "list", "--config", filepath.Join(dir, "nope.yaml")}, exitUsage, "", "config"},
+		{"broken config file", testEnv(), []string{"users", "list", "--config", broken}, exitUsage, "", "broken.yaml"},
+		{"unknown config key", testEnv(), []string{"serve", "--config", unknownKey, "--data-dir", dir}, exitUsage, "", "did you mean addr?"},
+		{"bcrypt cost too high", testEnv("APP_AUTH_BCRYPT_COST", "32"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "auth.bcrypt_cost"},
+		{"bcrypt cost too low", testEnv("APP_AUTH_BCRYPT_COST", "3"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "auth.bcrypt_cost"},
+		{"short jwt secret", testEnv("APP_JWT_SECRET", "too-short"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "jwt.secret"},
+		{"bad allowed host", testEnv("APP_DBCHECK_ALLOWED_HOSTS", "10.0.0.0/99"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "dbcheck.allowed_hosts"},
+		{"missing argument", testEnv(), []string{"users", "grant", "a@example.com"}, exitUsage, "", "accepts 2 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runApp(t, tt.env, tt.args...)
+			if r.code != tt.wantCode || !strings.Contains(r.out, tt.wantOut) || !strings.Contains(r.errOut, tt.wantErr) {
+				t.Fatalf("exit %d (want %d)\nstdout: %q (want %q)\nstderr: %q (want %q)", r.code, tt.wantCode, r.out, tt.wantOut, r.errOut, tt.wantErr)
+			}
+			if tt.wantCode == exitUsage && strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
+				t.Fatalf("stderr %q: want one line", r.errOut)
+			}
+		})
+	}
+}
+
+// Ensure an APP_* variable that names no key stops the program naming the closest key.
+func TestUnknownEnvironmentVariable(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	f := &factory{in: strings.NewReader(""), out: &out, errOut: &errOut, getenv: testEnv(),
+		environ: func() []string { return []string{"HOME=/root", "APP_RATELIMIT_LIMT=5"} }}
+	code := run(t.Context(), f, []string{"users", "list", "--data-dir", t.TempDir()})
+	if code != exitUsage || !strings.Contains(errOut.String(), "APP_RATELIMIT_LIMIT") {
+		t.Fatalf("exit %d %q, want 2 naming APP_RATELIMIT_LIMIT", code, errOut.String())
+	}
+}
+
+// Ensure operator commands print their results on stdout and nothing on stderr, unless
+// --verbose; `users grant` accepts only known roles.
+func TestOperatorOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := testEnv("APP_AUTH_ROLES", "auditor")
+	// No jwt.secret: the generated one is used, which serve warns about and operators do not.
+	noSecret := func(k string) string {
+		if k == "APP_JWT_SECRET" {
+			return ""
+		}
+		return env(k)
+	}
+	r := runApp(t, noSecret, "users", "list", "--data-dir", dir)
+	if r.code != 0 || r.errOut != "" {
+		t.Fatalf("users list = %d, stderr %q: want exit 0 and an empty stderr", r.code, r.errOut)
+	}
+	r = runApp(t, noSecret, "users", "list", "--data-dir", dir, "--verbose", "--log-level", "debug")
+	if r.code != 0 || r.errOut == "" {
+		t.Fatalf("users list --verbose = %d, stderr %q: want logs on stderr", r.code, r.errOut)
+	}
+	r = runApp(t, env, "users", "grant", "nobody@example.com", "superuser", "--data-dir", dir)
+	if r.code != exitUsage || !strings.Contains(r.errOut, "unknown role") || !strings.Contains(r.errOut, "auditor") {
+		t.Fatalf("grant unknown role = %d %q, want exit 2 listing the known roles", r.code, r.errOut)
+	}
+	r = runApp(t, env, "users", "grant", "nobody@example.com", "auditor", "--data-dir", dir)
+	if r.code != exitFailure || !strings.Contains(r.errOut, "nobody@example.com") {
+		t.Fatalf("grant configured role to unknown user = %d %q, want exit 1 naming the user", r.code, r.errOut)
+	}
+}
+
+// Ensure a progress line is ended before anything else is written.
+func TestLineGuard(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	g := &lineGuard{w: &b}
+	g.progress("[##..] 1/2 spaces")
+	fmt.Fprintln(g, `{"level":"WARN","msg":"space skipped"}`)
+	g.progress("[####] 2/2 spaces")
+	g.endLine()
+	g.endLine()
+	want := "\r[##..] 1/2 spaces\n" + `{"level":"WARN","msg":"space skipped"}` + "\n\r[####] 2/2 spaces\n"
+	if b.String() != want {
+		t.Fatalf("output %q, want %q", b.String(), want)
+	}
+}
+
+// Ensure serve answers /metrics on the metrics listener only, with the requests counted.
+func TestServe_MetricsListener(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, t.TempDir(), testEnv("APP_METRICS_ADDR", "127.0.0.1:0"))
+	var addr string
+	for _, line := range strings.Split(s.logs.String(), "\n") {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "serving metrics" {
+			addr = l.Addr
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no \"serving metrics\" log line: %s", s.logs.String())
+	}
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("http://" + s.addr + "/metrics"); code != 404 {
+		t.Fatalf("/metrics on the API port = %d, want 404", code)
+	}
+	code, body := get("http://" + addr + "/metrics")
+	// startServe made one health request.
+	if code != 200 || !strings.Contains(body, `app_http_requests_total{method="GET",route="GET /api/health",status="200"} 1`) ||
+		!strings.Contains(body, `app_http_requests_total{method="GET",route="unmatched",status="404"} 1`) ||
+		!strings.Contains(body, "app_store_up 1") || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("scrape = %d:\n%s", code, body)
+	}
+}
