@@ -49,11 +49,7 @@ func runServe(ctx context.Context, f *factory) error {
 		}
 	}()
 
-	m := metrics.New()
-	m.SetKnownModels(func(provider, model string) (string, bool) {
-		name, _, ok := svc.prices.Lookup(provider, model)
-		return name, ok
-	})
+	m := svc.metrics
 	handler := apiHandler(cfg, f.log, svc, m)
 
 	ln, err := net.Listen("tcp", cfg.Addr)

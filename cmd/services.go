@@ -10,6 +10,7 @@ import (
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/internal/usage"
@@ -25,7 +26,8 @@ type services struct {
 	dbcheck *dbcheck.Service
 	usage   *usage.Service
 	ai      *ai.Service
-	prices  *ai.Prices
+	// metrics are the Prometheus metrics the services report to; `serve` exposes them.
+	metrics *metrics.Metrics
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -94,17 +96,25 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 // openAI builds the usage recorder (closed before the store, so it flushes) and the AI proxy.
 func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) error {
 	cfg := f.cfg
-	us, err := usage.New(ctx, db, usage.Options{Logger: f.log})
+	s.metrics = metrics.New()
+	us, err := usage.New(ctx, db, usage.Options{Logger: f.log, Recorder: usage.RecorderOptions{Observer: s.metrics}})
 	if err != nil {
 		return err
 	}
 	s.usage = us
 	s.closers = append(s.closers, us.Close)
+	s.metrics.SetUsageSource(func() metrics.UsageStats {
+		st := us.RecorderState()
+		return metrics.UsageStats{QueueDepth: st.Queued + st.Overflow}
+	})
 	prices, err := ai.LoadPrices(cfg.AI.PricingFile, f.log)
 	if err != nil {
 		return err
 	}
-	s.prices = prices
+	s.metrics.SetKnownModels(func(provider, model string) (string, bool) {
+		name, _, ok := prices.Lookup(provider, model)
+		return name, ok
+	})
 	s.ai = ai.New(ai.Options{
 		Providers: map[string]ai.ProviderConfig{
 			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),
@@ -114,6 +124,7 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 		Timeout:  cfg.AI.Timeout,
 		Prices:   prices,
 		Recorder: us,
+		Observer: s.metrics,
 		Logger:   f.log,
 
 		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,

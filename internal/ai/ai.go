@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,22 @@ type Reservation interface {
 	Settle(ctx context.Context, actualUSD float64)
 }
 
+// Observer is told of every call that reached a provider and of every budget refusal, for
+// metrics. *metrics.Metrics implements it.
+type Observer interface {
+	ObserveAI(provider, model, status string, prompt, completion int64, cost float64, upstream time.Duration)
+	StreamStarted()
+	StreamEnded()
+	BudgetRejected()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveAI(string, string, string, int64, int64, float64, time.Duration) {}
+func (nopObserver) StreamStarted()                                                         {}
+func (nopObserver) StreamEnded()                                                           {}
+func (nopObserver) BudgetRejected()                                                        {}
+
 // Options configure the service.
 type Options struct {
 	Providers map[string]ProviderConfig // by name: openai, anthropic, gemini
@@ -86,6 +103,7 @@ type Options struct {
 	Prices              *Prices  // nil: the embedded table
 	Recorder            Recorder // nil: nothing is recorded
 	Budget              Budget   // nil: no budget is checked
+	Observer            Observer // nil: nothing is observed
 	Logger              *slog.Logger
 	Transport           http.RoundTripper // nil: NewTransport(MaxIdleConnsPerHost)
 
@@ -104,6 +122,7 @@ type Service struct {
 	prices  *Prices
 	rec     Recorder
 	budget  Budget
+	obs     Observer
 	log     *slog.Logger
 	client  *http.Client
 	retries int
@@ -154,7 +173,7 @@ func newClient(rt http.RoundTripper) *http.Client {
 func New(opts Options) *Service {
 	s := &Service{
 		cfg: opts.Providers, timeout: opts.Timeout, idle: opts.StreamIdleTimeout, prices: opts.Prices,
-		rec: opts.Recorder, budget: opts.Budget, log: opts.Logger, retries: opts.MaxRetries, base: opts.RetryBase,
+		rec: opts.Recorder, budget: opts.Budget, obs: opts.Observer, log: opts.Logger, retries: opts.MaxRetries, base: opts.RetryBase,
 		cap: opts.RetryCap, maxTok: opts.DefaultMaxTok, now: opts.Now,
 	}
 	if s.timeout <= 0 {
@@ -165,6 +184,9 @@ func New(opts Options) *Service {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.obs == nil {
+		s.obs = nopObserver{}
 	}
 	if s.prices == nil {
 		s.prices, _ = LoadPrices("", s.log)
@@ -272,6 +294,9 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if s.budget != nil {
 		r, err := s.budget.Reserve(ctx, userID, s.worstCase(providerName, c))
 		if err != nil {
+			if apperr.KindOf(err) == apperr.PaymentRequired {
+				s.obs.BudgetRejected()
+			}
 			return nil, err
 		}
 		hold = r
@@ -284,7 +309,9 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if onDelta == nil {
 		res, attempts, uerr = s.do(ctx, ep, cfg, c)
 	} else {
+		s.obs.StreamStarted()
 		res, attempts, uerr = s.stream(ctx, ep, cfg, c, onDelta)
+		s.obs.StreamEnded()
 	}
 	return s.finish(ctx, finished{
 		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
@@ -347,6 +374,7 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 	} else {
 		rec.Status, rec.UpstreamStatus = usage.StatusSuccess, http.StatusOK
 	}
+	s.obs.ObserveAI(f.provider, rec.Model, outcome(f.err), rec.PromptTokens, rec.CompletionTokens, rec.Cost, f.upstream)
 	if f.hold != nil {
 		f.hold.Settle(context.WithoutCancel(ctx), rec.Cost)
 	}
@@ -608,6 +636,22 @@ func describe(u *upstreamError) string {
 		msg = strings.ToValidUTF8(msg[:500], "") + "…"
 	}
 	return msg
+}
+
+// outcome is a finished call's status as metrics count it: "200" for a success, the provider's
+// HTTP status for a failure it answered, else "timeout", "canceled" or "error".
+func outcome(u *upstreamError) string {
+	switch {
+	case u == nil:
+		return "200"
+	case u.canceled:
+		return "canceled"
+	case u.timeout:
+		return "timeout"
+	case u.status >= 100 && u.status <= 599 && u.status != http.StatusOK:
+		return strconv.Itoa(u.status)
+	}
+	return "error"
 }
 
 // redact removes the API key from a provider's text, which some providers quote back

@@ -21,6 +21,7 @@ import (
 	"github.com/acme/app/internal/ai/aitest"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/store/storetest"
 	"github.com/acme/app/internal/usage"
 )
@@ -52,21 +53,25 @@ type liveAI struct {
 	fake            *aitest.Server
 	db              *mongo.Database
 	log             *syncBuffer
+	metrics         *metrics.Metrics
 }
 
 func newLiveAI(t *testing.T, provider string, script ...aitest.Responder) *liveAI {
 	t.Helper()
-	lv := &liveAI{fake: aitest.New(t, provider, script...), db: storetest.DB(t), log: &syncBuffer{}, key: "sk-live-SECRET-" + provider}
+	lv := &liveAI{fake: aitest.New(t, provider, script...), db: storetest.DB(t), log: &syncBuffer{}, key: "sk-live-SECRET-" + provider,
+		metrics: metrics.New()}
 	logger := slog.New(slog.NewJSONHandler(lv.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	us, err := usage.New(context.Background(), lv.db, usage.Options{Logger: logger, Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
+	us, err := usage.New(context.Background(), lv.db, usage.Options{Logger: logger,
+		Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond, Observer: lv.metrics}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = us.Close(context.Background()) })
 	svc := ai.New(ai.Options{Providers: map[string]ai.ProviderConfig{provider: {APIKey: lv.key, BaseURL: lv.fake.BaseURL(), DefaultModel: "gpt-4o-mini"}},
-		Timeout: 5 * time.Second, Recorder: us, Logger: logger, RetryBase: time.Millisecond, RetryCap: 20 * time.Millisecond})
+		Timeout: 5 * time.Second, Recorder: us, Observer: lv.metrics, Logger: logger, RetryBase: time.Millisecond, RetryCap: 20 * time.Millisecond})
 	tokens := auth.NewTokens(secret, time.Hour)
-	srv := httptest.NewServer(NewServer(Options{Logger: logger, RateLimit: 1 << 20, RateWindow: time.Minute}, Deps{Tokens: tokens, AI: svc, Usage: us}))
+	srv := httptest.NewServer(NewServer(Options{Logger: logger, RateLimit: 1 << 20, RateWindow: time.Minute, Metrics: lv.metrics},
+		Deps{Tokens: tokens, AI: svc, Usage: us}))
 	t.Cleanup(srv.Close)
 	lv.url = srv.URL
 	lv.token, _ = tokens.Issue(auth.Caller{ID: "64b000000000000000000001", Email: "a@example.com", Roles: []string{"user"}})

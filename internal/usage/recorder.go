@@ -40,9 +40,26 @@ type RecorderOptions struct {
 	// OverflowSize bounds the overflow, written first when the store recovers (default
 	// 10,000). While it is full, Admit refuses new AI calls and Record refuses records.
 	OverflowSize int
+	Observer     Observer // nil: nothing is observed
 }
 
+// Observer is told what the recorder does, for metrics. *metrics.Metrics implements it.
+type Observer interface {
+	UsageBatchWritten()
+	UsageWriteFailed()
+	UsageRecordsRejected(n int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) UsageBatchWritten()       {}
+func (nopObserver) UsageWriteFailed()        {}
+func (nopObserver) UsageRecordsRejected(int) {}
+
 func (o *RecorderOptions) defaults() {
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 10_000
 	}
@@ -354,6 +371,9 @@ func (r *recorder) flush(batch []Record) {
 			return
 		}
 	}
+	if len(stored) > 0 {
+		r.opts.Observer.UsageBatchWritten()
+	}
 }
 
 // writeLog stores recs in the log, retrying transient failures. A batch refused for another
@@ -439,6 +459,7 @@ func (r *recorder) retry(what string, n int, write func(context.Context) error) 
 			}
 			return nil
 		}
+		r.opts.Observer.UsageWriteFailed()
 		if !store.Transient(err) {
 			return err
 		}
@@ -459,6 +480,7 @@ func (r *recorder) retry(what string, n int, write func(context.Context) error) 
 // stores a sanitized copy in usage_rejected.
 func (r *recorder) setAside(rec Record, reason error) {
 	r.rejected.Add(1)
+	r.opts.Observer.UsageRecordsRejected(1)
 	c := sanitized(rec)
 	why := clip(strings.ReplaceAll(reason.Error(), "\x00", ""), maxErrorLen)
 	r.log.Error("usage: record set aside", "request_id", c.RequestID, "reason", why)
