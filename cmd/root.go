@@ -3,12 +3,14 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/version"
+	"github.com/acme/app/mock"
 )
 
 // Exit codes of every command.
@@ -174,7 +177,11 @@ func unknownSubcommand(group *cobra.Command, name string) error {
 		group.SuggestionsMinimumDistance = 2 // cobra's own default, applied only in its Find
 	}
 	if s := group.SuggestionsFor(name); len(s) > 0 {
-		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		// cobra lists every name within the distance in its own order: name the nearest.
+		best := slices.MinFunc(s, func(a, b string) int {
+			return cmp.Compare(mock.EditDistance(name, a), mock.EditDistance(name, b))
+		})
+		msg += fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return fmt.Errorf("%s; run '%s --help' for the list", msg, group.CommandPath())
 }

@@ -118,7 +118,8 @@ func closestRoutes(keys []string, want string, n int) []string {
 
 // EditDistance is the Levenshtein distance of a and b, counted in bytes over at most their
 // first 128 bytes (enough to rank route keys and suggest field names). It is the one edit
-// distance of the module: the mock file reader and the WireMock loader use it too.
+// distance of the module: the mock file reader, the WireMock loader, the configuration's key
+// suggestions and the CLI's command suggestions use it.
 func EditDistance(a, b string) int {
 	if len(a) > 128 {
 		a = a[:128]

@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/acme/app/mock"
 )
 
 // Config is the typed configuration shared by every command.
@@ -336,7 +338,7 @@ func closest(name string) string {
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), ".", "_") }
 	best, bestD := "", -1
 	for _, k := range keys {
-		d := editDistance(norm(name), norm(k.name))
+		d := mock.EditDistance(norm(name), norm(k.name))
 		if bestD < 0 || d < bestD {
 			best, bestD = k.name, d
 		}
@@ -345,27 +347,6 @@ func closest(name string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
