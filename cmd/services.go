@@ -112,6 +112,9 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 		Prices:   prices,
 		Recorder: us,
 		Logger:   f.log,
+
+		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,
+		MaxIdleConnsPerHost: cfg.AI.MaxIdleConnsPerHost,
 	})
 	return nil
 }

@@ -4,6 +4,7 @@ package ai
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acme/app/internal/apperr"
-	"github.com/acme/app/internal/h1"
 	"github.com/acme/app/internal/usage"
 )
 
@@ -31,6 +31,12 @@ type Completion struct {
 	Provider  string  `json:"provider"`
 	Cost      float64 `json:"cost"`
 	RequestID string  `json:"requestId"`
+
+	// FinishReason is why the answer ended, in OpenAI's words: stop, length, content_filter,
+	// tool_calls ("" when the provider did not say).
+	FinishReason    string `json:"-"`
+	CachedTokens    int64  `json:"-"` // prompt tokens read from the provider's cache
+	ReasoningTokens int64  `json:"-"` // completion tokens spent on reasoning/thinking
 }
 
 // Usage counts tokens by one rule for every provider: cached prompt tokens are prompt tokens,
@@ -53,14 +59,35 @@ type Recorder interface {
 	Record(ctx context.Context, r usage.Record) error
 }
 
+// Budget reserves a call's worst-case cost before the provider is called and settles it after.
+type Budget interface {
+	// Reserve holds worstCaseUSD of userID's budget; an error (apperr kind PaymentRequired or
+	// Unavailable) refuses the call before the provider is called.
+	Reserve(ctx context.Context, userID string, worstCaseUSD float64) (Reservation, error)
+}
+
+// Reservation is settled once with the call's real cost.
+type Reservation interface {
+	Settle(ctx context.Context, actualUSD float64)
+}
+
 // Options configure the service.
 type Options struct {
 	Providers map[string]ProviderConfig // by name: openai, anthropic, gemini
-	Timeout   time.Duration             // ai.timeout: the whole call, retries included
-	Prices    *Prices                   // nil: the embedded table
-	Recorder  Recorder                  // nil: nothing is recorded
-	Logger    *slog.Logger
-	Transport http.RoundTripper // nil: a shared keep-alive transport (NewTransport)
+	// Timeout is ai.timeout: a whole call, retries included; for a streamed call, the time to
+	// its first event.
+	Timeout time.Duration
+	// StreamIdleTimeout is ai.stream_idle_timeout: the longest gap between two events of a
+	// streamed answer (default 60s).
+	StreamIdleTimeout time.Duration
+	// MaxIdleConnsPerHost is ai.max_idle_conns_per_host: keep-alive connections kept per
+	// provider host (default 256). Ignored when Transport is set.
+	MaxIdleConnsPerHost int
+	Prices              *Prices  // nil: the embedded table
+	Recorder            Recorder // nil: nothing is recorded
+	Budget              Budget   // nil: no budget is checked
+	Logger              *slog.Logger
+	Transport           http.RoundTripper // nil: NewTransport(MaxIdleConnsPerHost)
 
 	MaxRetries    int           // retries after the first attempt (default 2; negative: none)
 	RetryBase     time.Duration // first backoff (default 500ms), doubled per retry
@@ -72,12 +99,13 @@ type Options struct {
 // Service completes chats.
 type Service struct {
 	cfg     map[string]ProviderConfig
-	targets map[string]*target // by provider name, for every configured provider
 	timeout time.Duration
+	idle    time.Duration
 	prices  *Prices
 	rec     Recorder
+	budget  Budget
 	log     *slog.Logger
-	rt      http.RoundTripper
+	client  *http.Client
 	retries int
 	base    time.Duration
 	cap     time.Duration
@@ -87,54 +115,53 @@ type Service struct {
 	noTemperature syncMap[modelKey, bool] // models that refuse a non-default temperature
 }
 
-// NewTransport returns the HTTP transport shared by every provider call: h1's lean HTTP/1.1
-// transport over keep-alive connections, with bounded dials and TLS handshakes; the per-call
-// deadline comes from the context. A call an HTTP proxy must carry (HTTPS_PROXY and the like)
-// goes through net/http's Transport instead.
-//
-// Calls go to the transport directly, not through an http.Client: a provider's redirect is
-// answered as a failure and never followed, so a request carrying the API key (in headers an
-// http.Client would keep on a redirect to another host) is never re-sent elsewhere, and the
-// client's per-request header copy is saved.
-//
-// Answers are asked for uncompressed: they are a few kilobytes of JSON, and transparent gzip
-// costs a header per request, and inflating on our side.
-func NewTransport() http.RoundTripper {
+// NewTransport returns the HTTP transport for provider calls: net/http's, with HTTP/2 where
+// the provider offers it, proxies from the environment (HTTPS_PROXY, NO_PROXY), TLS 1.2 or
+// later, bounded dials and handshakes, no transparent gzip, and maxIdlePerHost keep-alive connections per provider
+// (default 256). The per-call deadline comes from the context.
+func NewTransport(maxIdlePerHost int) *http.Transport {
+	if maxIdlePerHost <= 0 {
+		maxIdlePerHost = 256
+	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	return &h1.Transport{
-		DialContext:         dialer.DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second,
-		Proxy:               http.ProxyFromEnvironment,
-		Fallback: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         dialer.DialContext,
-			ForceAttemptHTTP2:   true,
-			MaxIdleConns:        512,
-			MaxIdleConnsPerHost: 256,
-			IdleConnTimeout:     90 * time.Second,
-			TLSHandshakeTimeout: 10 * time.Second,
-			DisableCompression:  true,
-		},
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          2 * maxIdlePerHost,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// Answers are asked for uncompressed: they are a few kilobytes of JSON or a stream of
+		// small events that must pass as they come.
+		DisableCompression: true,
+	}
+}
+
+// newClient returns the one client of every provider call. A provider's redirect is never
+// followed: the 3xx is the answer (a failure), so a request carrying the API key is never
+// re-sent to another host.
+func newClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport:     rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
 
 // New returns the service.
 func New(opts Options) *Service {
 	s := &Service{
-		cfg: opts.Providers, timeout: opts.Timeout, prices: opts.Prices, rec: opts.Recorder, log: opts.Logger,
-		rt: opts.Transport, retries: opts.MaxRetries, base: opts.RetryBase, cap: opts.RetryCap,
-		maxTok: opts.DefaultMaxTok, now: opts.Now,
-	}
-	s.targets = make(map[string]*target, len(opts.Providers))
-	for name, cfg := range opts.Providers {
-		if ep, ok := providers[name]; ok {
-			s.targets[name] = newTarget(ep.provider, cfg)
-		}
+		cfg: opts.Providers, timeout: opts.Timeout, idle: opts.StreamIdleTimeout, prices: opts.Prices,
+		rec: opts.Recorder, budget: opts.Budget, log: opts.Logger, retries: opts.MaxRetries, base: opts.RetryBase,
+		cap: opts.RetryCap, maxTok: opts.DefaultMaxTok, now: opts.Now,
 	}
 	if s.timeout <= 0 {
 		s.timeout = 60 * time.Second
+	}
+	if s.idle <= 0 {
+		s.idle = 60 * time.Second
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -142,9 +169,11 @@ func New(opts Options) *Service {
 	if s.prices == nil {
 		s.prices, _ = LoadPrices("", s.log)
 	}
-	if s.rt == nil {
-		s.rt = NewTransport()
+	rt := opts.Transport
+	if rt == nil {
+		rt = NewTransport(opts.MaxIdleConnsPerHost)
 	}
+	s.client = newClient(rt)
 	if s.retries == 0 {
 		s.retries = 2
 	} else if s.retries < 0 {
@@ -168,22 +197,50 @@ func New(opts Options) *Service {
 // Providers returns the names of the providers the service knows.
 func Providers() []string { return slices.Clone(providerNames) }
 
+// RequestIDFor returns id when it is a UUID (the answer's requestId may be the caller's
+// X-Request-Id), else a new UUID.
+func RequestIDFor(id string) string {
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		return uuid.NewString()
+	}
+	return id
+}
+
 // Complete sends in to the named provider on behalf of userID and returns the normalized answer.
 // Every call that reaches a provider is recorded, success or failure, even if ctx is canceled.
 //
 // Returns NotFound for an unknown provider; Invalid (an array of messages) when in breaks the
 // endpoint's rules; Unavailable when the provider has no API key, or the server's account is out
-// of credit; Invalid with the provider's message when it refuses the request (400/404) or a
-// Gemini prompt is blocked; RateLimited (with RetryAfter) when the provider keeps answering 429;
-// Upstream when the key is refused, the provider keeps failing or answers nonsense;
-// UpstreamTimeout past ai.timeout.
+// of credit; what the Budget answers when it refuses the call; Invalid with the provider's
+// message when it refuses the request (400/404) or a Gemini prompt is blocked; RateLimited (with
+// RetryAfter) when the provider keeps answering 429; Upstream when the key is refused, the
+// provider keeps failing or answers nonsense; UpstreamTimeout past ai.timeout.
 func (s *Service) Complete(ctx context.Context, userID, providerName string, in ChatInput) (*Completion, error) {
+	return s.run(ctx, userID, providerName, in, nil)
+}
+
+// Stream is Complete with the answer's text handed to onDelta piece by piece as it arrives.
+// An error returned before onDelta was first called means nothing was sent (the caller may still
+// answer a JSON error); onDelta returning an error cancels the upstream call.
+//
+// The errors are Complete's; ai.timeout bounds the time to the first event and
+// ai.stream_idle_timeout the gap between two events. Retries happen only before the provider
+// starts its answer. A call canceled mid-stream is recorded as canceled with the usage the
+// provider reported until then.
+func (s *Service) Stream(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(text string) error) (*Completion, error) {
+	if onDelta == nil {
+		onDelta = func(string) error { return nil }
+	}
+	return s.run(ctx, userID, providerName, in, onDelta)
+}
+
+// run is Complete (onDelta nil) and Stream.
+func (s *Service) run(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(string) error) (*Completion, error) {
 	ep, ok := providers[providerName]
 	if !ok {
 		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
 	}
-	sp := &ep.spec
-	if msgs := in.validate(sp); len(msgs) > 0 {
+	if msgs := in.validate(&ep.spec); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
 	cfg := s.cfg[providerName]
@@ -191,7 +248,8 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
 			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
 	}
-	c := &call{model: in.Model, messages: in.Messages, temperature: sp.defaultTemperature, maxTokens: s.maxTok}
+	c := &call{model: in.Model, messages: in.Messages, temperature: ep.spec.defaultTemperature, maxTokens: s.maxTok,
+		topP: in.TopP, stop: in.Stop, stream: onDelta != nil}
 	if c.model == "" {
 		c.model = cfg.DefaultModel
 	}
@@ -203,49 +261,115 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	}
 	_, refuses := s.noTemperature.get(modelKey{providerName, c.model})
 	c.sendTemperature = !refuses
-	id := in.RequestID
-	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
-		id = uuid.NewString()
+	id := RequestIDFor(in.RequestID)
+
+	var hold Reservation
+	if s.budget != nil {
+		r, err := s.budget.Reserve(ctx, userID, s.worstCase(providerName, c))
+		if err != nil {
+			return nil, err
+		}
+		hold = r
 	}
 
 	start := s.now()
-	res, attempts, uerr := s.do(ctx, ep, s.targets[providerName], c)
-	rec := usage.Record{
-		RequestID: id, UserID: userID, Provider: providerName, Model: c.model, Attempts: attempts,
-		LatencyMs: s.now().Sub(start).Milliseconds(), CreatedAt: start.UTC(),
+	var res *result
+	var attempts int
+	var uerr *upstreamError
+	if onDelta == nil {
+		res, attempts, uerr = s.do(ctx, ep, cfg, c)
+	} else {
+		res, attempts, uerr = s.stream(ctx, ep, cfg, c, onDelta)
 	}
-	if uerr != nil {
-		msg := s.describe(uerr, cfg)
-		rec.Status, rec.UpstreamStatus, rec.Error = usage.StatusError, uerr.status, msg
-		if uerr.canceled {
+	return s.finish(ctx, finished{
+		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
+		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold,
+	})
+}
+
+// finished is a call the provider was asked for, as it ended.
+type finished struct {
+	id, userID, provider, model string
+	cfg                         ProviderConfig
+	start                       time.Time
+	upstream                    time.Duration // time spent on the provider, retries included
+	attempts                    int
+	res                         *result        // the answer; on a failure mid-stream, what came until then (may be nil)
+	err                         *upstreamError // nil: success
+	hold                        Reservation    // the budget's hold (nil: no budget)
+}
+
+// finish is the one place where a call that reached a provider ends: it is priced, recorded,
+// settled against the budget and turned into the answer or the error. (Metrics of finished
+// calls belong here: provider, model, status, tokens, cost and upstream duration are all known.)
+func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
+	rec := usage.Record{
+		RequestID: f.id, UserID: f.userID, Provider: f.provider, Model: f.model, Attempts: f.attempts,
+		LatencyMs: f.upstream.Milliseconds(), CreatedAt: f.start.UTC(),
+	}
+	var c *Completion
+	if f.res != nil {
+		if m := reportedModel(f.res.model); m != "" {
+			rec.Model = m
+		}
+		cost, prices := s.prices.Cost(f.provider, rec.Model, Tokens{
+			Prompt: f.res.promptTokens, Completion: f.res.completionTokens, CacheRead: f.res.cacheReadTokens,
+			CacheWrite: f.res.cacheWriteTokens,
+		})
+		cost = RoundCost(cost)
+		total := f.res.promptTokens + f.res.completionTokens // one rule for every provider
+		rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = f.res.promptTokens, f.res.completionTokens, total
+		rec.CachedTokens, rec.CacheWriteTokens = f.res.cacheReadTokens, f.res.cacheWriteTokens
+		rec.Cost, rec.ProviderRequestID = cost, f.res.providerRequestID
+		if prices.Entry != "" {
+			rec.Prices = &prices
+		}
+		c = &Completion{
+			Text:  f.res.text,
+			Usage: Usage{PromptTokens: f.res.promptTokens, CompletionTokens: f.res.completionTokens, TotalTokens: total},
+			Model: rec.Model, Provider: f.provider, Cost: cost, RequestID: f.id,
+			FinishReason: f.res.finishReason, CachedTokens: f.res.cacheReadTokens, ReasoningTokens: f.res.reasoningTokens,
+		}
+	}
+	var err error
+	if f.err != nil {
+		msg := describe(f.err)
+		rec.Status, rec.UpstreamStatus, rec.Error = usage.StatusError, f.err.status, msg
+		if f.err.canceled {
 			rec.Status = usage.StatusCanceled
 		}
-		s.record(ctx, rec)
-		return nil, s.toAppErr(providerName, uerr, msg)
+		err, c = s.toAppErr(f.provider, f.err, msg), nil
+	} else {
+		rec.Status, rec.UpstreamStatus = usage.StatusSuccess, http.StatusOK
 	}
-	if res.model != "" {
-		rec.Model = res.model
-	}
-	cost, prices := s.prices.Cost(providerName, rec.Model, Tokens{
-		Prompt: res.promptTokens, Completion: res.completionTokens, CacheRead: res.cacheReadTokens, CacheWrite: res.cacheWriteTokens,
-	})
-	total := res.promptTokens + res.completionTokens // one rule for every provider
-	rec.Status, rec.UpstreamStatus = usage.StatusSuccess, http.StatusOK
-	rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = res.promptTokens, res.completionTokens, total
-	rec.CachedTokens, rec.CacheWriteTokens = res.cacheReadTokens, res.cacheWriteTokens
-	rec.Cost, rec.ProviderUsage, rec.ProviderRequestID = cost, res.rawUsage, res.providerRequestID
-	if prices.Entry != "" {
-		rec.Prices = &prices
+	if f.hold != nil {
+		f.hold.Settle(context.WithoutCancel(ctx), rec.Cost)
 	}
 	s.record(ctx, rec)
-	return &Completion{
-		Text:      res.text,
-		Usage:     Usage{PromptTokens: res.promptTokens, CompletionTokens: res.completionTokens, TotalTokens: total},
-		Model:     rec.Model,
-		Provider:  providerName,
-		Cost:      cost,
-		RequestID: id,
-	}, nil
+	return c, err
+}
+
+// worstCase is the most c can cost: every prompt byte a token at the input price, and every
+// allowed completion token at the output price (the dearest tier of each).
+func (s *Service) worstCase(provider string, c *call) float64 {
+	_, pr, ok := s.prices.Lookup(provider, c.model)
+	if !ok {
+		return 0
+	}
+	in, out := pr.Input, pr.Output
+	for _, t := range pr.tiers {
+		if t.input != nil {
+			in = max(in, *t.input)
+		}
+		if t.output != nil {
+			out = max(out, *t.output)
+		}
+	}
+	var promptBytes int
+	for _, m := range c.messages {
+		promptBytes += len(m.Content)
+	}
+	return RoundCost(float64(promptBytes)*in + float64(c.maxTokens)*out)
 }
 
 // record hands rec to the recorder on a context the caller's departure does not cancel.
@@ -259,22 +383,52 @@ func (s *Service) record(ctx context.Context, rec usage.Record) {
 }
 
 // do calls the provider, retrying what may succeed on a second try, all within ai.timeout.
-func (s *Service) do(parent context.Context, ep *endpoint, t *target, c *call) (*result, int, *upstreamError) {
+func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
+	var res *result
+	deadline, _ := ctx.Deadline()
+	attempts, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
+		resp, u := s.send(ctx, ep.provider, cfg, c)
+		if u != nil {
+			return u
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+		if err != nil {
+			u := transportError(ctx, err)
+			u.status = resp.StatusCode
+			return u
+		}
+		r, err := ep.provider.parse(resp.Header, body)
+		if err != nil {
+			return asUpstream(err)
+		}
+		res = r
+		return nil
+	})
+	if uerr != nil {
+		return nil, attempts, uerr
+	}
+	return res, attempts, nil
+}
+
+// retry runs attempt until it succeeds, fails for good, or retries run out; ctx ends at
+// deadline (ai.timeout), parent is the caller's.
+func (s *Service) retry(parent, ctx context.Context, deadline time.Time, ep *endpoint, c *call, attempt func() *upstreamError) (int, *upstreamError) {
 	attempts, retries := 0, 0
 	for {
 		attempts++
-		res, uerr := s.attempt(ctx, ep.provider, t, c)
+		uerr := attempt()
 		if uerr == nil {
-			return res, attempts, nil
+			return attempts, nil
 		}
 		if uerr.timeout || uerr.canceled {
 			// Tell the two apart by who ended: the caller (canceled) or our deadline.
 			if parent.Err() != nil {
 				uerr.timeout, uerr.canceled = false, true
 			}
-			return nil, attempts, uerr
+			return attempts, uerr
 		}
 		if uerr.dropParam == "temperature" && c.sendTemperature {
 			// The model only takes its default temperature: remember it and resend at once.
@@ -284,17 +438,17 @@ func (s *Service) do(parent context.Context, ep *endpoint, t *target, c *call) (
 			continue
 		}
 		if !uerr.retryable || retries >= s.retries {
-			return nil, attempts, uerr
+			return attempts, uerr
 		}
 		wait := uerr.retryAfter
 		if wait <= 0 {
 			wait = s.backoff(retries)
 		}
 		if wait > s.cap {
-			return nil, attempts, uerr // the provider asks for longer than we wait: answer now
+			return attempts, uerr // the provider asks for longer than we wait: answer now
 		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			return nil, attempts, uerr
+		if time.Until(deadline) < wait {
+			return attempts, uerr
 		}
 		retries++
 		t := time.NewTimer(wait)
@@ -303,9 +457,9 @@ func (s *Service) do(parent context.Context, ep *endpoint, t *target, c *call) (
 		case <-ctx.Done():
 			t.Stop()
 			if parent.Err() != nil {
-				return nil, attempts, &upstreamError{canceled: true, status: uerr.status, message: uerr.message}
+				return attempts, &upstreamError{canceled: true, status: uerr.status, message: uerr.message}
 			}
-			return nil, attempts, &upstreamError{timeout: true, status: uerr.status}
+			return attempts, &upstreamError{timeout: true, status: uerr.status}
 		}
 	}
 }
@@ -319,55 +473,55 @@ func (s *Service) backoff(n int) time.Duration {
 	return d - time.Duration(rand.Float64()*0.25*float64(d))
 }
 
-// maxAnswerBytes bounds what is read from a provider.
+// maxAnswerBytes bounds what is read from a provider's answer (and its error answers).
 const maxAnswerBytes = 16 << 20
 
-func (s *Service) attempt(ctx context.Context, p provider, t *target, c *call) (*result, *upstreamError) {
-	req, err := t.newRequest(ctx, p, c)
+// maxErrorBytes bounds what is read of a failure's body.
+const maxErrorBytes = 64 << 10
+
+// send posts c and returns a 2xx answer with its body open, or the classified failure (the
+// provider's message redacted of the API key).
+func (s *Service) send(ctx context.Context, p provider, cfg ProviderConfig, c *call) (*http.Response, *upstreamError) {
+	req, err := newRequest(ctx, p, cfg.BaseURL, cfg.APIKey, c)
 	if err != nil {
 		return nil, &upstreamError{message: "could not build the request"}
 	}
-	resp, err := s.rt.RoundTrip(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
-	body, err := readAnswer(resp)
-	resp.Body.Close()
-	if err != nil {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+	if err != nil && ctx.Err() != nil {
 		u := transportError(ctx, err)
 		u.status = resp.StatusCode
 		return nil, u
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		res, err := p.parse(resp.Header, body)
-		if err != nil {
-			var u *upstreamError
-			if errors.As(err, &u) {
-				return nil, u
-			}
-			return nil, malformed(err.Error())
-		}
-		return res, nil
-	}
-	return nil, p.failure(resp.StatusCode, resp.Header, body)
+	u := p.failure(resp.StatusCode, resp.Header, body)
+	u.message = redact(u.message, cfg.APIKey)
+	return nil, u
 }
 
-// readAnswer reads a provider's answer, at most maxAnswerBytes of it, into one buffer of the
-// announced length when there is one.
-func readAnswer(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n >= 0 && n <= maxAnswerBytes {
-		buf := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, buf)
-		return buf, err
+// asUpstream returns err as an *upstreamError (a decoder's errors are; anything else is a
+// malformed answer).
+func asUpstream(err error) *upstreamError {
+	var u *upstreamError
+	if errors.As(err, &u) {
+		return u
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	return malformed(err.Error())
 }
 
 // transportError classifies a failure to get an answer: our deadline, the caller leaving, or
 // a network failure (retried).
 func transportError(ctx context.Context, err error) *upstreamError {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(context.Cause(ctx), errIdle):
+		return &upstreamError{timeout: true, idle: true}
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded), errors.Is(context.Cause(ctx), errFirstEvent):
 		return &upstreamError{timeout: true}
 	case ctx.Err() != nil:
 		return &upstreamError{canceled: true}
@@ -400,6 +554,8 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	switch {
 	case u.canceled:
 		return apperr.Wrap(apperr.Unavailable, u, "the request was canceled")
+	case u.idle:
+		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s sent nothing for %s (ai.stream_idle_timeout)", name, s.idle))
 	case u.timeout:
 		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s did not answer within %s (ai.timeout)", name, s.timeout))
 	case u.authRejected:
@@ -410,6 +566,8 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 		return apperr.Wrap(apperr.Invalid, u, fmt.Sprintf("%s blocked the prompt: %s", name, u.blocked))
 	case u.malformed:
 		return apperr.Wrap(apperr.Upstream, u, msg)
+	case u.midStream:
+		return apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s failed mid-stream: %s", name, msg))
 	case u.status == http.StatusTooManyRequests:
 		e := apperr.Wrap(apperr.RateLimited, u, fmt.Sprintf("%s rate limit reached: %s", name, msg))
 		if u.retryAfter > 0 {
@@ -428,8 +586,8 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	}
 }
 
-// describe is a failure's text for answers and logs, with the API key scrubbed from it.
-func (s *Service) describe(u *upstreamError, cfg ProviderConfig) string {
+// describe is a failure's text for answers, records and logs (its message is already redacted).
+func describe(u *upstreamError) string {
 	msg := u.message
 	switch {
 	case u.timeout:
@@ -441,11 +599,26 @@ func (s *Service) describe(u *upstreamError, cfg ProviderConfig) string {
 	case msg == "":
 		msg = "no error message"
 	}
-	if cfg.APIKey != "" {
-		msg = strings.ReplaceAll(msg, cfg.APIKey, "[redacted]")
-	}
 	if len(msg) > 500 {
-		msg = msg[:500] + "…"
+		msg = strings.ToValidUTF8(msg[:500], "") + "…"
 	}
 	return msg
+}
+
+// redact removes the API key from a provider's text, which some providers quote back
+// ("Incorrect API key provided: sk-…"), before it is logged, answered or stored.
+func redact(msg, apiKey string) string {
+	if apiKey == "" || msg == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, apiKey, "[redacted]")
+}
+
+// RoundCost rounds a cost in USD to 10 decimal places, so that a sum of per-token prices
+// carries no binary noise (0.0000035, not 0.0000034999999999999995).
+func RoundCost(usd float64) float64 {
+	if math.IsNaN(usd) || math.IsInf(usd, 0) {
+		return 0
+	}
+	return math.Round(usd*1e10) / 1e10
 }

@@ -215,9 +215,6 @@ func TestComplete_TokenRulesAndCost(t *testing.T) {
 			} else if r.Prices == nil || r.Prices.Entry != tt.wantPrices {
 				t.Errorf("prices %+v, want entry %s", r.Prices, tt.wantPrices)
 			}
-			if r.ProviderUsage == nil {
-				t.Errorf("raw provider usage not kept")
-			}
 		})
 	}
 }
@@ -306,8 +303,9 @@ func TestComplete_Failures(t *testing.T) {
 			if !strings.Contains(msg, tt.wantMsg) {
 				t.Errorf("message %q lacks %q", msg, tt.wantMsg)
 			}
-			if strings.Contains(msg, testKey) || strings.Contains(recs[0].Error, testKey) {
-				t.Errorf("API key leaked: %q / %q", msg, recs[0].Error)
+			// err.Error() is what the access log writes (the cause included).
+			if strings.Contains(err.Error(), testKey) || strings.Contains(recs[0].Error, testKey) {
+				t.Errorf("API key leaked: %q / %q", err.Error(), recs[0].Error)
 			}
 			if e.RetryAfter != tt.wantRetry {
 				t.Errorf("RetryAfter=%d, want %d", e.RetryAfter, tt.wantRetry)
@@ -465,42 +463,78 @@ func TestComplete_LenientAnswers(t *testing.T) {
 	}
 }
 
-// Ensure each provider's usage object is kept exactly as received (spacing, unknown fields),
-// whichever decoder read the answer, and that one of the wrong shape is reported as such.
-func TestComplete_ProviderUsageKept(t *testing.T) {
+// Ensure a provider's usage is read into typed counts only: unknown keys (dotted, '$', NUL) are
+// ignored, and a count that is negative, above 10^9, beyond int64 or not an integer is a
+// malformed answer (502), recorded as a failure without the counts.
+func TestComplete_UntrustedUsage(t *testing.T) {
 	t.Parallel()
-	openaiUsage := `{"prompt_tokens" : 3, "completion_tokens":4,"total_tokens":7,"completion_tokens_details":{"reasoning_tokens":0}}`
-	anthropicUsage := "{\n  \"input_tokens\": 3,\n  \"output_tokens\": 4,\n  \"service_tier\": \"standard\"\n}"
-	geminiUsage := `{"promptTokenCount":3,"candidatesTokenCount":4,"totalTokenCount":7,"promptTokensDetails":[{"modality":"TEXT","tokenCount":3}]}`
+	ok := `"choices":[{"message":{"content":"hi"}}]`
 	tests := []struct {
-		name, provider, body, wantUsage, wantErr string
+		name, provider, body, wantErr string
+		wantTotal                     int64
 	}{
-		{"OpenAI", "openai", `{"id":"c1","model":"m","choices":[{"message":{"content":"hi"}}],"usage"` + " :\n\t" + openaiUsage + `}`, openaiUsage, ""},
-		{"Anthropic", "anthropic", `{"id":"m1","model":"m","usage":` + anthropicUsage + `,"content":[{"type":"text","text":"hi"}]}`, anthropicUsage, ""},
-		{"Gemini", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata": ` + geminiUsage + ` }`, geminiUsage, ""},
-		// Duplicate names: the last object is the one kept, as encoding/json would.
-		{"DuplicateUsage", "openai", "{\"model\":\"m\",\"choices\":[{\"message\":{\"content\":\"caf\xe9\"}}],\"usage\":{\"prompt_tokens\":9},\"usage\":" + openaiUsage + "}", openaiUsage, ""},
-		{"NullUsage", "openai", `{"model":"m","choices":[{"message":{"content":"hi"}}],"usage":null}`, "null", ""},
-		{"UnreadableUsage", "openai", `{"model":"m","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":"three"}}`, "", "unreadable usage"},
-		{"UnreadableUsageMetadata", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":[1]}`, "", "unreadable usageMetadata"},
+		{"DottedKeyIgnored", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":3,"completion_tokens":4,"a.b":1}}`, "", 7},
+		{"DollarKeyIgnored", "anthropic", `{"model":"m","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"output_tokens":4,"$x":1}}`, "", 7},
+		{"NULKeyIgnored", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"a\u0000b":1}}`, "", 7},
+		{"NullUsage", "openai", `{"model":"m",` + ok + `,"usage":null}`, "", 0},
+		{"Negative", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":-5,"completion_tokens":4}}`, "impossible token count", 0},
+		{"AboveBillion", "anthropic", `{"model":"m","content":[],"usage":{"input_tokens":9223372036854775000,"output_tokens":4}}`, "impossible token count", 0},
+		{"BeyondInt64", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":{"promptTokenCount":92233720368547758070}}`, "unreadable usageMetadata.promptTokenCount", 0},
+		{"NotInteger", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":"three"}}`, "unreadable usage.prompt_tokens", 0},
+		{"Fraction", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":1.5}}`, "unreadable usage.prompt_tokens", 0},
+		{"UsageNotObject", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":[1]}`, "unreadable usageMetadata", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fake := aitest.New(t, tt.provider, aitest.JSON(200, tt.body))
 			svc, rec := newService(t, fake, tt.provider, nil)
-			_, err := svc.Complete(context.Background(), "u", tt.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+			c, err := svc.Complete(context.Background(), "u", tt.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+			recs := rec.all()
+			if len(recs) != 1 {
+				t.Fatalf("records %+v, want one", recs)
+			}
 			if tt.wantErr != "" {
 				if apperr.KindOf(err) != apperr.Upstream || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want an Upstream error containing %q", err, tt.wantErr)
+				}
+				if recs[0].Status != usage.StatusError || recs[0].TotalTokens != 0 || recs[0].PromptTokens != 0 {
+					t.Errorf("record %+v, want an error without counts", recs[0])
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := string(rec.all()[0].ProviderUsage); got != tt.wantUsage {
-				t.Errorf("provider usage kept as %q, want %q", got, tt.wantUsage)
+			if c.Usage.TotalTokens != tt.wantTotal || recs[0].TotalTokens != tt.wantTotal {
+				t.Errorf("total %d / recorded %d, want %d", c.Usage.TotalTokens, recs[0].TotalTokens, tt.wantTotal)
+			}
+		})
+	}
+}
+
+// Ensure the model a provider reports is kept only when it is a plain short name.
+func TestComplete_ReportedModelGuard(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, reported, want string }{
+		{"Snapshot", "gpt-4o-mini-2024-07-18", "gpt-4o-mini-2024-07-18"},
+		{"Dollar", "$where", "gpt-4o-mini"},
+		{"OnlyDots", "..", "gpt-4o-mini"},
+		{"Control", `gpt\u0001x`, "gpt-4o-mini"},
+		{"Space", "gpt 4", "gpt-4o-mini"},
+		{"TooLong", strings.Repeat("m", 129), "gpt-4o-mini"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "openai", aitest.JSON(200, `{"model":"`+tt.reported+`","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`))
+			svc, rec := newService(t, fake, "openai", nil)
+			c, err := svc.Complete(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}],"model":"gpt-4o-mini"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Model != tt.want || rec.all()[0].Model != tt.want {
+				t.Errorf("model %q / recorded %q, want %q", c.Model, rec.all()[0].Model, tt.want)
 			}
 		})
 	}

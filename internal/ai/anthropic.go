@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/acme/app/internal/usage"
 )
 
 // anthropicVersion is the API version the official Go SDK pins.
@@ -19,33 +17,48 @@ func (anthropic) spec() spec {
 	return spec{name: "anthropic", roles: []string{"user", "assistant"}, maxTemperature: 1, defaultTemperature: 0.7}
 }
 
-func (anthropic) path(string) string { return "/messages" }
+func (anthropic) path(*call) string { return "/messages" }
 
 func (anthropic) headers(apiKey string) []string {
 	return []string{"X-Api-Key", apiKey, "Anthropic-Version", anthropicVersion}
 }
 
-// appendBody writes {"model","max_tokens","messages","temperature"?}: max_tokens is required.
-func (anthropic) appendBody(j *jsonBuf, c *call) {
-	j.raw(`{"model":`)
-	j.str(c.model)
-	j.raw(`,"max_tokens":`)
-	j.int(int64(c.maxTokens))
-	j.raw(`,"messages":`)
-	j.messages(c.messages)
-	if c.sendTemperature {
-		j.raw(`,"temperature":`)
-		j.float(c.temperature)
+// anthropicRequest is the body of a message; max_tokens is required. System messages (which
+// the endpoint's validation refuses, but a caller of the service may send) go to the
+// top-level system text, the only place the API takes them.
+type anthropicRequest struct {
+	Model         string    `json:"model"`
+	MaxTokens     int       `json:"max_tokens"`
+	System        string    `json:"system,omitempty"`
+	Messages      []Message `json:"messages"`
+	Temperature   *float64  `json:"temperature,omitempty"`
+	TopP          *float64  `json:"top_p,omitempty"`
+	StopSequences []string  `json:"stop_sequences,omitempty"`
+	Stream        bool      `json:"stream,omitempty"`
+}
+
+func (anthropic) body(c *call) any {
+	r := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Temperature: c.temperatureParam(), TopP: c.topP,
+		StopSequences: c.stop, Stream: c.stream, Messages: make([]Message, 0, len(c.messages))}
+	var system []string
+	for _, m := range c.messages {
+		if m.Role == "system" {
+			system = append(system, m.Content)
+			continue
+		}
+		r.Messages = append(r.Messages, m)
 	}
-	j.raw("}")
+	r.System = strings.Join(system, "\n\n")
+	return r
 }
 
 type anthropicResponse struct {
-	ID      string                      `json:"id"`
-	Type    string                      `json:"type"`
-	Model   string                      `json:"model"`
-	Content []anthropicBlock            `json:"content"`
-	Usage   usageObject[anthropicUsage] `json:"usage"`
+	ID         string           `json:"id"`
+	Type       string           `json:"type"`
+	Model      string           `json:"model"`
+	Content    []anthropicBlock `json:"content"`
+	StopReason string           `json:"stop_reason"`
+	Usage      *anthropicUsage  `json:"usage"`
 }
 
 type anthropicBlock struct {
@@ -60,95 +73,54 @@ type anthropicUsage struct {
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 }
 
-// decode reads body with the scanner, or with decodeAnswer when the scanner gives up.
-func (r *anthropicResponse) decode(body []byte) error {
-	if r.scan(body) {
-		return nil
+// apply sets res's counts from u, refusing impossible ones. input_tokens excludes cache reads
+// and writes: every prompt token is their sum.
+func (u *anthropicUsage) apply(res *result) error {
+	if err := checkCounts("anthropic", u.InputTokens, u.OutputTokens, u.CacheCreationInputTokens,
+		u.CacheReadInputTokens); err != nil {
+		return err
 	}
-	slow := &anthropicResponse{} // its own, so that r stays off the heap on the fast path
-	slow.Usage.src = body
-	err := decodeAnswer(body, slow)
-	*r = *slow
-	return err
+	res.promptTokens = u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+	res.completionTokens = u.OutputTokens // thinking included
+	res.cacheReadTokens = u.CacheReadInputTokens
+	res.cacheWriteTokens = u.CacheCreationInputTokens
+	return nil
 }
 
-// scan reads body as decodeAnswer would, or reports false.
-func (r *anthropicResponse) scan(body []byte) bool {
-	s := &scanner{b: body}
-	if s.peek() != '{' {
-		return false
+// anthropicFinish maps a stop_reason to OpenAI's finish_reason words.
+func anthropicFinish(reason string) string {
+	switch reason {
+	case "":
+		return ""
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "refusal":
+		return "content_filter"
 	}
-	r.Usage.src = body
-	var seen uint32
-	s.object(func(name []byte) {
-		switch string(name) {
-		case "id":
-			s.strInto(&seen, 1<<0, &r.ID)
-		case "type":
-			s.strInto(&seen, 1<<1, &r.Type)
-		case "model":
-			s.strInto(&seen, 1<<2, &r.Model)
-		case "content":
-			if s.once(&seen, 1<<3) {
-				r.Content = scanSlice(s, func(b *anthropicBlock) {
-					var seen uint32
-					s.object(func(name []byte) {
-						switch string(name) {
-						case "type":
-							s.strInto(&seen, 1<<0, &b.Type)
-						case "text":
-							s.strInto(&seen, 1<<1, &b.Text)
-						default:
-							s.skip()
-						}
-					})
-				})
-			}
-		case "usage":
-			if s.once(&seen, 1<<4) {
-				r.Usage.raw = s.raw(func() { r.Usage.v.scan(s) })
-			}
-		default:
-			s.skip()
-		}
-	})
-	return s.ok()
-}
-
-var anthropicUsageNames = []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}
-
-func (u *anthropicUsage) scan(s *scanner) {
-	s.ints(anthropicUsageNames, &u.InputTokens, &u.OutputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens)
+	return "stop" // end_turn, stop_sequence, pause_turn
 }
 
 func (anthropic) parse(header http.Header, body []byte) (*result, error) {
 	var r anthropicResponse
-	if err := r.decode(body); err != nil {
-		return nil, malformed("anthropic sent an answer that is not valid JSON")
+	if err := decodeAnswer("anthropic", body, &r); err != nil {
+		return nil, err
 	}
 	if r.Type == "error" {
 		return nil, malformed("anthropic answered with an error object")
 	}
-	if r.Usage.err != nil {
-		return nil, malformed("anthropic sent an unreadable usage object")
-	}
-	u := &r.Usage.v
 	var text strings.Builder
 	for _, b := range r.Content {
 		if b.Type == "text" {
 			text.WriteString(b.Text)
 		}
 	}
-	res := &result{
-		text:  text.String(),
-		model: r.Model,
-		// input_tokens excludes cache reads and writes: every prompt token is their sum.
-		promptTokens:      u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
-		completionTokens:  u.OutputTokens, // thinking included
-		cacheReadTokens:   u.CacheReadInputTokens,
-		cacheWriteTokens:  u.CacheCreationInputTokens,
-		rawUsage:          usage.RawJSON(r.Usage.raw),
-		providerRequestID: r.ID,
+	res := &result{text: text.String(), model: r.Model, providerRequestID: r.ID, finishReason: anthropicFinish(r.StopReason)}
+	if r.Usage != nil {
+		if err := r.Usage.apply(res); err != nil {
+			return nil, err
+		}
 	}
 	if res.providerRequestID == "" {
 		res.providerRequestID = header.Get("request-id")
@@ -182,3 +154,95 @@ func (anthropic) failure(status int, header http.Header, body []byte) *upstreamE
 	}
 	return u
 }
+
+// anthropicEvent is any event of a streamed message; the type says which fields are set.
+type anthropicEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		ID    string          `json:"id"`
+		Model string          `json:"model"`
+		Usage *anthropicUsage `json:"usage"`
+	} `json:"message"` // message_start
+	Delta *struct {
+		Type       string `json:"type"`
+		Text       string `json:"text"`
+		StopReason string `json:"stop_reason"`
+	} `json:"delta"` // content_block_delta, message_delta
+	Usage *struct {
+		InputTokens              *int64 `json:"input_tokens"`
+		OutputTokens             *int64 `json:"output_tokens"`
+		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+	} `json:"usage"` // message_delta: cumulative counts
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type anthropicStream struct {
+	res   result
+	usage anthropicUsage
+	text  strings.Builder
+}
+
+func (anthropic) newStream(header http.Header) streamDecoder {
+	return &anthropicStream{res: result{providerRequestID: header.Get("request-id")}}
+}
+
+func (s *anthropicStream) event(_ string, data []byte) (string, bool, error) {
+	var e anthropicEvent
+	if err := decodeAnswer("anthropic", data, &e); err != nil {
+		return "", false, err
+	}
+	switch e.Type {
+	case "message_start":
+		if e.Message != nil {
+			s.res.providerRequestID, s.res.model = e.Message.ID, e.Message.Model
+			if e.Message.Usage != nil {
+				s.usage = *e.Message.Usage
+			}
+		}
+	case "content_block_delta":
+		if e.Delta != nil && e.Delta.Type == "text_delta" {
+			s.text.WriteString(e.Delta.Text)
+			return e.Delta.Text, false, nil
+		}
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != "" {
+			s.res.finishReason = anthropicFinish(e.Delta.StopReason)
+		}
+		if u := e.Usage; u != nil {
+			for _, f := range []struct {
+				from *int64
+				to   *int64
+			}{{u.InputTokens, &s.usage.InputTokens}, {u.OutputTokens, &s.usage.OutputTokens},
+				{u.CacheCreationInputTokens, &s.usage.CacheCreationInputTokens}, {u.CacheReadInputTokens, &s.usage.CacheReadInputTokens}} {
+				if f.from != nil {
+					*f.to = *f.from
+				}
+			}
+		}
+	case "message_stop":
+		return "", true, nil
+	case "error":
+		u := &upstreamError{status: http.StatusOK, message: "mid-stream error"}
+		if e.Error != nil {
+			u.message = e.Error.Type + ": " + e.Error.Message
+		}
+		return "", false, u
+	}
+	if e.Type == "message_start" || e.Type == "message_delta" {
+		if err := s.usage.apply(&s.res); err != nil {
+			return "", false, err
+		}
+	}
+	return "", false, nil
+}
+
+func (s *anthropicStream) result() *result {
+	s.res.text = s.text.String()
+	return &s.res
+}
+
+func (s *anthropicStream) endsAtEOF() bool { return false }

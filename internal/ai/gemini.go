@@ -6,57 +6,71 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/acme/app/internal/usage"
 )
 
-// gemini speaks POST {base}/models/{model}:generateContent with x-goog-api-key (never the
-// ?key= query, which ends up in access logs).
+// gemini speaks POST {base}/models/{model}:generateContent (streamed:
+// :streamGenerateContent?alt=sse) with x-goog-api-key (never the ?key= query, which ends up
+// in access logs).
 type gemini struct{}
 
 func (gemini) spec() spec {
 	return spec{name: "gemini", roles: []string{"user", "assistant"}, maxTemperature: 2, defaultTemperature: 0.9}
 }
 
-type geminiPart struct {
-	Text    string `json:"text"`
-	Thought bool   `json:"thought,omitzero"`
-}
-
 // path escapes the model, which is validated against a strict pattern, as a second guard.
-func (gemini) path(model string) string {
-	return "/models/" + url.PathEscape(model) + ":generateContent"
+func (gemini) path(c *call) string {
+	if c.stream {
+		return "/models/" + url.PathEscape(c.model) + ":streamGenerateContent?alt=sse"
+	}
+	return "/models/" + url.PathEscape(c.model) + ":generateContent"
 }
 
 func (gemini) headers(apiKey string) []string { return []string{"X-Goog-Api-Key", apiKey} }
 
-// appendBody writes {"contents":[{"role","parts":[{"text"}]}],"generationConfig":{…}}, with
-// the assistant's role named "model".
-func (gemini) appendBody(j *jsonBuf, c *call) {
-	j.raw(`{"contents":[`)
-	for i, m := range c.messages {
-		if i > 0 {
-			j.raw(",")
+// geminiRequest is the body of generateContent: the assistant's role is named "model";
+// system messages go to systemInstruction.
+type geminiRequest struct {
+	Contents          []geminiContent        `json:"contents"`
+	SystemInstruction *geminiContent         `json:"systemInstruction,omitempty"`
+	GenerationConfig  geminiGenerationConfig `json:"generationConfig"`
+}
+
+type geminiContent struct {
+	Role  string       `json:"role,omitempty"`
+	Parts []geminiPart `json:"parts"`
+}
+
+type geminiPart struct {
+	Text    string `json:"text"`
+	Thought bool   `json:"thought,omitempty"`
+}
+
+type geminiGenerationConfig struct {
+	Temperature     *float64 `json:"temperature,omitempty"`
+	TopP            *float64 `json:"topP,omitempty"`
+	StopSequences   []string `json:"stopSequences,omitempty"`
+	MaxOutputTokens int      `json:"maxOutputTokens"`
+}
+
+func (gemini) body(c *call) any {
+	r := geminiRequest{Contents: make([]geminiContent, 0, len(c.messages)), GenerationConfig: geminiGenerationConfig{
+		Temperature: c.temperatureParam(), TopP: c.topP, StopSequences: c.stop, MaxOutputTokens: c.maxTokens}}
+	for _, m := range c.messages {
+		part := geminiPart{Text: m.Content}
+		switch m.Role {
+		case "system":
+			if r.SystemInstruction == nil {
+				r.SystemInstruction = &geminiContent{}
+			}
+			r.SystemInstruction.Parts = append(r.SystemInstruction.Parts, part)
+			continue
+		case "assistant":
+			r.Contents = append(r.Contents, geminiContent{Role: "model", Parts: []geminiPart{part}})
+		default:
+			r.Contents = append(r.Contents, geminiContent{Role: m.Role, Parts: []geminiPart{part}})
 		}
-		role := m.Role
-		if role == "assistant" {
-			role = "model"
-		}
-		j.raw(`{"role":`)
-		j.str(role)
-		j.raw(`,"parts":[{"text":`)
-		j.str(m.Content)
-		j.raw("}]}")
 	}
-	j.raw(`],"generationConfig":{`)
-	if c.sendTemperature {
-		j.raw(`"temperature":`)
-		j.float(c.temperature)
-		j.raw(",")
-	}
-	j.raw(`"maxOutputTokens":`)
-	j.int(int64(c.maxTokens))
-	j.raw("}}")
+	return r
 }
 
 type geminiResponse struct {
@@ -64,18 +78,27 @@ type geminiResponse struct {
 	PromptFeedback struct {
 		BlockReason string `json:"blockReason"`
 	} `json:"promptFeedback"`
-	UsageMetadata usageObject[geminiUsage] `json:"usageMetadata"`
-	ModelVersion  string                   `json:"modelVersion"`
-	ResponseID    string                   `json:"responseId"`
+	UsageMetadata *geminiUsage `json:"usageMetadata"`
+	ModelVersion  string       `json:"modelVersion"`
+	ResponseID    string       `json:"responseId"`
 }
 
 type geminiCandidate struct {
 	Content struct {
 		Parts []geminiPart `json:"parts"`
 	} `json:"content"`
-	// FinishReason is not read; it is decoded so that an answer where it is not a string is
-	// refused as malformed.
 	FinishReason string `json:"finishReason"`
+}
+
+// text joins the candidate's parts that are not thoughts.
+func (c *geminiCandidate) text() string {
+	var b strings.Builder
+	for _, p := range c.Content.Parts {
+		if !p.Thought {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
 }
 
 type geminiUsage struct {
@@ -87,106 +110,38 @@ type geminiUsage struct {
 	TotalTokenCount         int64 `json:"totalTokenCount"` // not read; decoded so that a non-integer is refused
 }
 
-// decode reads body with the scanner, or with decodeAnswer when the scanner gives up.
-func (r *geminiResponse) decode(body []byte) error {
-	if r.scan(body) {
-		return nil
+// apply sets res's counts from u, refusing impossible ones.
+func (u *geminiUsage) apply(res *result) error {
+	if err := checkCounts("gemini", u.PromptTokenCount, u.CandidatesTokenCount, u.ThoughtsTokenCount,
+		u.ToolUsePromptTokenCount, u.CachedContentTokenCount, u.TotalTokenCount); err != nil {
+		return err
 	}
-	slow := &geminiResponse{} // its own, so that r stays off the heap on the fast path
-	slow.UsageMetadata.src = body
-	err := decodeAnswer(body, slow)
-	*r = *slow
-	return err
+	res.promptTokens = u.PromptTokenCount + u.ToolUsePromptTokenCount // cached content included
+	res.completionTokens = u.CandidatesTokenCount + u.ThoughtsTokenCount
+	res.cacheReadTokens = u.CachedContentTokenCount
+	res.reasoningTokens = u.ThoughtsTokenCount
+	return nil
 }
 
-// scan reads body as decodeAnswer would, or reports false.
-func (r *geminiResponse) scan(body []byte) bool {
-	s := &scanner{b: body}
-	if s.peek() != '{' {
-		return false
+// geminiFinish maps a finishReason to OpenAI's finish_reason words.
+func geminiFinish(reason string) string {
+	switch reason {
+	case "", "FINISH_REASON_UNSPECIFIED":
+		return ""
+	case "MAX_TOKENS":
+		return "length"
+	case "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY":
+		return "content_filter"
+	case "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL":
+		return "tool_calls"
 	}
-	r.UsageMetadata.src = body
-	var seen uint32
-	s.object(func(name []byte) {
-		switch string(name) {
-		case "candidates":
-			if s.once(&seen, 1<<0) {
-				r.Candidates = scanSlice(s, func(c *geminiCandidate) { c.scan(s) })
-			}
-		case "promptFeedback":
-			if s.once(&seen, 1<<1) {
-				var seen uint32
-				s.object(func(name []byte) {
-					if string(name) == "blockReason" && s.once(&seen, 1<<0) {
-						r.PromptFeedback.BlockReason = s.str()
-					} else {
-						s.skip()
-					}
-				})
-			}
-		case "usageMetadata":
-			if s.once(&seen, 1<<2) {
-				u := &r.UsageMetadata.v
-				r.UsageMetadata.raw = s.raw(func() {
-					s.ints(geminiUsageNames, &u.PromptTokenCount, &u.CandidatesTokenCount, &u.ThoughtsTokenCount,
-						&u.ToolUsePromptTokenCount, &u.CachedContentTokenCount, &u.TotalTokenCount)
-				})
-			}
-		case "modelVersion":
-			s.strInto(&seen, 1<<3, &r.ModelVersion)
-		case "responseId":
-			s.strInto(&seen, 1<<4, &r.ResponseID)
-		default:
-			s.skip()
-		}
-	})
-	return s.ok()
-}
-
-var geminiUsageNames = []string{"promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount",
-	"toolUsePromptTokenCount", "cachedContentTokenCount", "totalTokenCount"}
-
-func (c *geminiCandidate) scan(s *scanner) {
-	var seen uint32
-	s.object(func(name []byte) {
-		switch string(name) {
-		case "content":
-			if s.once(&seen, 1<<0) {
-				var seen uint32
-				s.object(func(name []byte) {
-					if string(name) == "parts" && s.once(&seen, 1<<0) {
-						c.Content.Parts = scanSlice(s, func(p *geminiPart) {
-							var seen uint32
-							s.object(func(name []byte) {
-								switch string(name) {
-								case "text":
-									s.strInto(&seen, 1<<0, &p.Text)
-								case "thought":
-									if s.once(&seen, 1<<1) {
-										p.Thought = s.bool()
-									}
-								default:
-									s.skip()
-								}
-							})
-						})
-					} else {
-						s.skip()
-					}
-				})
-			}
-		case "finishReason":
-			s.strInto(&seen, 1<<1, &c.FinishReason)
-		default:
-			s.skip()
-		}
-	})
+	return "stop"
 }
 
 func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 	var r geminiResponse
-	if err := r.decode(body); err != nil {
-		return nil, malformed("gemini sent an answer that is not valid JSON")
+	if err := decodeAnswer("gemini", body, &r); err != nil {
+		return nil, err
 	}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback.BlockReason != "" {
@@ -194,24 +149,12 @@ func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 		}
 		return nil, malformed("gemini answered with no candidates")
 	}
-	if r.UsageMetadata.err != nil {
-		return nil, malformed("gemini sent an unreadable usageMetadata")
-	}
-	u := &r.UsageMetadata.v
-	var text strings.Builder
-	for _, p := range r.Candidates[0].Content.Parts {
-		if !p.Thought {
-			text.WriteString(p.Text)
+	res := &result{text: r.Candidates[0].text(), model: r.ModelVersion, providerRequestID: r.ResponseID,
+		finishReason: geminiFinish(r.Candidates[0].FinishReason)}
+	if r.UsageMetadata != nil {
+		if err := r.UsageMetadata.apply(res); err != nil {
+			return nil, err
 		}
-	}
-	res := &result{
-		text:              text.String(),
-		model:             r.ModelVersion,
-		promptTokens:      u.PromptTokenCount + u.ToolUsePromptTokenCount, // cached content included
-		completionTokens:  u.CandidatesTokenCount + u.ThoughtsTokenCount,
-		cacheReadTokens:   u.CachedContentTokenCount,
-		rawUsage:          usage.RawJSON(r.UsageMetadata.raw),
-		providerRequestID: r.ResponseID,
 	}
 	return res, nil
 }
@@ -247,3 +190,49 @@ func (gemini) failure(status int, header http.Header, body []byte) *upstreamErro
 	}
 	return u
 }
+
+// geminiStream reads :streamGenerateContent?alt=sse: every event is a whole
+// GenerateContentResponse with the text added and the usage so far; the body's end ends it.
+type geminiStream struct {
+	res  result
+	text strings.Builder
+}
+
+func (gemini) newStream(http.Header) streamDecoder { return &geminiStream{} }
+
+func (s *geminiStream) event(_ string, data []byte) (string, bool, error) {
+	var r geminiResponse
+	if err := decodeAnswer("gemini", data, &r); err != nil {
+		return "", false, err
+	}
+	if r.ModelVersion != "" {
+		s.res.model = r.ModelVersion
+	}
+	if r.ResponseID != "" {
+		s.res.providerRequestID = r.ResponseID
+	}
+	if r.UsageMetadata != nil {
+		if err := r.UsageMetadata.apply(&s.res); err != nil {
+			return "", false, err
+		}
+	}
+	if len(r.Candidates) == 0 {
+		if r.PromptFeedback.BlockReason != "" {
+			return "", false, &upstreamError{status: http.StatusOK, blocked: r.PromptFeedback.BlockReason}
+		}
+		return "", false, nil
+	}
+	if f := geminiFinish(r.Candidates[0].FinishReason); f != "" {
+		s.res.finishReason = f
+	}
+	delta := r.Candidates[0].text()
+	s.text.WriteString(delta)
+	return delta, false, nil
+}
+
+func (s *geminiStream) result() *result {
+	s.res.text = s.text.String()
+	return &s.res
+}
+
+func (s *geminiStream) endsAtEOF() bool { return true }

@@ -17,7 +17,8 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-// ChatInput is the body of the three AI endpoints: {messages, model?, temperature?, maxTokens?}.
+// ChatInput is the body of the three AI endpoints: {messages, model?, temperature?, maxTokens?,
+// stream?}.
 // Decoding it never fails on a field's type: type problems are kept and reported by
 // Complete with the other validation messages, in class-validator's wording.
 type ChatInput struct {
@@ -25,6 +26,13 @@ type ChatInput struct {
 	Model       string    `json:"model,omitempty"`
 	Temperature *float64  `json:"temperature,omitempty"`
 	MaxTokens   *int      `json:"maxTokens,omitempty"`
+	// Stream asks for the answer as server-sent events (the HTTP layer calls Stream).
+	Stream bool `json:"stream,omitempty"`
+
+	// TopP and Stop are not accepted on the three endpoints; other surfaces built on the
+	// service (an OpenAI-compatible one) set them. They are sent as each provider names them.
+	TopP *float64 `json:"-"`
+	Stop []string `json:"-"`
 
 	// RequestID, when a UUID, becomes the answer's requestId (the HTTP layer passes the
 	// request's X-Request-Id); otherwise a new one is made.
@@ -40,88 +48,7 @@ const MaxTokensLimit = 1_000_000
 var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
 // UnmarshalJSON decodes the body, noting (not failing on) fields of the wrong type.
-//
-// A well-formed body (every field of its expected type, no duplicate names) takes one typed
-// pass; anything else takes the field-by-field path that words each problem. Both give the
-// same result for any body the typed pass accepts (FuzzChatInput holds them to it).
-func (in *ChatInput) UnmarshalJSON(data []byte) error {
-	if in.decodeTyped(data) {
-		return nil
-	}
-	return in.decodeFields(data)
-}
-
-// decodeTyped decodes data in one strict pass of the scanner (names matched exactly). It
-// reports false, leaving in untouched, when the body needs decodeFields to word a problem (a
-// type error, a missing or null messages list or message field, a non-integral maxTokens) or
-// when the scanner gives up (see scanner).
-func (in *ChatInput) decodeTyped(data []byte) bool {
-	s := &scanner{b: data}
-	if s.peek() != '{' {
-		return false
-	}
-	out := ChatInput{decoded: true}
-	hasModel := false // a model that is not null
-	var maxTokens *float64
-	complete := true // every message has a role and a content
-	var seen uint32
-	s.object(func(name []byte) {
-		switch string(name) {
-		case "messages":
-			if s.once(&seen, 1<<0) {
-				out.Messages = scanSlice(s, func(m *Message) {
-					var seen, set uint32
-					s.object(func(name []byte) {
-						switch string(name) {
-						case "role":
-							if s.once(&seen, 1<<0) && !s.null() {
-								m.Role, set = s.str(), set|1<<0
-							}
-						case "content":
-							if s.once(&seen, 1<<1) && !s.null() {
-								m.Content, set = s.str(), set|1<<1
-							}
-						default:
-							s.skip()
-						}
-					})
-					complete = complete && set == 1<<0|1<<1
-				})
-			}
-		case "model":
-			if s.once(&seen, 1<<1) && !s.null() {
-				out.Model, hasModel = s.str(), true
-			}
-		case "temperature":
-			if s.once(&seen, 1<<2) {
-				out.Temperature = s.float()
-			}
-		case "maxTokens":
-			if s.once(&seen, 1<<3) {
-				maxTokens = s.float()
-			}
-		default:
-			s.skip()
-		}
-	})
-	if !s.ok() || !complete || len(out.Messages) == 0 {
-		return false
-	}
-	if hasModel {
-		if !modelPattern.MatchString(out.Model) {
-			out.problems = append(out.problems, "model must match "+modelPattern.String()+" regular expression")
-		}
-	}
-	if f := maxTokens; f != nil {
-		if *f != math.Trunc(*f) || math.Abs(*f) > 1<<53 {
-			return false
-		}
-		n := int(*f)
-		out.MaxTokens = &n
-	}
-	*in = out
-	return true
-}
+func (in *ChatInput) UnmarshalJSON(data []byte) error { return in.decodeFields(data) }
 
 // decodeFields decodes data field by field, keeping each type problem in class-validator's
 // wording.
@@ -175,6 +102,11 @@ func (in *ChatInput) decodeFields(data []byte) error {
 			in.problems = append(in.problems, "temperature must be a number conforming to the specified constraints")
 		} else {
 			in.Temperature = &t
+		}
+	}
+	if raw := fields["stream"]; !isNull(raw) {
+		if err := json.Unmarshal(raw, &in.Stream); err != nil {
+			in.problems = append(in.problems, "stream must be a boolean value")
 		}
 	}
 	if raw := fields["maxTokens"]; !isNull(raw) {

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/acme/app/internal/usage"
 )
 
 // openAI speaks POST {base}/chat/completions with a Bearer key.
@@ -16,39 +14,47 @@ func (openAI) spec() spec {
 	return spec{name: "openai", roles: []string{"user", "assistant", "system"}, maxTemperature: 2, defaultTemperature: 0.7}
 }
 
-func (openAI) path(string) string { return "/chat/completions" }
+func (openAI) path(*call) string { return "/chat/completions" }
 
 func (openAI) headers(apiKey string) []string { return []string{"Authorization", "Bearer " + apiKey} }
 
-// appendBody writes {"model","messages","temperature"?,"max_completion_tokens"}: max_tokens is
-// refused by reasoning models.
-func (openAI) appendBody(j *jsonBuf, c *call) {
-	j.raw(`{"model":`)
-	j.str(c.model)
-	j.raw(`,"messages":`)
-	j.messages(c.messages)
-	if c.sendTemperature {
-		j.raw(`,"temperature":`)
-		j.float(c.temperature)
+// openAIRequest is the body of a chat completion. max_completion_tokens, not max_tokens: the
+// latter is refused by reasoning models.
+type openAIRequest struct {
+	Model               string               `json:"model"`
+	Messages            []Message            `json:"messages"`
+	Temperature         *float64             `json:"temperature,omitempty"`
+	TopP                *float64             `json:"top_p,omitempty"`
+	Stop                []string             `json:"stop,omitempty"`
+	MaxCompletionTokens int                  `json:"max_completion_tokens"`
+	Stream              bool                 `json:"stream,omitempty"`
+	StreamOptions       *openAIStreamOptions `json:"stream_options,omitempty"`
+}
+
+type openAIStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+func (openAI) body(c *call) any {
+	r := openAIRequest{Model: c.model, Messages: c.messages, Temperature: c.temperatureParam(), TopP: c.topP,
+		Stop: c.stop, MaxCompletionTokens: c.maxTokens}
+	if c.stream {
+		r.Stream, r.StreamOptions = true, &openAIStreamOptions{IncludeUsage: true}
 	}
-	j.raw(`,"max_completion_tokens":`)
-	j.int(int64(c.maxTokens))
-	j.raw("}")
+	return r
 }
 
 type openAIResponse struct {
-	ID      string                   `json:"id"`
-	Model   string                   `json:"model"`
-	Choices []openAIChoice           `json:"choices"`
-	Usage   usageObject[openAIUsage] `json:"usage"`
+	ID      string         `json:"id"`
+	Model   string         `json:"model"`
+	Choices []openAIChoice `json:"choices"`
+	Usage   *openAIUsage   `json:"usage"`
 }
 
 type openAIChoice struct {
 	Message struct {
 		Content string `json:"content"` // null (a refusal or a tool call) is an empty text
 	} `json:"message"`
-	// FinishReason is not read; it is decoded so that an answer where it is not a string is
-	// refused as malformed.
 	FinishReason string `json:"finish_reason"`
 }
 
@@ -59,126 +65,49 @@ type openAIUsage struct {
 	PromptTokensDetails struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
-// decode reads body with the scanner, or with decodeAnswer when the scanner gives up.
-func (r *openAIResponse) decode(body []byte) error {
-	if r.scan(body) {
-		return nil
+// apply sets res's counts from u, refusing impossible ones.
+func (u *openAIUsage) apply(res *result) error {
+	if err := checkCounts("openai", u.PromptTokens, u.CompletionTokens, u.TotalTokens,
+		u.PromptTokensDetails.CachedTokens, u.CompletionTokensDetails.ReasoningTokens); err != nil {
+		return err
 	}
-	slow := &openAIResponse{} // its own, so that r stays off the heap on the fast path
-	slow.Usage.src = body
-	err := decodeAnswer(body, slow)
-	*r = *slow
-	return err
+	res.promptTokens = u.PromptTokens // cached_tokens are a subset already
+	res.completionTokens = u.CompletionTokens
+	res.cacheReadTokens = u.PromptTokensDetails.CachedTokens
+	res.reasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+	return nil
 }
 
-// scan reads body as decodeAnswer would, or reports false.
-func (r *openAIResponse) scan(body []byte) bool {
-	s := &scanner{b: body}
-	if s.peek() != '{' {
-		return false
+// openAIFinish maps a finish_reason to the four values the normalized answer uses.
+func openAIFinish(reason string) string {
+	if reason == "function_call" {
+		return "tool_calls"
 	}
-	r.Usage.src = body
-	var seen uint32
-	s.object(func(name []byte) {
-		switch string(name) {
-		case "id":
-			s.strInto(&seen, 1<<0, &r.ID)
-		case "model":
-			s.strInto(&seen, 1<<1, &r.Model)
-		case "choices":
-			if s.once(&seen, 1<<2) {
-				r.Choices = scanSlice(s, func(c *openAIChoice) {
-					var seen uint32
-					s.object(func(name []byte) {
-						switch string(name) {
-						case "message":
-							if s.once(&seen, 1<<0) {
-								var seen uint32
-								s.object(func(name []byte) {
-									if string(name) == "content" && s.once(&seen, 1<<0) {
-										c.Message.Content = s.str()
-									} else {
-										s.skip()
-									}
-								})
-							}
-						case "finish_reason":
-							s.strInto(&seen, 1<<1, &c.FinishReason)
-						default:
-							s.skip()
-						}
-					})
-				})
-			}
-		case "usage":
-			if s.once(&seen, 1<<3) {
-				r.Usage.raw = s.raw(func() { r.Usage.v.scan(s) })
-			}
-		default:
-			s.skip()
-		}
-	})
-	return s.ok()
-}
-
-func (u *openAIUsage) scan(s *scanner) {
-	var seen uint32
-	s.object(func(name []byte) {
-		switch string(name) {
-		case "prompt_tokens":
-			if s.once(&seen, 1<<0) {
-				u.PromptTokens = s.int()
-			}
-		case "completion_tokens":
-			if s.once(&seen, 1<<1) {
-				u.CompletionTokens = s.int()
-			}
-		case "total_tokens":
-			if s.once(&seen, 1<<2) {
-				u.TotalTokens = s.int()
-			}
-		case "prompt_tokens_details":
-			if s.once(&seen, 1<<3) {
-				var seen uint32
-				s.object(func(name []byte) {
-					if string(name) == "cached_tokens" && s.once(&seen, 1<<0) {
-						u.PromptTokensDetails.CachedTokens = s.int()
-					} else {
-						s.skip()
-					}
-				})
-			}
-		default:
-			s.skip()
-		}
-	})
+	return reason
 }
 
 func (openAI) parse(header http.Header, body []byte) (*result, error) {
 	var r openAIResponse
-	if err := r.decode(body); err != nil {
-		return nil, malformed("openai sent an answer that is not valid JSON")
+	if err := decodeAnswer("openai", body, &r); err != nil {
+		return nil, err
 	}
 	if len(r.Choices) == 0 {
 		return nil, malformed("openai answered with no choices")
 	}
-	if r.Usage.err != nil {
-		return nil, malformed("openai sent an unreadable usage object")
+	res := &result{text: r.Choices[0].Message.Content, model: r.Model, providerRequestID: r.ID,
+		finishReason: openAIFinish(r.Choices[0].FinishReason)}
+	if r.Usage != nil {
+		if err := r.Usage.apply(res); err != nil {
+			return nil, err
+		}
 	}
-	u := &r.Usage.v
-	res := &result{
-		text:              r.Choices[0].Message.Content,
-		model:             r.Model,
-		promptTokens:      u.PromptTokens, // cached_tokens are a subset already
-		completionTokens:  u.CompletionTokens,
-		cacheReadTokens:   u.PromptTokensDetails.CachedTokens,
-		rawUsage:          usage.RawJSON(r.Usage.raw),
-		providerRequestID: r.ID,
-	}
-	if id := header.Get("x-request-id"); id != "" && res.providerRequestID == "" {
-		res.providerRequestID = id
+	if res.providerRequestID == "" {
+		res.providerRequestID = header.Get("x-request-id")
 	}
 	return res, nil
 }
@@ -188,7 +117,7 @@ type openAIError struct {
 		Message string `json:"message"`
 		Type    string `json:"type"`
 		Param   string `json:"param"`
-		Code    any    `json:"code"`
+		Code    any    `json:"code"` // a string, a number or null
 	} `json:"error"`
 }
 
@@ -210,3 +139,68 @@ func (openAI) failure(status int, header http.Header, body []byte) *upstreamErro
 	}
 	return u
 }
+
+// openAIChunk is one event of a streamed chat completion: a piece of the answer, the final
+// usage (choices empty), or an error.
+type openAIChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content string `json:"content"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *openAIUsage `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+	} `json:"error"`
+}
+
+type openAIStream struct {
+	res  result
+	text strings.Builder
+}
+
+func (openAI) newStream(header http.Header) streamDecoder {
+	return &openAIStream{res: result{providerRequestID: header.Get("x-request-id")}}
+}
+
+func (s *openAIStream) event(_ string, data []byte) (string, bool, error) {
+	if string(data) == "[DONE]" {
+		return "", true, nil
+	}
+	var c openAIChunk
+	if err := decodeAnswer("openai", data, &c); err != nil {
+		return "", false, err
+	}
+	if c.Error != nil {
+		return "", false, &upstreamError{status: http.StatusOK, message: c.Error.Message}
+	}
+	if c.ID != "" {
+		s.res.providerRequestID = c.ID
+	}
+	if c.Model != "" {
+		s.res.model = c.Model
+	}
+	if c.Usage != nil {
+		if err := c.Usage.apply(&s.res); err != nil {
+			return "", false, err
+		}
+	}
+	if len(c.Choices) == 0 {
+		return "", false, nil
+	}
+	if f := c.Choices[0].FinishReason; f != "" {
+		s.res.finishReason = openAIFinish(f)
+	}
+	s.text.WriteString(c.Choices[0].Delta.Content)
+	return c.Choices[0].Delta.Content, false, nil
+}
+
+func (s *openAIStream) result() *result {
+	s.res.text = s.text.String()
+	return &s.res
+}
+func (s *openAIStream) endsAtEOF() bool { return false }

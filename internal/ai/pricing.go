@@ -27,6 +27,7 @@ type Price struct {
 	CacheRead  float64 // 0: billed as input
 	CacheWrite float64 // 0: billed as input
 	tiers      []tier  // higher prices past a prompt length, ascending
+	provider   string  // litellm_provider ("" when the entry does not say)
 }
 
 // tier holds the prices that apply when the prompt has more than above tokens.
@@ -103,6 +104,11 @@ func (p *Prices) add(data []byte) error {
 				base = &pr.CacheRead
 			case "cache_creation_input_token_cost":
 				base = &pr.CacheWrite
+			case "litellm_provider":
+				if err := json.Unmarshal(v, &pr.provider); err != nil {
+					return fmt.Errorf("%s.%s must be a string", key, name)
+				}
+				continue
 			default:
 				if m = tierField.FindStringSubmatch(name); m == nil {
 					continue // other LiteLLM fields (context window, provider, …)
@@ -212,4 +218,29 @@ func (p *Prices) Cost(provider, model string, t Tokens) (float64, usage.UnitPric
 	plain := max(t.Prompt-t.CacheRead-t.CacheWrite, 0)
 	cost := float64(plain)*in + float64(t.CacheRead)*cr + float64(t.CacheWrite)*cw + float64(t.Completion)*out
 	return cost, usage.UnitPrices{Entry: key, Input: in, Output: out, CacheRead: cr, CacheWrite: cw}
+}
+
+// ProviderOf returns the provider whose model the table names model: an entry found for
+// that provider (exact, prefixed or a dated snapshot's family) whose litellm_provider is
+// that provider.
+func (p *Prices) ProviderOf(model string) (string, bool) {
+	for _, name := range providerNames {
+		if l := p.find(name, model); l.ok && l.price.provider == name {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// Models returns the models the table prices for provider, sorted, without LiteLLM's
+// "provider/" prefix.
+func (p *Prices) Models(provider string) []string {
+	var out []string
+	for key, pr := range p.entries {
+		if pr.provider == provider {
+			out = append(out, strings.TrimPrefix(key, provider+"/"))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

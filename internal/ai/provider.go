@@ -5,16 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/acme/app/internal/usage"
+	"unicode"
+	"unicode/utf8"
 )
 
 // provider speaks one vendor's wire format. Adding a provider is one file that implements it
@@ -22,17 +19,31 @@ import (
 type provider interface {
 	// spec returns the endpoint's rules and defaults; it is called once, at package init.
 	spec() spec
-	// path is the request path for model, below the configured base URL, escaped.
-	path(model string) string
-	// headers are the authentication (and version) headers for apiKey, as canonical name,
-	// value pairs.
+	// path is the request path for c below the configured base URL, escaped, with its query.
+	path(c *call) string
+	// headers are the authentication (and version) headers for apiKey, as name, value pairs.
 	headers(apiKey string) []string
-	// appendBody writes the JSON request body for c.
-	appendBody(j *jsonBuf, c *call)
+	// body is the typed JSON request body for c.
+	body(c *call) any
 	// parse reads a 2xx answer. An error is an *upstreamError.
 	parse(header http.Header, body []byte) (*result, error)
 	// failure classifies a non-2xx answer.
 	failure(status int, header http.Header, body []byte) *upstreamError
+	// newStream returns the reader of one streamed answer's events.
+	newStream(header http.Header) streamDecoder
+}
+
+// streamDecoder reads one streamed answer, event by event.
+type streamDecoder interface {
+	// event reads one server-sent event: the text it adds (may be empty) and whether it ends
+	// the stream. An error is an *upstreamError (a failure the provider reported mid-stream,
+	// or an event that cannot be read).
+	event(name string, data []byte) (delta string, end bool, err error)
+	// result is the answer so far: the usage reported until now, the model, the finish reason.
+	result() *result
+	// endsAtEOF reports whether the end of the body is a normal end of the stream (Gemini's
+	// stream has no closing event).
+	endsAtEOF() bool
 }
 
 // providerList is every provider, in the order Providers names them.
@@ -77,24 +88,69 @@ type call struct {
 	temperature     float64
 	sendTemperature bool // false once the model refused a non-default temperature
 	maxTokens       int
+	topP            *float64
+	stop            []string
+	stream          bool
+}
+
+// temperatureParam is the temperature to send, or nil when the model refused one.
+func (c *call) temperatureParam() *float64 {
+	if !c.sendTemperature {
+		return nil
+	}
+	t := c.temperature
+	return &t
 }
 
 // result is a provider's answer, normalized.
 type result struct {
 	text              string
-	model             string        // as the provider reports it ("" = the requested one)
-	promptTokens      int64         // every prompt token, cached ones included
-	completionTokens  int64         // every completion token, reasoning/thinking included
-	cacheReadTokens   int64         // prompt tokens read from cache (billed at the cache rate)
-	cacheWriteTokens  int64         // prompt tokens written to cache (Anthropic)
-	rawUsage          usage.RawJSON // the provider's usage object, as received
+	model             string // as the provider reports it ("" = the requested one)
+	promptTokens      int64  // every prompt token, cached ones included
+	completionTokens  int64  // every completion token, reasoning/thinking included
+	cacheReadTokens   int64  // prompt tokens read from cache (billed at the cache rate)
+	cacheWriteTokens  int64  // prompt tokens written to cache (Anthropic)
+	reasoningTokens   int64  // completion tokens spent on reasoning/thinking
+	finishReason      string // OpenAI's words: stop, length, content_filter, tool_calls
 	providerRequestID string
+}
+
+// maxTokensPerCall bounds every token count a provider reports for one call: a larger or a
+// negative one is a malformed answer, never recorded.
+const maxTokensPerCall = 1_000_000_000
+
+// checkCounts refuses counts no call can have; name is the provider's, for the message.
+func checkCounts(name string, counts ...int64) error {
+	for _, n := range counts {
+		if n < 0 || n > maxTokensPerCall {
+			return malformed(fmt.Sprintf("%s reported an impossible token count (%d)", name, n))
+		}
+	}
+	return nil
+}
+
+// maxModelName bounds the model name a provider reports.
+const maxModelName = 128
+
+// reportedModel returns the model a provider named in its answer when it is a plain short
+// name (printable, no '$', not only dots), else "" (the requested model is kept).
+func reportedModel(s string) string {
+	if s == "" || len(s) > maxModelName || !utf8.ValidString(s) || strings.ContainsRune(s, '$') ||
+		strings.Trim(s, ".") == "" {
+		return ""
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return ""
+		}
+	}
+	return s
 }
 
 // upstreamError is a provider failure, classified.
 type upstreamError struct {
 	status       int    // upstream HTTP status (0: no answer)
-	message      string // the provider's message (may be shown for 4xx)
+	message      string // the provider's message, redacted (may be shown for 4xx)
 	retryable    bool
 	retryAfter   time.Duration // the provider's hint (0: none)
 	billing      bool          // the account is out of money: do not retry
@@ -102,8 +158,10 @@ type upstreamError struct {
 	blocked      string        // the prompt was blocked (reason)
 	malformed    bool          // a 2xx answer that could not be read
 	dropParam    string        // a parameter the model refuses: retry once without it
-	timeout      bool          // ai.timeout passed
+	timeout      bool          // ai.timeout (or ai.stream_idle_timeout) passed
+	idle         bool          // the timeout was ai.stream_idle_timeout, between two events
 	canceled     bool          // the caller went away
+	midStream    bool          // the failure came after the stream had started
 }
 
 func (e *upstreamError) Error() string {
@@ -113,123 +171,40 @@ func (e *upstreamError) Error() string {
 	return "upstream status " + strconv.Itoa(e.status)
 }
 
-// answerOptions let the JSON v2 decoder take duplicate names (the last one wins) and invalid
-// UTF-8 (replaced by U+FFFD), as encoding/json does.
-var answerOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-
-// decodeAnswer decodes a provider's JSON answer into v: the JSON v2 decoder first (several
-// times faster, fewer allocations), then, if it fails, encoding/json, which reads what it can,
-// so that a usageObject of the wrong shape is reported as such rather than the whole answer as
-// unreadable. Names match exactly, as the providers' wire formats spell them.
-func decodeAnswer[T any](data []byte, v *T) error {
-	if jsonv2.Unmarshal(data, v, answerOptions) == nil {
+// decodeAnswer decodes a provider's JSON answer (or stream event) into v with encoding/json,
+// naming the field of a value of the wrong type.
+func decodeAnswer(name string, data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	if err == nil {
 		return nil
 	}
-	var zero T
-	*v = zero
-	return json.Unmarshal(data, v)
-}
-
-// usageObject is a provider's usage object, decoded in the answer's own pass and kept as
-// received for the usage record. Before decoding, src must be set to the whole answer.
-type usageObject[T any] struct {
-	v   T
-	raw []byte // the object as received; nil when absent
-	err error  // the object did not decode into T (set on the encoding/json path only)
-	src []byte // the answer being decoded
-}
-
-// UnmarshalJSONFrom is the JSON v2 path: the object is decoded where it stands, and its bytes
-// are cut from the answer between the decoder's offsets (after the name, after the value).
-func (u *usageObject[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
-	start := dec.InputOffset()
-	if err := jsonv2.UnmarshalDecode(dec, &u.v); err != nil {
-		return err
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		return malformed(fmt.Sprintf("%s sent an answer with an unreadable %s", name, typ.Field))
 	}
-	end := dec.InputOffset()
-	if start < 0 || end > int64(len(u.src)) || start > end {
-		return errors.New("usage object outside the answer")
+	return malformed(name + " sent an answer that is not valid JSON")
+}
+
+// newRequest returns the POST of c to the provider at base, authenticated with apiKey.
+func newRequest(ctx context.Context, p provider, base, apiKey string, c *call) (*http.Request, error) {
+	body, err := json.Marshal(p.body(c))
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
 	}
-	u.raw = bytes.TrimLeft(u.src[start:end], " \t\r\n:")
-	return nil
-}
-
-// UnmarshalJSON is the encoding/json path, taken when the v2 decoder refused the answer: an
-// object that does not decode into T is remembered, not fatal, so that the answer's failure
-// is described as an unreadable usage object.
-func (u *usageObject[T]) UnmarshalJSON(b []byte) error {
-	u.raw = bytes.Clone(b)
-	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
-		u.err = err
-		return nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+p.path(c), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("build the request: %w", err)
 	}
-	u.v = v
-	return nil
-}
-
-// target is where one configured provider's requests go: its header (shared read-only by every
-// request; a RoundTripper must not modify a request) and its parsed URLs.
-type target struct {
-	base   string
-	header http.Header
-	urls   syncMap[string, *url.URL] // by model, parsed once; max: maxCachedURLs
-}
-
-// maxCachedURLs bounds the URLs a target keeps parsed: past that many models, a URL is parsed
-// on every call.
-const maxCachedURLs = 256
-
-func newTarget(p provider, cfg ProviderConfig) *target {
-	kv := p.headers(cfg.APIKey)
-	h := make(http.Header, 2+len(kv)/2)
-	h["Content-Type"], h["Accept"] = jsonMediaType, jsonMediaType
+	req.Header.Set("Content-Type", "application/json")
+	if c.stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	kv := p.headers(apiKey)
 	for i := 0; i+1 < len(kv); i += 2 {
-		h[kv[i]] = []string{kv[i+1]}
+		req.Header.Set(kv[i], kv[i+1])
 	}
-	t := &target{base: cfg.BaseURL, header: h}
-	t.urls.max = maxCachedURLs
-	return t
-}
-
-// jsonMediaType is shared by every request: the transport only reads headers.
-var jsonMediaType = []string{"application/json"}
-
-// url returns the URL of a request for model, shared read-only.
-func (t *target) url(p provider, model string) (*url.URL, error) {
-	if u, ok := t.urls.get(model); ok {
-		return u, nil
-	}
-	u, err := url.Parse(t.base + p.path(model))
-	if err != nil {
-		return nil, err
-	}
-	t.urls.add(model, u)
-	return u, nil
-}
-
-// newRequest returns the POST of c to the provider.
-func (t *target) newRequest(ctx context.Context, p provider, c *call) (*http.Request, error) {
-	u, err := t.url(p, c.model)
-	if err != nil {
-		return nil, err
-	}
-	size := 128 + len(c.model)
-	for _, m := range c.messages {
-		size += 40 + len(m.Role) + len(m.Content)
-	}
-	j := jsonBuf{b: make([]byte, 0, size)}
-	p.appendBody(&j, c)
-	if j.err != nil {
-		return nil, j.err
-	}
-	// The request is built around the parsed URL and the shared header rather than from a URL
-	// string, which would be parsed again on every call.
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "", bytes.NewReader(j.b))
-	if err != nil {
-		return nil, err
-	}
-	req.URL, req.Host, req.Header = u, u.Host, t.header
 	return req, nil
 }
 

@@ -23,6 +23,7 @@ const (
 	Unavailable     // a dependency (database, provider key) is missing or down: 503
 	Upstream        // an upstream service failed or refused us: 502
 	UpstreamTimeout // an upstream service did not answer in time: 504
+	PaymentRequired // the caller's budget does not cover the call: 402
 )
 
 // Error is a failure with a kind and the messages a client may see.

@@ -9,7 +9,7 @@ import (
 const module = "github.com/acme/app"
 
 // Ensure no package imports what it must not: services never import the HTTP layer, the
-// commands, configuration or terminal styling; apperr and the h1 transport import nothing of
+// commands, configuration or terminal styling; apperr imports nothing of
 // ours; the public mock package never imports internal/;
 // the HTTP layer never opens the store itself.
 func TestImportDirection(t *testing.T) {
@@ -28,7 +28,6 @@ func TestImportDirection(t *testing.T) {
 		{module + "/internal/templates", []string{"/internal/httpapi", "/cmd", "/internal/config", "lipgloss"}},
 		{module + "/internal/store", []string{"/internal/httpapi", "/cmd", "/internal/config", "lipgloss"}},
 		{module + "/internal/apperr", []string{module + "/"}},
-		{module + "/internal/h1", []string{module + "/"}},
 		{module + "/internal/httpapi", []string{"/internal/store", "/cmd", "lipgloss"}},
 		{module + "/mock", []string{module + "/internal", module + "/cmd"}},
 	}

@@ -64,6 +64,10 @@ type AI struct {
 	Gemini      Provider
 	Timeout     time.Duration
 	PricingFile string
+	// StreamIdleTimeout bounds the gap between two events of a streamed answer.
+	StreamIdleTimeout time.Duration
+	// MaxIdleConnsPerHost is the keep-alive pool kept per provider host.
+	MaxIdleConnsPerHost int
 }
 
 // Provider configures one AI provider.
@@ -150,6 +154,8 @@ var keys = []key{
 	{name: "ai.gemini.default_model", def: "gemini-3.1-flash-lite"},
 	{name: "ai.timeout", def: "60s", kind: kDuration, min: 1},
 	{name: "ai.pricing_file"},
+	{name: "ai.stream_idle_timeout", def: "60s", kind: kDuration, min: 1},
+	{name: "ai.max_idle_conns_per_host", def: "256", kind: kInt, min: 1},
 	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
 	{name: "dbcheck.max_limit", def: "1000", kind: kInt, min: 1},
 	{name: "dbcheck.max_time", def: "10s", kind: kDuration, min: 1},
@@ -267,6 +273,9 @@ func parse(raw map[string]string) (*Config, error) {
 			Gemini:      p.provider("gemini"),
 			Timeout:     p.dur("ai.timeout"),
 			PricingFile: p.str("ai.pricing_file"),
+
+			StreamIdleTimeout:   p.dur("ai.stream_idle_timeout"),
+			MaxIdleConnsPerHost: p.int("ai.max_idle_conns_per_host"),
 		},
 		DBCheck: DBCheck{
 			Timeout: p.dur("dbcheck.timeout"), MaxLimit: p.int("dbcheck.max_limit"),

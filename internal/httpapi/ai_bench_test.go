@@ -28,7 +28,7 @@ func (discardRecorder) Record(context.Context, usage.Record) error { return nil 
 // bareTransport serves the bare proxies of BenchmarkProxyOverhead, configured as the service's;
 // netHTTPTransport is net/http's own, configured alike.
 var (
-	bareTransport    = ai.NewTransport()
+	bareTransport    = ai.NewTransport(256)
 	netHTTPTransport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, DisableCompression: true}
 )
 

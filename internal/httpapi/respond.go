@@ -32,6 +32,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Unavailable:     http.StatusServiceUnavailable,
 	apperr.Upstream:        http.StatusBadGateway,
 	apperr.UpstreamTimeout: http.StatusGatewayTimeout,
+	apperr.PaymentRequired: http.StatusPaymentRequired,
 }
 
 // StatusOf returns the HTTP status for err's kind.
@@ -39,22 +40,10 @@ func StatusOf(err error) int { return statusOf[apperr.KindOf(err)] }
 
 var jsonContentType = []string{"application/json; charset=utf-8"}
 
-// jsonAppender is a value that writes its own JSON, byte for byte what json.Marshal writes for
-// it, without reflection.
-type jsonAppender interface {
-	AppendJSON(dst []byte) ([]byte, error)
-}
-
 // encode writes v as JSON with the given status. (net/http adds Content-Length for answers
 // small enough to be buffered whole.)
 func encode(w http.ResponseWriter, status int, v any) {
-	var buf []byte
-	var err error
-	if a, ok := v.(jsonAppender); ok {
-		buf, err = a.AppendJSON(nil)
-	} else {
-		buf, err = json.Marshal(v)
-	}
+	buf, err := json.Marshal(v)
 	if err != nil {
 		writeEnvelope(w, http.StatusInternalServerError, "Internal server error")
 		return
@@ -66,18 +55,32 @@ func encode(w http.ResponseWriter, status int, v any) {
 
 // writeEnvelope writes the error envelope with status and message (a string or []string).
 func writeEnvelope(w http.ResponseWriter, status int, message any) {
-	reason := http.StatusText(status)
-	if reason == "" {
-		reason = "Error"
-	}
+	encode(w, status, envelope{StatusCode: status, Message: message, Error: reasonOf(status)})
+}
+
+// reasonOf is the envelope's error for status.
+func reasonOf(status int) string {
 	if status == http.StatusTooManyRequests {
-		reason = "ThrottlerException"
+		return "ThrottlerException"
 	}
-	encode(w, status, envelope{StatusCode: status, Message: message, Error: reason})
+	if reason := http.StatusText(status); reason != "" {
+		return reason
+	}
+	return "Error"
 }
 
 // writeError answers err in the envelope. Internal errors are logged and never show their text.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	env, retryAfter := envelopeOf(r, err)
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	writeEnvelope(w, env.StatusCode, env.Message)
+}
+
+// envelopeOf returns the envelope answering err (with the Retry-After seconds, 0: none), and
+// logs it as writeError does.
+func envelopeOf(r *http.Request, err error) (envelope, int) {
 	status := StatusOf(err)
 	e := apperr.As(err)
 	var message any
@@ -94,13 +97,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		message = e.Messages
 	}
-	if e != nil && e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
 	if status >= 500 && status != http.StatusInternalServerError {
 		loggerFrom(r.Context()).Warn("request failed", "status", status, "err", err)
 	}
-	writeEnvelope(w, status, message)
+	retryAfter := 0
+	if e != nil {
+		retryAfter = e.RetryAfter
+	}
+	return envelope{StatusCode: status, Message: message, Error: reasonOf(status)}, retryAfter
 }
 
 // decodeFields reads the JSON request body into a map of raw fields, so that services can validate

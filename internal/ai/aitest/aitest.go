@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 // Call is one request a fake received.
 type Call struct {
 	Method, Path string
+	Query        url.Values
 	Header       http.Header
 	Raw          []byte
 	Body         map[string]any // nil when the body is not a JSON object
@@ -75,7 +77,7 @@ func (s *Server) Last() Call {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
-	c := Call{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
+	c := Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Raw: raw}
 	_ = json.Unmarshal(raw, &c.Body)
 	s.mu.Lock()
 	n := len(s.calls)
@@ -105,7 +107,8 @@ func (s *Server) pathOK(r *http.Request) bool {
 	case "anthropic":
 		return r.URL.Path == "/v1/messages"
 	case "gemini":
-		return strings.HasPrefix(r.URL.Path, "/v1beta/models/") && strings.HasSuffix(r.URL.Path, ":generateContent")
+		return strings.HasPrefix(r.URL.Path, "/v1beta/models/") &&
+			(strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent"))
 	}
 	return false
 }
@@ -113,7 +116,8 @@ func (s *Server) pathOK(r *http.Request) bool {
 // Model returns the model a call named (Gemini: from the path).
 func (c Call) Model() string {
 	if strings.HasPrefix(c.Path, "/v1beta/models/") {
-		return strings.TrimSuffix(strings.TrimPrefix(c.Path, "/v1beta/models/"), ":generateContent")
+		m := strings.TrimPrefix(c.Path, "/v1beta/models/")
+		return strings.TrimSuffix(strings.TrimSuffix(m, ":generateContent"), ":streamGenerateContent")
 	}
 	m, _ := c.Body["model"].(string)
 	return m

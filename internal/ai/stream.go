@@ -1,0 +1,84 @@
+package ai
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+)
+
+// maxStreamBytes bounds what is read of one streamed answer.
+const maxStreamBytes = 64 << 20
+
+// The causes of a streamed call's end that are ours: a timeout before the first event
+// (ai.timeout) or between two events (ai.stream_idle_timeout).
+var (
+	errFirstEvent = errors.New("ai.timeout passed before the first event")
+	errIdle       = errors.New("ai.stream_idle_timeout passed between two events")
+)
+
+// stream calls the provider for a streamed answer, retrying only until the provider starts
+// answering, and hands every piece of text to onDelta as it arrives. On a failure after the
+// answer started, the result so far (its usage) comes with the error.
+func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call, onDelta func(string) error) (*result, int, *upstreamError) {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	timer := time.AfterFunc(s.timeout, func() { cancel(errFirstEvent) })
+	defer timer.Stop()
+
+	var resp *http.Response
+	attempts, uerr := s.retry(parent, ctx, s.now().Add(s.timeout), ep, c, func() *upstreamError {
+		r, u := s.send(ctx, ep.provider, cfg, c)
+		resp = r
+		return u
+	})
+	if uerr != nil {
+		return nil, attempts, uerr
+	}
+	defer resp.Body.Close()
+
+	dec := ep.provider.newStream(resp.Header)
+	events := newSSEReader(io.LimitReader(resp.Body, maxStreamBytes))
+	fail := func(u *upstreamError) (*result, int, *upstreamError) {
+		if parent.Err() != nil {
+			u = &upstreamError{canceled: true, status: http.StatusOK}
+		}
+		u.midStream, u.message = true, redact(u.message, cfg.APIKey)
+		if u.status == 0 {
+			u.status = resp.StatusCode
+		}
+		return dec.result(), attempts, u
+	}
+	for {
+		name, data, err := events.next()
+		if err != nil {
+			if errors.Is(err, io.EOF) && dec.endsAtEOF() {
+				break
+			}
+			u := transportError(ctx, err)
+			if !u.timeout && !u.canceled {
+				u = &upstreamError{message: "the stream broke off: " + netReason(err)}
+				if errors.Is(err, io.EOF) {
+					u.message = "the stream ended before its last event"
+				}
+			}
+			return fail(u)
+		}
+		timer.Reset(s.idle)
+		delta, end, err := dec.event(name, data)
+		if err != nil {
+			return fail(asUpstream(err))
+		}
+		if delta != "" {
+			if err := onDelta(delta); err != nil {
+				cancel(err)
+				return fail(&upstreamError{canceled: true})
+			}
+		}
+		if end {
+			break
+		}
+	}
+	return dec.result(), attempts, nil
+}
