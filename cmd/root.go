@@ -108,6 +108,7 @@ func newRootCmd(f *factory) *cobra.Command {
 	config.BindFlags(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(f), newUsersCmd(f), newUsageCmd(f), newVersionCmd(f))
+	root.AddCommand(newKeysCmd(f))
 	root.AddCommand(newTemplatesCmd(f))
 	root.AddCommand(newMongoCmd(f))
 	root.AddCommand(newMockCmd(f))

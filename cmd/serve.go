@@ -62,6 +62,9 @@ func runServe(ctx context.Context, f *factory) error {
 		DBCheck:   svc.dbcheck,
 		AI:        svc.ai,
 		Usage:     svc.usage,
+		Keys:      svc.keys,
+		Budget:    svc.budget,
+		Gateway:   svc.gateway,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Addr)

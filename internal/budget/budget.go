@@ -148,7 +148,7 @@ func monthID(userID, m string) string { return userID + "|" + m }
 
 // Reserve holds worstCaseUSD of userID's current month for one call, with one conditional
 // atomic update when the month's document exists. Returns PaymentRequired (402) when the
-// budget cannot cover it, Unavailable when the store fails.
+// budget cannot cover it (the cause is an *Exceeded), Unavailable when the store fails.
 func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float64) (*Reservation, error) {
 	if math.IsNaN(worstCaseUSD) || worstCaseUSD < 0 {
 		worstCaseUSD = 0
@@ -417,8 +417,10 @@ func (e *Exceeded) Error() string {
 		dollars(e.Limit), dollars(e.Left), dollars(e.Worst), day)
 }
 
+// exceeded is the PaymentRequired error of a refused call; its message is the Exceeded's.
 func exceeded(limit, left, worst float64, resets time.Time) error {
-	return &Exceeded{Limit: limit, Left: max(left, 0), Worst: worst, ResetsOn: resets}
+	e := &Exceeded{Limit: limit, Left: max(left, 0), Worst: worst, ResetsOn: resets}
+	return apperr.Wrap(apperr.PaymentRequired, e, e.Error())
 }
 
 // dollars writes an amount as $25.00, or with the digits it needs below a cent ($0.000123).

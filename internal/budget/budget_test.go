@@ -82,7 +82,8 @@ func TestReserveSettleStatus(t *testing.T) {
 		t.Fatalf("status after settle %+v", st)
 	}
 	_, err = s.Reserve(ctx, "u1", 0.0001)
-	if err == nil || err.Error() != "Monthly AI budget of $1.00 reached; it resets on 2026-12-01" {
+	if e := apperr.As(err); e == nil || e.Kind != apperr.PaymentRequired ||
+		e.Messages[0] != "Monthly AI budget of $1.00 reached; it resets on 2026-12-01" {
 		t.Fatalf("reserve on a spent budget: %v", err)
 	}
 	// Raising the limit applies at once; clearing it lifts the budget.

@@ -122,6 +122,8 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_LOG_FORMAT", "xml"},
 		{"APP_RATELIMIT_TRUSTED_PROXIES", "10.0.0.0/33"},
 		{"APP_DBCHECK_MAX_LIMIT", "0"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "-1"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "lots"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
@@ -159,5 +161,18 @@ func TestLoad_TrustedProxies(t *testing.T) {
 	}
 	if len(c.RateLimit.TrustedProxies) != 3 || c.RateLimit.TrustedProxies[0].String() != "10.0.0.1/32" {
 		t.Fatalf("trusted proxies = %v", c.RateLimit.TrustedProxies)
+	}
+}
+
+// Ensure ai.default_monthly_budget is optional dollars.
+func TestLoad_DefaultMonthlyBudget(t *testing.T) {
+	t.Parallel()
+	c, err := Load(flags(t), env(nil))
+	if err != nil || c.AI.DefaultMonthlyBudget != nil {
+		t.Fatalf("unset: %v, %v", c.AI.DefaultMonthlyBudget, err)
+	}
+	c, err = Load(flags(t), env(map[string]string{"APP_AI_DEFAULT_MONTHLY_BUDGET": "$12.5"}))
+	if err != nil || c.AI.DefaultMonthlyBudget == nil || *c.AI.DefaultMonthlyBudget != 12.5 {
+		t.Fatalf("set: %v, %v", c.AI.DefaultMonthlyBudget, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -47,6 +48,10 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 				h["X-Ratelimit-Limit"] = limitVal
 				h["X-Ratelimit-Remaining"] = counts[0]
 				h["X-Ratelimit-Reset"] = reset
+				if strings.HasPrefix(r.URL.Path, "/v1/") { // the OpenAI-compatible routes answer in OpenAI's format
+					writeOpenAI(w, openAIError(http.StatusTooManyRequests, apperr.RateLimited, "Too Many Requests"))
+					return
+				}
 				writeEnvelope(w, http.StatusTooManyRequests, "Too Many Requests")
 				return
 			}

@@ -13,7 +13,10 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/gateway"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/ratelimit"
 	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/internal/usage"
@@ -48,6 +51,9 @@ type Deps struct {
 	Usage     *usage.Service     // usage summaries
 	Templates *templates.Service // property templates
 	DBCheck   *dbcheck.Service   // MongoDB utilities
+	Keys      *keys.Service      // personal API keys (/api/keys; a key is accepted on the AI routes and /v1)
+	Budget    *budget.Service    // GET /api/ai/budget
+	Gateway   *gateway.Service   // the OpenAI-compatible /v1
 }
 
 // NewServer returns the API's handler with every route and middleware in place.

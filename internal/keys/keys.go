@@ -35,6 +35,10 @@ const Prefix = "sk-app-"
 // secretLen is the length of the base62 text of 32 random bytes (62^43 > 2^256).
 const secretLen = 43
 
+// prefixLen is how many characters of the secret are kept in clear to recognise a key by:
+// 62^8 keys share a prefix, so it tells nothing useful about the rest.
+const prefixLen = 8
+
 // CacheTTL is the longest a resolved key is trusted without reading the store again: the
 // longest a revocation made elsewhere takes to be honoured.
 const CacheTTL = 30 * time.Second
@@ -52,7 +56,7 @@ type doc struct {
 	UserID     string     `bson:"userId"`
 	Email      string     `bson:"email,omitempty"` // the owner's e-mail when created (for operators)
 	Name       string     `bson:"name"`
-	Prefix     string     `bson:"prefix"` // the key's first characters, to recognise it in a list
+	Prefix     string     `bson:"prefix"` // the first characters after sk-app-, to recognise the key in a list
 	CreatedAt  time.Time  `bson:"createdAt"`
 	ExpiresAt  *time.Time `bson:"expiresAt,omitempty"`
 	LastUsedAt *time.Time `bson:"lastUsedAt,omitempty"`
@@ -142,7 +146,7 @@ func (s *Service) Create(ctx context.Context, userID, email string, in CreateInp
 	}
 	now := s.now().UTC().Truncate(time.Millisecond)
 	d := doc{ID: uuid.NewString(), Digest: Digest(key), UserID: userID, Email: email, Name: in.Name,
-		Prefix: key[:len(Prefix)+6], CreatedAt: now}
+		Prefix: key[len(Prefix) : len(Prefix)+prefixLen], CreatedAt: now}
 	if in.ExpiresInDays != nil {
 		exp := now.AddDate(0, 0, *in.ExpiresInDays)
 		d.ExpiresAt = &exp

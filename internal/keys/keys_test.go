@@ -43,7 +43,7 @@ func TestCreateListAuthenticate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !LooksLikeKey(c.Key) || len(c.Key) != len(Prefix)+secretLen || !strings.HasPrefix(c.Key, c.Prefix) {
+	if !LooksLikeKey(c.Key) || len(c.Key) != len(Prefix)+secretLen || !strings.HasPrefix(c.Key, Prefix+c.Prefix) || len(c.Prefix) != prefixLen {
 		t.Fatalf("key %q prefix %q", c.Key, c.Prefix)
 	}
 	if c.ExpiresAt == nil || !c.ExpiresAt.Equal(c.CreatedAt.AddDate(0, 0, 7)) {
