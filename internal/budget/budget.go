@@ -10,7 +10,7 @@
 // ai_budgets holds two kinds of documents:
 //
 //	{_id: "<userId>", userId, limit}                  the user's own budget (absent: the default)
-//	{_id: "<userId>|2026-11", userId, month, limit, spent, reserved, left, holds: {<id>: {usd, until}}}
+//	{_id: "<userId>|2026-11", userId, month, limit, spent, reserved, left, holds: {<id>: {usd, until}}, dead: {<id>: true}}
 //
 // In a month document, spent is the month's recorded cost (the usage log's total when the
 // document was created, plus every settled call since), reserved the sum of open holds, and
@@ -37,6 +37,10 @@ import (
 
 // Collection is the name of the collection this package owns.
 const Collection = "ai_budgets"
+
+// epsilon absorbs the rounding of sums of dollars in float64 (a budget of $1.00 holds fifty
+// calls of $0.02): far below the 10-decimal rounding of costs.
+const epsilon = 1e-12
 
 // MaxLimit is the largest budget accepted (USD per month).
 const MaxLimit = 1e9
@@ -70,14 +74,18 @@ type Service struct {
 	spent   SpentReader
 	now     func() time.Time
 
-	serial bool
-	mu     sync.Mutex // held around each read-modify-write update when serial
+	// serial, when set, lets one update of this process run at a time (a semaphore, so that a
+	// waiting update still honours its context).
+	serial chan struct{}
 }
 
 // New returns the service on db's ai_budgets collection and creates its index.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
 	s := &Service{coll: db.Collection(Collection), def: opts.Default, holdFor: opts.HoldFor, spent: opts.Spent,
-		now: opts.Now, serial: opts.Serialize}
+		now: opts.Now}
+	if opts.Serialize {
+		s.serial = make(chan struct{}, 1)
+	}
 	if s.holdFor <= 0 {
 		s.holdFor = 2 * time.Minute
 	}
@@ -158,7 +166,9 @@ func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float
 	r := &Reservation{svc: s, docID: monthID(userID, m), id: uuid.NewString(), usd: worstCaseUSD}
 	filter := bson.D{{Key: "_id", Value: r.docID}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "limit", Value: nil}},
-		bson.D{{Key: "left", Value: bson.D{{Key: "$gte", Value: worstCaseUSD}}}},
+		// Room for the worst case, and something left (a call of unknown price is not free
+		// on a spent budget).
+		bson.D{{Key: "left", Value: bson.D{{Key: "$gte", Value: worstCaseUSD - epsilon}, {Key: "$gt", Value: 0}}}},
 	}}}
 	update := bson.D{
 		{Key: "$inc", Value: bson.D{{Key: "reserved", Value: worstCaseUSD}, {Key: "left", Value: -worstCaseUSD}}},
@@ -185,7 +195,7 @@ func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float
 		if err != nil {
 			return nil, err
 		}
-		if released == 0 && d.Left < worstCaseUSD {
+		if released == 0 && (d.Left < worstCaseUSD-epsilon || d.Left <= 0) {
 			return nil, exceeded(*d.Limit, d.Left, worstCaseUSD, resets)
 		}
 	}
@@ -196,7 +206,8 @@ func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float
 }
 
 // Settle turns the reservation into the call's real cost (0 for a call that cost nothing).
-// Only the first call counts. A hold already released as dead still has its cost counted.
+// Only the first call counts. A hold already released as dead still has its cost counted. When
+// the store does not answer, Settle keeps trying in the background until HoldFor has passed.
 func (r *Reservation) Settle(ctx context.Context, actualUSD float64) {
 	if r == nil {
 		return
@@ -205,21 +216,51 @@ func (r *Reservation) Settle(ctx context.Context, actualUSD float64) {
 		if math.IsNaN(actualUSD) || actualUSD < 0 {
 			actualUSD = 0
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		s := r.svc
-		matched, err := s.update(ctx,
-			bson.D{{Key: "_id", Value: r.docID}, {Key: "holds." + r.id, Value: bson.D{{Key: "$exists", Value: true}}}},
-			bson.D{
-				{Key: "$inc", Value: bson.D{{Key: "reserved", Value: -r.usd}, {Key: "left", Value: r.usd - actualUSD}, {Key: "spent", Value: actualUSD}}},
-				{Key: "$unset", Value: bson.D{{Key: "holds." + r.id, Value: ""}}},
-			})
-		if err == nil && !matched && actualUSD > 0 {
-			_, err = s.update(ctx, bson.D{{Key: "_id", Value: r.docID}},
-				bson.D{{Key: "$inc", Value: bson.D{{Key: "left", Value: -actualUSD}, {Key: "spent", Value: actualUSD}}}})
+		ctx = context.WithoutCancel(ctx)
+		first, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := r.settle(first, actualUSD)
+		cancel()
+		if err == nil {
+			return
 		}
-		_ = err // the hold stays and is released after HoldFor; the usage log keeps the cost
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, r.svc.holdFor)
+			defer cancel()
+			for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+				select {
+				case <-ctx.Done():
+					return // the usage log keeps the cost; the budget misses it
+				case <-time.After(wait):
+				}
+				if r.settle(ctx, actualUSD) == nil {
+					return
+				}
+			}
+		}()
 	})
+}
+
+// settle applies the settlement once, whichever attempt reaches the store: it matches the
+// open hold, else the record of its release as dead, else nothing (an earlier attempt
+// succeeded).
+func (r *Reservation) settle(ctx context.Context, actualUSD float64) error {
+	s := r.svc
+	matched, err := s.update(ctx,
+		bson.D{{Key: "_id", Value: r.docID}, {Key: "holds." + r.id, Value: bson.D{{Key: "$exists", Value: true}}}},
+		bson.D{
+			{Key: "$inc", Value: bson.D{{Key: "reserved", Value: -r.usd}, {Key: "left", Value: r.usd - actualUSD}, {Key: "spent", Value: actualUSD}}},
+			{Key: "$unset", Value: bson.D{{Key: "holds." + r.id, Value: ""}}},
+		})
+	if err != nil || matched {
+		return err
+	}
+	_, err = s.update(ctx,
+		bson.D{{Key: "_id", Value: r.docID}, {Key: "dead." + r.id, Value: bson.D{{Key: "$exists", Value: true}}}},
+		bson.D{
+			{Key: "$inc", Value: bson.D{{Key: "left", Value: -actualUSD}, {Key: "spent", Value: actualUSD}}},
+			{Key: "$unset", Value: bson.D{{Key: "dead." + r.id, Value: ""}}},
+		})
+	return err
 }
 
 // Status returns userID's budget for the current month.
@@ -363,6 +404,7 @@ func (s *Service) find(ctx context.Context, id string) (*month, error) {
 
 // releaseDead releases the holds of d whose time has passed, each with its own conditional
 // update (so that two processes cannot release one twice), and returns how many it released.
+// A released hold is remembered under `dead` until its settlement, if it ever comes.
 func (s *Service) releaseDead(ctx context.Context, d *month, now time.Time) (int, error) {
 	n := 0
 	for id, h := range d.Holds {
@@ -374,6 +416,7 @@ func (s *Service) releaseDead(ctx context.Context, d *month, now time.Time) (int
 			bson.D{
 				{Key: "$inc", Value: bson.D{{Key: "reserved", Value: -h.USD}, {Key: "left", Value: h.USD}}},
 				{Key: "$unset", Value: bson.D{{Key: "holds." + id, Value: ""}}},
+				{Key: "$set", Value: bson.D{{Key: "dead." + id, Value: true}}}, // a late settle still counts
 			})
 		if err != nil {
 			return n, err
@@ -388,9 +431,13 @@ func (s *Service) releaseDead(ctx context.Context, d *month, now time.Time) (int
 // update applies one conditional update and reports whether it matched. On the embedded
 // store, this process's updates run one at a time (see Options.Serialize).
 func (s *Service) update(ctx context.Context, filter, update bson.D) (bool, error) {
-	if s.serial {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+	if s.serial != nil {
+		select {
+		case s.serial <- struct{}{}:
+			defer func() { <-s.serial }()
+		case <-ctx.Done():
+			return false, apperr.Wrap(apperr.Unavailable, ctx.Err(), "the AI budget could not be checked; try again")
+		}
 	}
 	res, err := s.coll.UpdateOne(ctx, filter, update)
 	if err != nil {
