@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
 )
 
 func newUsersCmd(f *factory) *cobra.Command {
@@ -165,7 +166,7 @@ func runUsersBudget(ctx context.Context, f *factory, s *services, opts *usersBud
 		if v == nil {
 			return "none"
 		}
-		return "$" + strconv.FormatFloat(*v, 'f', -1, 64)
+		return budget.Dollars(*v)
 	}
 	p.card("", [][2]string{
 		{"user", u.Email}, {"monthly budget", money(st.Limit)}, {"spent this month", money(&st.Spent)},

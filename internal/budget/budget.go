@@ -457,11 +457,11 @@ type Exceeded struct {
 func (e *Exceeded) Error() string {
 	day := e.ResetsOn.Format(time.DateOnly)
 	if e.Left < 1e-9 || e.Left < e.Limit*1e-6 {
-		return fmt.Sprintf("Monthly AI budget of %s reached; it resets on %s", dollars(e.Limit), day)
+		return fmt.Sprintf("Monthly AI budget of %s reached; it resets on %s", Dollars(e.Limit), day)
 	}
 	return fmt.Sprintf("Monthly AI budget of %s nearly reached: %s left is less than this call's worst case of %s "+
 		"(its prompt and its maximum output tokens; a lower maxTokens may fit); it resets on %s",
-		dollars(e.Limit), dollars(e.Left), dollars(e.Worst), day)
+		Dollars(e.Limit), Dollars(e.Left), Dollars(e.Worst), day)
 }
 
 // exceeded is the PaymentRequired error of a refused call; its message is the Exceeded's.
@@ -470,8 +470,8 @@ func exceeded(limit, left, worst float64, resets time.Time) error {
 	return apperr.Wrap(apperr.PaymentRequired, e, e.Error())
 }
 
-// dollars writes an amount as $25.00, or with the digits it needs below a cent ($0.000123).
-func dollars(v float64) string {
+// Dollars writes an amount as $25.00, or with the digits it needs below a cent ($0.000123).
+func Dollars(v float64) string {
 	if v == math.Round(v*100)/100 || v >= 0.01 {
 		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
 	}

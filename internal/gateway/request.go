@@ -176,8 +176,8 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 	p, ok := s.prices.ProviderOf(model)
 	if !ok {
 		return &Error{Status: 400, Type: "invalid_request_error", Param: ptr("model"), Code: ptr("model_not_found"),
-			Message: fmt.Sprintf("The model '%s' is not known to this gateway: name it with its provider, as openai/<model>, "+
-				"anthropic/<model> or gemini/<model>.", model)}
+			Message: fmt.Sprintf("The model '%s' is not known to this gateway: name it with its provider: openai/MODEL, "+
+				"anthropic/MODEL or gemini/MODEL.", model)}
 	}
 	req.Provider, req.Input.Model = p, model
 	return nil
