@@ -242,14 +242,15 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Owner, error) {
 	s.cache[digest] = c
 	s.mu.Unlock()
 	if touch {
-		s.touch(ctx, c.owner.KeyID, now)
+		// In the background: the request does not wait for it (at most one a minute per key).
+		go s.touch(context.WithoutCancel(ctx), c.owner.KeyID, now)
 	}
 	return c.owner, nil
 }
 
 // touch records when a key was last used; a failure only leaves the date older.
 func (s *Service) touch(ctx context.Context, id string, now time.Time) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, _ = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "lastUsedAt", Value: now.UTC()}}}})
 }

@@ -74,8 +74,13 @@ func TestCreateListAuthenticate(t *testing.T) {
 	if err != nil || owner != (Owner{UserID: "u1", KeyID: c.ID}) {
 		t.Fatalf("authenticate = %+v, %v", owner, err)
 	}
-	if list, _ = s.List(ctx, "u1"); list[0].LastUsedAt == nil {
-		t.Fatal("lastUsedAt not set by a use")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if list, _ = s.List(ctx, "u1"); list[0].LastUsedAt != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lastUsedAt not set by a use")
+		}
 	}
 }
 
