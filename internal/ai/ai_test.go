@@ -1,9 +1,13 @@
 package ai_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -537,5 +541,60 @@ func TestComplete_ReportedModelGuard(t *testing.T) {
 				t.Errorf("model %q / recorded %q, want %q", c.Model, rec.all()[0].Model, tt.want)
 			}
 		})
+	}
+}
+
+// Ensure an upstream that sends one answer nobody asked for on a keep-alive connection never
+// hands it to the next caller: the next call gets its own answer.
+func TestComplete_UnaskedAnswerNotServedToNextCaller(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	answer := func(content string) string {
+		b, _ := json.Marshal(aitest.OpenAIAnswer("gpt-4o-mini", "answer to "+content, 1, 1, 0))
+		return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
+	}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for first := true; ; first = false {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					var body struct {
+						Messages []ai.Message `json:"messages"`
+					}
+					_ = json.NewDecoder(req.Body).Decode(&body)
+					out := answer(body.Messages[0].Content)
+					if first { // the same answer twice: the second was never asked for
+						out += out
+					}
+					if _, err := io.WriteString(conn, out); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	svc := ai.New(ai.Options{Providers: map[string]ai.ProviderConfig{"openai": {APIKey: testKey, BaseURL: "http://" + ln.Addr().String() + "/v1", DefaultModel: "m"}},
+		Timeout: 5 * time.Second, RetryBase: time.Millisecond})
+	for _, content := range []string{"one", "two", "three"} {
+		c, err := svc.Complete(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"`+content+`"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Text != "answer to "+content {
+			t.Fatalf("call %q got %q: another caller's answer", content, c.Text)
+		}
 	}
 }

@@ -179,7 +179,10 @@ func decodeAnswer(name string, data []byte, v any) error {
 		return nil
 	}
 	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
+	if errors.As(err, &typ) {
+		if typ.Field == "" {
+			return malformed(fmt.Sprintf("%s sent an answer that is not a JSON object", name))
+		}
 		return malformed(fmt.Sprintf("%s sent an answer with an unreadable %s", name, typ.Field))
 	}
 	return malformed(name + " sent an answer that is not valid JSON")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +25,14 @@ var (
 func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call, onDelta func(string) error) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	timer := time.AfterFunc(s.timeout, func() { cancel(errFirstEvent) })
+	var started atomic.Bool // an event came: the timer is the idle one
+	timer := time.AfterFunc(s.timeout, func() {
+		if started.Load() {
+			cancel(errIdle)
+		} else {
+			cancel(errFirstEvent)
+		}
+	})
 	defer timer.Stop()
 
 	var resp *http.Response
@@ -65,6 +73,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 			}
 			return fail(u)
 		}
+		started.Store(true)
 		timer.Reset(s.idle)
 		delta, end, err := dec.event(name, data)
 		if err != nil {

@@ -41,14 +41,22 @@ func handleAIComplete(svc *ai.Service, provider string) http.Handler {
 // proxies keep the connection.
 var pingInterval = 15 * time.Second
 
-// sseWriter writes server-sent events, each flushed at once; safe for concurrent use (the
-// pings come from their own goroutine).
+// sseWriter writes server-sent events. Each event is written to the answer's buffer and
+// flushed by the stream's own goroutine (run) as soon as it is told: events written while a
+// flush is under way leave with the next one, so a stream that is behind catches up in fewer
+// writes to the socket. Safe for concurrent use.
 type sseWriter struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool
+	err     error     // the first failed write or flush
 	last    time.Time // when something was last written
+	flush   chan struct{}
+}
+
+func newSSEWriter(w http.ResponseWriter) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w), flush: make(chan struct{}, 1)}
 }
 
 // start writes the header of the event stream.
@@ -64,35 +72,66 @@ func (s *sseWriter) start() {
 	s.started = true
 }
 
-// event writes one event with v as its JSON data.
+// event writes one event with v as its JSON data and asks for a flush.
 func (s *sseWriter) event(name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.started {
 		s.start()
 	}
-	return s.write("event: " + name + "\ndata: " + string(data) + "\n\n")
+	s.write("event: " + name + "\ndata: " + string(data) + "\n\n")
+	err = s.err
+	s.mu.Unlock()
+	select {
+	case s.flush <- struct{}{}:
+	default: // a flush is asked for already
+	}
+	return err
 }
 
-// ping writes a comment line when nothing was written for pingInterval.
-func (s *sseWriter) ping() {
+func (s *sseWriter) write(text string) {
+	s.last = time.Now()
+	if s.err == nil {
+		_, s.err = s.w.Write([]byte(text))
+	}
+}
+
+// flushNow sends what was written.
+func (s *sseWriter) flushNow() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started && time.Since(s.last) >= pingInterval {
-		_ = s.write(": ping\n\n")
+	if s.err == nil {
+		s.err = s.rc.Flush()
 	}
 }
 
-func (s *sseWriter) write(text string) error {
-	s.last = time.Now()
-	if _, err := s.w.Write([]byte(text)); err != nil {
-		return err
+// run flushes what event writes and, once the stream started, writes a comment line when
+// nothing was written for pingInterval; it returns when stop is closed or the client leaves.
+func (s *sseWriter) run(stop, gone <-chan struct{}) {
+	t := time.NewTicker(pingInterval / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-gone:
+			return
+		case <-s.flush:
+			s.flushNow()
+		case <-t.C:
+			s.mu.Lock()
+			if s.started && time.Since(s.last) >= pingInterval {
+				s.write(": ping\n\n")
+				if s.err == nil {
+					s.err = s.rc.Flush()
+				}
+			}
+			s.mu.Unlock()
+		}
 	}
-	return s.rc.Flush()
 }
 
 // streamAnswer answers a streamed call: `event: delta` {"text"} per piece as it arrives,
@@ -100,37 +139,26 @@ func (s *sseWriter) write(text string) error {
 // when the provider fails after the first piece was sent. A failure before it is an ordinary
 // JSON error answer.
 func streamAnswer(w http.ResponseWriter, r *http.Request, svc *ai.Service, userID, provider string, in ai.ChatInput) {
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	sw := newSSEWriter(w)
 	stop := make(chan struct{})
-	var pings sync.WaitGroup
-	pings.Go(func() {
-		t := time.NewTicker(pingInterval / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-r.Context().Done():
-				return
-			case <-t.C:
-				sw.ping()
-			}
-		}
-	})
+	var flusher sync.WaitGroup
+	flusher.Go(func() { sw.run(stop, r.Context().Done()) })
 	c, err := svc.Stream(r.Context(), userID, provider, in, func(text string) error {
 		return sw.event("delta", struct {
 			Text string `json:"text"`
 		}{text})
 	})
 	close(stop)
-	pings.Wait()
+	flusher.Wait()
 	switch {
 	case err == nil:
 		_ = sw.event("done", c)
 	case !sw.started:
 		writeError(w, r, err)
+		return
 	default:
 		env, _ := envelopeOf(r, err)
 		_ = sw.event("error", env)
 	}
+	sw.flushNow()
 }

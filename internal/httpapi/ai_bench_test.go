@@ -25,12 +25,9 @@ type discardRecorder struct{}
 
 func (discardRecorder) Record(context.Context, usage.Record) error { return nil }
 
-// bareTransport serves the bare proxies of BenchmarkProxyOverhead, configured as the service's;
-// netHTTPTransport is net/http's own, configured alike.
-var (
-	bareTransport    = ai.NewTransport(256)
-	netHTTPTransport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, DisableCompression: true}
-)
+// bareTransport serves the do-nothing forwarders of the benchmarks: net/http's Transport,
+// configured as the service's.
+var bareTransport = ai.NewTransport(256)
 
 // fastUpstream is an in-process OpenAI fake answering one fixed completion as fast as it can.
 func fastUpstream(b *testing.B) *httptest.Server {
@@ -114,13 +111,12 @@ func bareProxy(b *testing.B, rt http.RoundTripper, upstream string, contractHead
 
 // BenchmarkProxyOverhead compares POST /api/ai/openai/chat through the whole stack (JWT, rate
 // limit, access log, validation, upstream call, normalization, pricing, recording) with the
-// same client calling the in-process fake upstream directly: 32 concurrent clients, then one
-// client (the added latency per request without queueing). "bare-proxy-ratio" is the same
-// comparison for a proxy that does nothing but forward over the service's transport, the
-// ceiling of "ratio"; "contract-floor-ratio" for one that also carries the headers our
-// contract requires, and "nethttp-contract-floor-ratio" for that one over net/http's
-// Transport. "recorded" queues every request into the real recorder writing to the embedded
-// store; the others use a discarding recorder.
+// same client calling the in-process fake upstream directly, and with a do-nothing forwarder
+// over the same net/http transport that carries the headers our contract requires
+// ("forwarder-ratio": ours / the forwarder, target >= 0.75). "c1/added-p50" alternates single
+// requests to the fake and through the stack and reports the p50 each and their difference
+// (target <= 100 µs). The "recorded" rows queue every request into the real recorder writing
+// to the embedded store; the others use a discarding recorder.
 func BenchmarkProxyOverhead(b *testing.B) {
 	up := fastUpstream(b)
 	tokens := auth.NewTokens(secret, time.Hour)
@@ -135,45 +131,60 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		return srv
 	}
 	proxy := newProxy(discardRecorder{})
-	direct := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.7,"max_completion_tokens":1000}`)
-	ours := []byte(`{"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
-
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 128}}
-	b.Run("c32/ratio", func(b *testing.B) {
-		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
-			requester(client, "POST", proxy.URL+"/api/ai/openai/chat", token, ours))
-	})
-	// The floor of any net/http proxy on this machine: a handler that only forwards the body
-	// and copies the answer back (no auth, validation, JSON, pricing or logging).
-	bare := bareProxy(b, bareTransport, up.URL, false)
-	b.Run("c32/bare-proxy-ratio", func(b *testing.B) {
-		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
-			requester(client, "POST", bare.URL+"/v1/chat/completions", "", direct))
-	})
-	// The same, carrying the headers the contract asks of every proxied call: the client's
-	// bearer token in, the provider's key and JSON headers out, the request id and the three
-	// rate-limit headers back.
-	contract := bareProxy(b, bareTransport, up.URL, true)
-	b.Run("c32/contract-floor-ratio", func(b *testing.B) {
-		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
-			requester(client, "POST", contract.URL+"/v1/chat/completions", token, direct))
-	})
-	// The same forwarder over net/http's Transport: what the upstream transport (h1) saves.
-	netContract := bareProxy(b, netHTTPTransport, up.URL, true)
-	b.Run("c32/nethttp-contract-floor-ratio", func(b *testing.B) {
-		interleavedRatio(b, 32, requester(client, "POST", up.URL+"/v1/chat/completions", "", direct),
-			requester(client, "POST", netContract.URL+"/v1/chat/completions", token, direct))
-	})
-	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
-	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
-	b.Run("c1/direct", func(b *testing.B) { drive(b, 1, up.URL+"/v1/chat/completions", "", direct) })
-	b.Run("c1/proxied", func(b *testing.B) { drive(b, 1, proxy.URL+"/api/ai/openai/chat", token, ours) })
-
 	us, err := usage.New(context.Background(), storetest.DB(b), usage.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = us.Close(context.Background()) })
 	recorded := newProxy(us)
+	direct := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.7,"max_completion_tokens":1000}`)
+	ours := []byte(`{"messages":[{"role":"user","content":"Say hello in one short sentence."}]}`)
+	// The floor of any net/http proxy on this machine: a handler that only forwards the body
+	// and copies the answer back, carrying the headers the contract asks of every proxied call
+	// (the client's bearer token in, the provider's key and JSON headers out, the request id
+	// and the three rate-limit headers back), over the service's transport.
+	forwarder := bareProxy(b, bareTransport, up.URL, true)
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 128}}
+	toFake := requester(client, "POST", up.URL+"/v1/chat/completions", "", direct)
+	toForwarder := requester(client, "POST", forwarder.URL+"/v1/chat/completions", token, direct)
+	toProxy := requester(client, "POST", proxy.URL+"/api/ai/openai/chat", token, ours)
+	toRecorded := requester(client, "POST", recorded.URL+"/api/ai/openai/chat", token, ours)
+	b.Run("c32/ratio", func(b *testing.B) { interleavedRatio(b, 32, toFake, toProxy) })
+	b.Run("c32/forwarder-ratio", func(b *testing.B) { interleavedRatio(b, 32, toForwarder, toProxy) })
+	b.Run("c32/forwarder-ratio-recorded", func(b *testing.B) { interleavedRatio(b, 32, toForwarder, toRecorded) })
+	b.Run("c1/added-p50", func(b *testing.B) { addedP50(b, toFake, toProxy) })
+	b.Run("c1/added-p50-recorded", func(b *testing.B) { addedP50(b, toFake, toRecorded) })
+	b.Run("c32/direct", func(b *testing.B) { drive(b, 32, up.URL+"/v1/chat/completions", "", direct) })
+	b.Run("c32/proxied", func(b *testing.B) { drive(b, 32, proxy.URL+"/api/ai/openai/chat", token, ours) })
+	b.Run("c1/direct", func(b *testing.B) { drive(b, 1, up.URL+"/v1/chat/completions", "", direct) })
+	b.Run("c1/proxied", func(b *testing.B) { drive(b, 1, proxy.URL+"/api/ai/openai/chat", token, ours) })
 	b.Run("c32/proxied-recorded", func(b *testing.B) { drive(b, 32, recorded.URL+"/api/ai/openai/chat", token, ours) })
+}
+
+// addedP50 alternates one request to base and one to subject from a single client, b.N pairs
+// (at least 2,000), and reports each side's p50 and the difference: the latency subject adds.
+func addedP50(b *testing.B, base, subject func() error) {
+	n := max(b.N, 2000)
+	lb, ls := make([]time.Duration, 0, n), make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		for _, side := range []struct {
+			fn  func() error
+			lat *[]time.Duration
+		}{{base, &lb}, {subject, &ls}} {
+			t := time.Now()
+			if err := side.fn(); err != nil {
+				b.Fatal(err)
+			}
+			*side.lat = append(*side.lat, time.Since(t))
+		}
+	}
+	p50 := func(d []time.Duration) float64 {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return float64(d[len(d)/2].Nanoseconds()) / 1000
+	}
+	pb, ps := p50(lb), p50(ls)
+	b.ReportMetric(pb, "base-p50-µs")
+	b.ReportMetric(ps, "p50-µs")
+	b.ReportMetric(ps-pb, "added-p50-µs")
 }

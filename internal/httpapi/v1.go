@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
@@ -48,44 +47,29 @@ func handleV1Chat(gw *gateway.Service) http.Handler {
 
 // streamV1 answers a streamed call as OpenAI does: `data: <chunk>` events, then `data: [DONE]`.
 // A failure before the first chunk is an ordinary error answer; after it, an event carrying
-// OpenAI's error object ends the stream (the SDKs raise it).
+// OpenAI's error object ends the stream (the SDKs raise it). The writer and its flushing
+// goroutine are those of the /api/ai/* streams.
 func streamV1(w http.ResponseWriter, r *http.Request, gw *gateway.Service, userID string, req *gateway.Request) {
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
-	stop := keepAlive(r, sw)
+	sw := newSSEWriter(w)
+	stop := make(chan struct{})
+	var flusher sync.WaitGroup
+	flusher.Go(func() { sw.run(stop, r.Context().Done()) })
 	err := gw.Stream(r.Context(), userID, req, func(c *gateway.Chunk) error { return sw.data(c) })
-	stop()
+	close(stop)
+	flusher.Wait()
 	switch {
 	case err == nil:
 		_ = sw.raw("[DONE]")
 	case !sw.started:
 		writeV1Error(w, r, err)
+		return
 	default:
 		_ = sw.data(gateway.ErrorBody{Error: *v1Error(r, err)})
 	}
+	sw.flushNow()
 }
 
-// keepAlive pings sw from its own goroutine while the call runs; the returned stop ends it.
-func keepAlive(r *http.Request, sw *sseWriter) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(pingInterval / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-r.Context().Done():
-				return
-			case <-t.C:
-				sw.ping()
-			}
-		}
-	})
-	return func() { close(done); wg.Wait() }
-}
-
-// data writes one unnamed event with v as its JSON data.
+// data writes one unnamed event (OpenAI's streams name none) with v as its JSON data.
 func (s *sseWriter) data(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -94,14 +78,20 @@ func (s *sseWriter) data(v any) error {
 	return s.raw(string(b))
 }
 
-// raw writes one unnamed event with text as its data.
+// raw writes one unnamed event with text as its data and asks for a flush.
 func (s *sseWriter) raw(text string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.started {
 		s.start()
 	}
-	return s.write("data: " + text + "\n\n")
+	s.write("data: " + text + "\n\n")
+	err := s.err
+	s.mu.Unlock()
+	select {
+	case s.flush <- struct{}{}:
+	default: // a flush is asked for already
+	}
+	return err
 }
 
 // handleV1Models answers GET /v1/models: the configured providers' models in OpenAI's list.

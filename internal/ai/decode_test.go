@@ -1,0 +1,166 @@
+package ai
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Golden answers of the typed decoders: what each provider's answer (well-formed or not)
+// reads as, or the malformed-answer message it gives.
+func TestParseGolden(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, provider, body string
+		want                 result
+		wantErr              string
+	}{
+		{"OpenAIFull", "openai", `{"id":"chatcmpl-1","model":"gpt-4o-mini-2024-07-18","choices":[{"message":{"role":"assistant","content":"Hi \u00e9\u2028 \"x\""},"finish_reason":"length"}],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":3},"completion_tokens_details":{"reasoning_tokens":4}}}`,
+			result{text: "Hi \u00e9\u2028 \"x\"", model: "gpt-4o-mini-2024-07-18", promptTokens: 12, completionTokens: 9, cacheReadTokens: 3, reasoningTokens: 4, finishReason: "length", providerRequestID: "chatcmpl-1"}, ""},
+		{"OpenAINullContent", "openai", `{"choices":[{"message":{"content":null},"finish_reason":null}]}`, result{}, ""},
+		{"OpenAIFunctionCall", "openai", `{"choices":[{"message":{},"finish_reason":"function_call"}]}`, result{finishReason: "tool_calls"}, ""},
+		{"OpenAIEscapedName", "openai", `{"i\u0064":"x","choices":[{}]}`, result{providerRequestID: "x"}, ""},
+		{"OpenAIDuplicateLastWins", "openai", `{"id":"x","id":"y","choices":[{}]}`, result{providerRequestID: "y"}, ""},
+		{"OpenAIInvalidUTF8", "openai", "{\"choices\":[{\"message\":{\"content\":\"caf\xe9\"}}]}", result{text: "caf\uFFFD"}, ""},
+		{"OpenAINoChoices", "openai", `{"id":"x","choices":[],"usage":{}}`, result{}, "no choices"},
+		{"OpenAIChoicesNull", "openai", `{"choices":null}`, result{}, "no choices"},
+		{"OpenAIModelNotString", "openai", `{"model":5,"choices":[{}]}`, result{}, "unreadable model"},
+		{"OpenAIFloatCount", "openai", `{"choices":[{}],"usage":{"prompt_tokens":1.0}}`, result{}, "unreadable usage.prompt_tokens"},
+		{"OpenAIExponentCount", "openai", `{"choices":[{}],"usage":{"prompt_tokens":1e2}}`, result{}, "unreadable usage.prompt_tokens"},
+		{"OpenAIMinusZero", "openai", `{"choices":[{}],"usage":{"prompt_tokens":-0}}`, result{}, ""},
+		{"OpenAIOverflow", "openai", `{"choices":[{}],"usage":{"prompt_tokens":9223372036854775808}}`, result{}, "unreadable usage.prompt_tokens"},
+		{"OpenAIMinInt64", "openai", `{"choices":[{}],"usage":{"prompt_tokens":-9223372036854775808}}`, result{}, "impossible token count"},
+		{"OpenAILeadingZero", "openai", `{"choices":[{}],"usage":{"prompt_tokens":01}}`, result{}, "not valid JSON"},
+		{"OpenAITrailingData", "openai", `{"choices":[{}]} x`, result{}, "not valid JSON"},
+		{"OpenAITrailingComma", "openai", `{"choices":[{}],}`, result{}, "not valid JSON"},
+		{"OpenAIBadEscape", "openai", `{"x":"\q","choices":[{}]}`, result{}, "not valid JSON"},
+		{"OpenAIControlChar", "openai", "{\"x\":\"\x01\",\"choices\":[{}]}", result{}, "not valid JSON"},
+		{"OpenAINotObject", "openai", `[]`, result{}, "not a JSON object"},
+		{"OpenAINull", "openai", `null`, result{}, "no choices"},
+		{"AnthropicTextBlocksJoined", "anthropic", `{"id":"msg_1","type":"message","model":"claude-haiku-4-5","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"a"},{"type":"tool_use","id":"t"},{"type":"text","text":"b"}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":6,"cache_read_input_tokens":7,"cache_creation_input_tokens":8}}`,
+			result{text: "ab", model: "claude-haiku-4-5", promptTokens: 20, completionTokens: 6, cacheReadTokens: 7, cacheWriteTokens: 8, finishReason: "tool_calls", providerRequestID: "msg_1"}, ""},
+		{"AnthropicErrorObject", "anthropic", `{"type":"error","error":{"type":"api_error","message":"x"}}`, result{}, "error object"},
+		{"AnthropicTruncated", "anthropic", `{"id":"msg_1","content":[{"type":"te`, result{}, "not valid JSON"},
+		{"GeminiThoughtsSkipped", "gemini", `{"candidates":[{"content":{"parts":[{"text":"a","thought":true},{"text":"b"}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":2,"thoughtsTokenCount":3,"toolUsePromptTokenCount":4,"cachedContentTokenCount":1},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`,
+			result{text: "b", model: "gemini-2.5-flash", promptTokens: 5, completionTokens: 5, cacheReadTokens: 1, reasoningTokens: 3, finishReason: "length", providerRequestID: "r1"}, ""},
+		{"GeminiSafety", "gemini", `{"candidates":[{"content":{"parts":[]},"finishReason":"SAFETY"}]}`, result{finishReason: "content_filter"}, ""},
+		{"GeminiBlocked", "gemini", `{"promptFeedback":{"blockReason":"SAFETY"},"usageMetadata":null}`, result{}, "blocked: SAFETY"},
+		{"GeminiSurrogate", "gemini", `{"candidates":[{"content":{"parts":[{"text":"\ud83d\ude00\ud800"}]}}]}`, result{text: "\U0001F600\uFFFD"}, ""},
+		{"GeminiThoughtNotBool", "gemini", `{"candidates":[{"content":{"parts":[{"text":"a","thought":"yes"}]}}]}`, result{}, "unreadable candidates.content.parts.thought"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := providers[tt.provider].provider.parse(http.Header{}, []byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(describe(asUpstream(err)), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+// Golden streams: each provider's events read as deltas, an end, and the usage so far.
+func TestStreamDecodersGolden(t *testing.T) {
+	t.Parallel()
+	type ev struct{ name, data string }
+	tests := []struct {
+		name, provider string
+		events         []ev
+		wantDeltas     string
+		wantEnd        bool
+		want           result
+		wantErr        string
+	}{
+		{"OpenAIWithUsage", "openai", []ev{
+			{"", `{"id":"c1","model":"m-1","choices":[{"delta":{"role":"assistant","content":""}}],"usage":null}`},
+			{"", `{"id":"c1","choices":[{"delta":{"content":"He"}}]}`},
+			{"", `{"id":"c1","choices":[{"delta":{"content":"llo"},"finish_reason":"stop"}]}`},
+			{"", `{"id":"c1","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`},
+			{"", `[DONE]`}}, "He|llo", true,
+			result{text: "Hello", model: "m-1", promptTokens: 3, completionTokens: 2, finishReason: "stop", providerRequestID: "c1"}, ""},
+		{"OpenAIErrorMidStream", "openai", []ev{{"", `{"choices":[{"delta":{"content":"a"}}]}`}, {"", `{"error":{"message":"boom","type":"server_error"}}`}},
+			"a", false, result{}, "boom"},
+		{"AnthropicEvents", "anthropic", []ev{
+			{"message_start", `{"type":"message_start","message":{"id":"msg_1","model":"claude","usage":{"input_tokens":5,"cache_read_input_tokens":2,"output_tokens":1}}}`},
+			{"ping", `{"type":"ping"}`},
+			{"content_block_delta", `{"type":"content_block_delta","delta":{"type":"thinking_delta","thinking":"hmm"}}`},
+			{"content_block_delta", `{"type":"content_block_delta","delta":{"type":"text_delta","text":"Hi"}}`},
+			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}`},
+			{"message_stop", `{"type":"message_stop"}`}}, "Hi", true,
+			result{text: "Hi", model: "claude", promptTokens: 7, completionTokens: 9, cacheReadTokens: 2, finishReason: "length", providerRequestID: "msg_1"}, ""},
+		{"AnthropicHugeDelta", "anthropic", []ev{{"message_delta", `{"type":"message_delta","usage":{"output_tokens":1000000001}}`}},
+			"", false, result{}, "impossible token count"},
+		{"AnthropicError", "anthropic", []ev{{"error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}},
+			"", false, result{}, "overloaded_error: Overloaded"},
+		{"GeminiChunks", "gemini", []ev{
+			{"", `{"candidates":[{"content":{"parts":[{"text":"think","thought":true},{"text":"A"}]}}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1},"modelVersion":"g","responseId":"r"}`},
+			{"", `{"candidates":[{"content":{"parts":[{"text":"B"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"thoughtsTokenCount":1}}`}}, "A|B", false,
+			result{text: "AB", model: "g", promptTokens: 4, completionTokens: 3, reasoningTokens: 1, finishReason: "stop", providerRequestID: "r"}, ""},
+		{"GeminiNegative", "gemini", []ev{{"", `{"usageMetadata":{"promptTokenCount":-5}}`}}, "", false, result{}, "impossible token count"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dec := providers[tt.provider].provider.newStream(http.Header{})
+			var deltas []string
+			end := false
+			var err error
+			for _, e := range tt.events {
+				var d string
+				if d, end, err = dec.event(e.name, []byte(e.data)); err != nil {
+					break
+				}
+				if d != "" {
+					deltas = append(deltas, d)
+				}
+			}
+			if strings.Join(deltas, "|") != tt.wantDeltas {
+				t.Errorf("deltas %q, want %q", deltas, tt.wantDeltas)
+			}
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end != tt.wantEnd || *dec.result() != tt.want {
+				t.Errorf("end %v, got %+v\nwant %+v", end, *dec.result(), tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParse holds the decoders to their contract on any input: no panic, and an answer they
+// accept has counts within bounds.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{"choices":[{"message":{"content":"a"}}],"usage":{"prompt_tokens":1}}`,
+		`{"content":[{"type":"text","text":"a"}],"usage":{"input_tokens":1}}`,
+		`{"candidates":[{"content":{"parts":[{"text":"a"}]}}],"usageMetadata":{"promptTokenCount":1}}`, `{}`, `null`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, ep := range providers {
+			res, err := ep.provider.parse(http.Header{}, []byte(body))
+			if err != nil {
+				continue
+			}
+			for _, n := range []int64{res.promptTokens, res.completionTokens, res.cacheReadTokens, res.cacheWriteTokens} {
+				if n < 0 || n > 4*maxTokensPerCall {
+					t.Fatalf("%s accepted a count of %d from %q", ep.spec.name, n, body)
+				}
+			}
+		}
+	})
+}

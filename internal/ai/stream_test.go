@@ -1,0 +1,319 @@
+package ai_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/usage"
+)
+
+var models = map[string]string{"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash-lite"}
+
+// collect returns an onDelta that keeps the pieces.
+func collect() (*[]string, func(string) error) {
+	var mu sync.Mutex
+	var got []string
+	return &got, func(s string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, s)
+		return nil
+	}
+}
+
+// Ensure each provider is asked for its streaming form, the deltas join to the done text, and
+// usage and cost equal the non-streamed answer of the same reply.
+func TestStream_MatchesComplete(t *testing.T) {
+	t.Parallel()
+	for _, provider := range ai.Providers() {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, provider, aitest.Stream(aitest.StreamOptions{}), aitest.OK(""))
+			svc, rec := newService(t, fake, provider, nil)
+			in := input(t, `{"messages":[{"role":"user","content":"x"}],"model":"`+models[provider]+`"}`)
+			deltas, onDelta := collect()
+			got, err := svc.Stream(context.Background(), "u", provider, in, onDelta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := fake.Last()
+			switch provider {
+			case "openai":
+				opts, _ := sent.Body["stream_options"].(map[string]any)
+				if sent.Body["stream"] != true || opts["include_usage"] != true {
+					t.Errorf("openai body %s", sent.Raw)
+				}
+			case "anthropic":
+				if sent.Body["stream"] != true {
+					t.Errorf("anthropic body %s", sent.Raw)
+				}
+			case "gemini":
+				if !strings.HasSuffix(sent.Path, ":streamGenerateContent") || sent.Query.Get("alt") != "sse" {
+					t.Errorf("gemini path %s?%s", sent.Path, sent.Query.Encode())
+				}
+			}
+			if len(*deltas) != 4 || strings.Join(*deltas, "") != got.Text || got.Text != "Hello from the fake" {
+				t.Errorf("deltas %q, text %q", *deltas, got.Text)
+			}
+			plain, err := svc.Complete(context.Background(), "u", provider, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Usage != plain.Usage || got.Cost != plain.Cost || got.Model != plain.Model || got.Cost == 0 {
+				t.Errorf("streamed %+v, plain %+v", got, plain)
+			}
+			if got.FinishReason != "stop" {
+				t.Errorf("finish reason %q", got.FinishReason)
+			}
+			recs := rec.all()
+			if len(recs) != 2 || recs[0].Status != usage.StatusSuccess || recs[0].TotalTokens != 18 || recs[0].RequestID != got.RequestID {
+				t.Errorf("records %+v", recs)
+			}
+		})
+	}
+}
+
+// Ensure a piece is handed on as it arrives: the first delta is there before the provider
+// sends the second piece, 500 ms later.
+func TestStream_NotBuffered(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int32
+	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{GapAfterFirst: 500 * time.Millisecond,
+		Sent: func(int, time.Time) { sent.Add(1) }}))
+	svc, _ := newService(t, fake, "openai", nil)
+	var sentAtFirst int32 = -1
+	_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
+		func(string) error {
+			if sentAtFirst < 0 {
+				sentAtFirst = sent.Load()
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sentAtFirst != 1 {
+		t.Fatalf("the first delta arrived when the fake had sent %d pieces, want 1", sentAtFirst)
+	}
+}
+
+// Ensure a provider failing mid-stream ends the call with an Upstream error after the pieces
+// before it, recorded once as a failure; a failure before the stream starts is retried.
+func TestStream_Failures(t *testing.T) {
+	t.Parallel()
+	for _, provider := range ai.Providers() {
+		t.Run("MidStream/"+provider, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, provider, aitest.Stream(aitest.StreamOptions{FailAfter: 2}))
+			svc, rec := newService(t, fake, provider, nil)
+			deltas, onDelta := collect()
+			_, err := svc.Stream(context.Background(), "u", provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`), onDelta)
+			if apperr.KindOf(err) != apperr.Upstream {
+				t.Fatalf("err = %v, want Upstream", err)
+			}
+			if len(*deltas) != 2 || len(fake.Calls()) != 1 {
+				t.Errorf("deltas %q, calls %d: want 2 pieces and no retry", *deltas, len(fake.Calls()))
+			}
+			if recs := rec.all(); len(recs) != 1 || recs[0].Status != usage.StatusError {
+				t.Errorf("records %+v", recs)
+			}
+		})
+	}
+	t.Run("500ThenStream", func(t *testing.T) {
+		t.Parallel()
+		fake := aitest.New(t, "anthropic", aitest.Error("anthropic", 500, "api_error", "boom"), aitest.Stream(aitest.StreamOptions{}))
+		svc, rec := newService(t, fake, "anthropic", nil)
+		c, err := svc.Stream(context.Background(), "u", "anthropic", input(t, `{"messages":[{"role":"user","content":"x"}]}`), nil)
+		if err != nil || c.Text != "Hello from the fake" {
+			t.Fatalf("c=%+v err=%v", c, err)
+		}
+		if recs := rec.all(); len(recs) != 1 || recs[0].Attempts != 2 {
+			t.Errorf("records %+v", recs)
+		}
+	})
+	t.Run("NoFirstEventWithinTimeout", func(t *testing.T) {
+		t.Parallel()
+		fake := aitest.New(t, "openai", aitest.Hang(10*time.Second))
+		svc, _ := newService(t, fake, "openai", func(o *ai.Options) { o.Timeout = 100 * time.Millisecond })
+		called := false
+		_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
+			func(string) error { called = true; return nil })
+		if apperr.KindOf(err) != apperr.UpstreamTimeout || called {
+			t.Fatalf("err = %v, onDelta called %v", err, called)
+		}
+	})
+	t.Run("IdleBetweenEvents", func(t *testing.T) {
+		t.Parallel()
+		fake := aitest.New(t, "gemini", aitest.Stream(aitest.StreamOptions{Gap: 2 * time.Second}))
+		svc, rec := newService(t, fake, "gemini", func(o *ai.Options) { o.StreamIdleTimeout = 100 * time.Millisecond })
+		deltas, onDelta := collect()
+		_, err := svc.Stream(context.Background(), "u", "gemini", input(t, `{"messages":[{"role":"user","content":"x"}]}`), onDelta)
+		if apperr.KindOf(err) != apperr.UpstreamTimeout || !strings.Contains(err.Error(), "ai.stream_idle_timeout") {
+			t.Fatalf("err = %v, want an UpstreamTimeout naming ai.stream_idle_timeout", err)
+		}
+		if len(*deltas) != 1 {
+			t.Errorf("deltas %q", *deltas)
+		}
+		// The usage reported with the first piece is recorded.
+		if recs := rec.all(); len(recs) != 1 || recs[0].PromptTokens != 11 {
+			t.Errorf("records %+v", recs)
+		}
+	})
+}
+
+// Ensure a caller that leaves mid-stream (its context canceled, or onDelta failing) closes the
+// upstream connection at once, and the call is recorded once as canceled with the usage so far.
+func TestStream_CallerLeaves(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"ContextCanceled", "OnDeltaFails"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			closed := make(chan bool, 1)
+			fake := aitest.New(t, "anthropic", aitest.Stream(aitest.StreamOptions{Pieces: strings.Fields("a b c d e f g h"),
+				Gap: 50 * time.Millisecond, Done: func(left bool, _ time.Time) { closed <- left }}))
+			svc, rec := newService(t, fake, "anthropic", nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := 0
+			_, err := svc.Stream(ctx, "u", "anthropic", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
+				func(string) error {
+					if n++; n == 2 {
+						if how == "OnDeltaFails" {
+							return errors.New("client gone")
+						}
+						cancel()
+					}
+					return nil
+				})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			select {
+			case left := <-closed:
+				if !left {
+					t.Error("the fake finished its stream: the call was not canceled")
+				}
+			case <-time.After(time.Second):
+				t.Fatal("the fake did not see its connection closed within 1 s")
+			}
+			recs := rec.all()
+			if len(recs) != 1 || recs[0].Status != usage.StatusCanceled || recs[0].PromptTokens != 11 {
+				t.Fatalf("records %+v, want one canceled with the prompt tokens reported", recs)
+			}
+			if rec.ctxs[0].Err() != nil {
+				t.Error("record context is canceled")
+			}
+		})
+	}
+}
+
+// budget is an in-memory Budget: it refuses past limit and keeps what was settled.
+type budget struct {
+	limit    float64
+	mu       sync.Mutex
+	reserved []float64
+	settled  []float64
+}
+
+type hold struct{ b *budget }
+
+func (h hold) Settle(ctx context.Context, usd float64) {
+	if ctx.Err() != nil {
+		panic("settled on a canceled context")
+	}
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	h.b.settled = append(h.b.settled, usd)
+}
+
+func (b *budget) Reserve(_ context.Context, _ string, usd float64) (ai.Reservation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if usd > b.limit {
+		return nil, apperr.E(apperr.PaymentRequired, "monthly budget reached")
+	}
+	b.reserved = append(b.reserved, usd)
+	return hold{b}, nil
+}
+
+// Ensure the budget is asked before the provider: a refused call never reaches it; a success
+// settles its real cost and a failure settles 0.
+func TestBudget(t *testing.T) {
+	t.Parallel()
+	body := `{"messages":[{"role":"user","content":"0123456789"}],"model":"gpt-4o-mini","maxTokens":100}`
+	// Worst case: 10 prompt bytes × 0.15e-6 + 100 × 0.6e-6.
+	const worst = 10*0.15e-6 + 100*0.6e-6
+	t.Run("Refused", func(t *testing.T) {
+		t.Parallel()
+		fake := aitest.New(t, "openai")
+		b := &budget{limit: worst / 2}
+		svc, rec := newService(t, fake, "openai", func(o *ai.Options) { o.Budget = b })
+		_, err := svc.Complete(context.Background(), "u", "openai", input(t, body))
+		if apperr.KindOf(err) != apperr.PaymentRequired {
+			t.Fatalf("err = %v", err)
+		}
+		if len(fake.Calls()) != 0 || len(rec.all()) != 0 {
+			t.Error("a refused call reached the provider or was recorded")
+		}
+	})
+	t.Run("SuccessSettlesCost", func(t *testing.T) {
+		t.Parallel()
+		fake := aitest.New(t, "openai")
+		b := &budget{limit: 1}
+		svc, _ := newService(t, fake, "openai", func(o *ai.Options) { o.Budget = b })
+		c, err := svc.Complete(context.Background(), "u", "openai", input(t, body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.reserved) != 1 || b.reserved[0] != ai.RoundCost(worst) || len(b.settled) != 1 || b.settled[0] != c.Cost || c.Cost == 0 {
+			t.Errorf("reserved %v settled %v cost %v", b.reserved, b.settled, c.Cost)
+		}
+	})
+	t.Run("FailureSettlesZero", func(t *testing.T) {
+		t.Parallel()
+		fake := aitest.New(t, "openai", aitest.Error("openai", 400, "invalid_request_error", "no"))
+		b := &budget{limit: 1}
+		svc, _ := newService(t, fake, "openai", func(o *ai.Options) { o.Budget = b })
+		if _, err := svc.Complete(context.Background(), "u", "openai", input(t, body)); err == nil {
+			t.Fatal("no error")
+		}
+		if len(b.settled) != 1 || b.settled[0] != 0 {
+			t.Errorf("settled %v", b.settled)
+		}
+	})
+}
+
+// Ensure costs carry no binary noise, answered and recorded.
+func TestRoundCost(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want float64 }{
+		{0.0000034999999999999995, 0.0000035},
+		{5*0.15e-6 + 6*0.6e-6, 0.0000043500},
+		{0.1 + 0.2, 0.3},
+		{1.23456789012345, 1.2345678901},
+		{0, 0},
+	}
+	for _, tt := range tests {
+		if got := ai.RoundCost(tt.in); got != tt.want {
+			t.Errorf("RoundCost(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	// 7 words × 0.5e-6 is 3.4999999999999995e-06 in float64.
+	fake := aitest.New(t, "openai", aitest.JSON(200, aitest.OpenAIAnswer("gpt-6-luna", "hi", 0, 7, 0)))
+	svc, rec := newService(t, fake, "openai", nil)
+	c, err := svc.Complete(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cost != 0.0000035 || rec.all()[0].Cost != 0.0000035 {
+		t.Errorf("cost %v, recorded %v, want 0.0000035", c.Cost, rec.all()[0].Cost)
+	}
+}
