@@ -135,6 +135,7 @@ func newRootCmd(f *factory) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "operator commands: also log progress on stderr (at log.level)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(f), newUsersCmd(f), newUsageCmd(f), newVersionCmd(f))
+	root.AddCommand(newKeysCmd(f))
 	root.AddCommand(newTemplatesCmd(f))
 	root.AddCommand(newMongoCmd(f))
 	root.AddCommand(newMockCmd(f))

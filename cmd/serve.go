@@ -144,6 +144,9 @@ func apiHandler(cfg *config.Config, log *slog.Logger, svc *services, m *metrics.
 		DBCheck:   svc.dbcheck,
 		AI:        svc.ai,
 		Usage:     svc.usage,
+		Keys:      svc.keys,
+		Budget:    svc.budget,
+		Gateway:   svc.gateway,
 	})
 }
 

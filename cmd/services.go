@@ -9,7 +9,11 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
+	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/gateway"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/templates"
@@ -28,6 +32,9 @@ type services struct {
 	ai      *ai.Service
 	// metrics are the Prometheus metrics the services report to; `serve` exposes them.
 	metrics *metrics.Metrics
+	keys    *keys.Service
+	budget  *budget.Service
+	gateway *gateway.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
@@ -115,6 +122,21 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 		name, _, ok := prices.Lookup(provider, model)
 		return name, ok
 	})
+	if s.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
+		return err
+	}
+	s.budget, err = budget.New(ctx, db, budget.Options{
+		Default: cfg.AI.DefaultMonthlyBudget,
+		// Held past the longest call the AI service allows, then presumed dead.
+		HoldFor: 2*cfg.AI.Timeout + time.Minute,
+		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
+			return monthCost(ctx, us, userID, days)
+		},
+		Serialize: s.store.Embedded(),
+	})
+	if err != nil {
+		return err
+	}
 	s.ai = ai.New(ai.Options{
 		Providers: map[string]ai.ProviderConfig{
 			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),
@@ -125,12 +147,37 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 		Prices:   prices,
 		Recorder: us,
 		Observer: s.metrics,
+		Budget:   aiBudget{s.budget},
 		Logger:   f.log,
 
 		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,
 		MaxIdleConnsPerHost: cfg.AI.MaxIdleConnsPerHost,
 	})
+	configured := map[string]string{}
+	for name, p := range map[string]config.Provider{"openai": cfg.AI.OpenAI, "anthropic": cfg.AI.Anthropic, "gemini": cfg.AI.Gemini} {
+		if p.APIKey != "" {
+			configured[name] = p.DefaultModel
+		}
+	}
+	s.gateway = gateway.New(gateway.Options{AI: s.ai, Prices: prices, Providers: configured})
 	return nil
+}
+
+// monthCost is a user's recorded AI cost over the last days UTC days.
+func monthCost(ctx context.Context, us *usage.Service, userID string, days int) (float64, error) {
+	sum, err := us.Summary(ctx, userID, days)
+	return sum.TotalCost, err
+}
+
+// aiBudget is the budget service as the AI service's budget hook.
+type aiBudget struct{ svc *budget.Service }
+
+func (b aiBudget) Reserve(ctx context.Context, userID string, worstCaseUSD float64) (ai.Reservation, error) {
+	r, err := b.svc.Reserve(ctx, userID, worstCaseUSD)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // close releases everything in reverse order of opening.

@@ -2,11 +2,15 @@ package cmd
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
 )
 
 func newUsersCmd(f *factory) *cobra.Command {
@@ -15,6 +19,7 @@ func newUsersCmd(f *factory) *cobra.Command {
 		Short: "List users and grant or revoke roles",
 	}
 	c.AddCommand(newUsersListCmd(f, nil), newUsersRoleCmd(f, "grant", nil), newUsersRoleCmd(f, "revoke", nil))
+	c.AddCommand(newUsersBudgetCmd(f, nil))
 	return c
 }
 
@@ -99,5 +104,73 @@ func runUsersRole(ctx context.Context, f *factory, svc *auth.Service, verb strin
 		return p.json(u)
 	}
 	p.card("", [][2]string{{"user", u.Email}, {"roles", strings.Join(u.Roles, ", ")}})
+	return nil
+}
+
+type usersBudgetOptions struct {
+	email string
+	limit *float64 // nil: --clear
+	json  bool
+}
+
+func newUsersBudgetCmd(f *factory, runF func(context.Context, *usersBudgetOptions) error) *cobra.Command {
+	opts := &usersBudgetOptions{}
+	var clearIt bool
+	c := &cobra.Command{
+		Use:     "budget EMAIL (USD | --clear)",
+		Short:   "Set a user's monthly AI budget in US dollars, or clear it (the default then applies)",
+		Example: "  app users budget ada@example.com 25\n  app users budget ada@example.com --clear",
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case clearIt && len(args) != 1:
+				return usageError{fmt.Errorf("with --clear, give only the e-mail")}
+			case !clearIt && len(args) != 2:
+				return usageError{fmt.Errorf("give the e-mail and the budget in US dollars (or --clear)")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.email = args[0]
+			if !clearIt {
+				v, err := strconv.ParseFloat(strings.TrimPrefix(args[1], "$"), 64)
+				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					return usageError{fmt.Errorf("budget %q is not an amount of US dollars", args[1])}
+				}
+				opts.limit = &v
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return withServices(cmd.Context(), f, func(s *services) error { return runUsersBudget(cmd.Context(), f, s, opts) })
+		},
+	}
+	c.Flags().BoolVar(&clearIt, "clear", false, "remove the user's own budget")
+	c.Flags().BoolVar(&opts.json, "json", false, "print the budget as JSON")
+	return c
+}
+
+func runUsersBudget(ctx context.Context, f *factory, s *services, opts *usersBudgetOptions) error {
+	u, err := s.auth.UserByEmail(ctx, opts.email)
+	if err != nil {
+		return err
+	}
+	st, err := s.budget.SetLimit(ctx, u.ID, opts.limit)
+	if err != nil {
+		return err
+	}
+	p := f.printer()
+	if opts.json {
+		return p.json(st)
+	}
+	money := func(v *float64) string {
+		if v == nil {
+			return "none"
+		}
+		return budget.Dollars(*v)
+	}
+	p.card("", [][2]string{
+		{"user", u.Email}, {"monthly budget", money(st.Limit)}, {"spent this month", money(&st.Spent)},
+		{"remaining", money(st.Remaining)}, {"resets", st.ResetsAt.Format("2006-01-02")},
+	})
 	return nil
 }

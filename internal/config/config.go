@@ -4,6 +4,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -86,6 +87,9 @@ type AI struct {
 	StreamIdleTimeout time.Duration
 	// MaxIdleConnsPerHost is the keep-alive pool kept per provider host.
 	MaxIdleConnsPerHost int
+	// DefaultMonthlyBudget is every user's AI budget in USD per UTC month, unless they have
+	// their own; nil: none.
+	DefaultMonthlyBudget *float64
 }
 
 // Provider configures one AI provider.
@@ -180,6 +184,7 @@ var keys = []key{
 	{name: "ai.pricing_file"},
 	{name: "ai.stream_idle_timeout", def: "60s", kind: kDuration, min: 1},
 	{name: "ai.max_idle_conns_per_host", def: "256", kind: kInt, min: 1},
+	{name: "ai.default_monthly_budget", usage: "USD per user per UTC month (empty: no budget)"},
 	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
 	{name: "dbcheck.max_limit", def: "1000", kind: kInt, min: 1},
 	{name: "dbcheck.max_time", def: "10s", kind: kDuration, min: 1},
@@ -403,6 +408,8 @@ func parse(raw map[string]string) (*Config, error) {
 
 			StreamIdleTimeout:   p.dur("ai.stream_idle_timeout"),
 			MaxIdleConnsPerHost: p.int("ai.max_idle_conns_per_host"),
+
+			DefaultMonthlyBudget: p.dollars("ai.default_monthly_budget"),
 		},
 		DBCheck: DBCheck{
 			Timeout: p.dur("dbcheck.timeout"), MaxLimit: p.int("dbcheck.max_limit"),
@@ -561,6 +568,20 @@ func (p *parser) roles(name string) []string {
 }
 
 var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+
+// dollars parses an optional amount of US dollars (empty: nil).
+func (p *parser) dollars(name string) *float64 {
+	val := strings.TrimPrefix(strings.TrimSpace(p.raw[name]), "$")
+	if val == "" {
+		return nil
+	}
+	f, err := strconv.ParseFloat(val, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
+		p.fail(name, "must be an amount of US dollars from 0 to 1e9")
+		return nil
+	}
+	return &f
+}
 
 func (p *parser) list(name string) []string {
 	return strings.FieldsFunc(p.raw[name], func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })

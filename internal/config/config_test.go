@@ -130,6 +130,8 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_CORS_ALLOW_CREDENTIALS", "maybe"},
 		{"APP_AUTH_ROLES", "Admin!"},
 		{"APP_METRICS_ADDR", "9464"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "-1"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "lots"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
@@ -260,5 +262,18 @@ func TestLoad_BrokenConfigFile(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Key != "--config" {
 			t.Errorf("%s: err = %v, want a config.Error on key config", f, err)
 		}
+	}
+}
+
+// Ensure ai.default_monthly_budget is optional dollars.
+func TestLoad_DefaultMonthlyBudget(t *testing.T) {
+	t.Parallel()
+	c, err := Load(flags(t), env(nil))
+	if err != nil || c.AI.DefaultMonthlyBudget != nil {
+		t.Fatalf("unset: %v, %v", c.AI.DefaultMonthlyBudget, err)
+	}
+	c, err = Load(flags(t), env(map[string]string{"APP_AI_DEFAULT_MONTHLY_BUDGET": "$12.5"}))
+	if err != nil || c.AI.DefaultMonthlyBudget == nil || *c.AI.DefaultMonthlyBudget != 12.5 {
+		t.Fatalf("set: %v, %v", c.AI.DefaultMonthlyBudget, err)
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/acme/app/docs"
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/gateway"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/ratelimit"
 	"github.com/acme/app/internal/templates"
 	"github.com/acme/app/internal/usage"
@@ -27,7 +30,8 @@ func registeredRoutes(t *testing.T) []string {
 	t.Helper()
 	var got patterns
 	deps := Deps{Tokens: auth.NewTokens([]byte("x"), 0), Auth: &auth.Service{}, AI: &ai.Service{}, Usage: &usage.Service{},
-		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}}
+		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{},
+		Gateway: &gateway.Service{}}
 	addRoutes(&got, Options{}, deps, &rateLimiter{limiter: ratelimit.NewMemory(0)})
 	var out []string
 	for _, p := range got {
@@ -36,6 +40,7 @@ func registeredRoutes(t *testing.T) []string {
 			t.Fatalf("route %q has no method", p)
 		}
 		path = strings.TrimSuffix(path, "/{$}")
+		path = strings.ReplaceAll(path, "...}", "}") // a trailing wildcard is one path parameter
 		if path == "" {
 			path = "/"
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/metrics"
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -54,6 +55,10 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 				h["X-Ratelimit-Remaining"] = counts[0]
 				h["X-Ratelimit-Reset"] = reset
 				rl.metrics.RateLimited(label)
+				if strings.HasPrefix(r.URL.Path, "/v1/") { // the OpenAI-compatible routes answer in OpenAI's format
+					writeOpenAI(w, openAIError(http.StatusTooManyRequests, apperr.RateLimited, "Too Many Requests"))
+					return
+				}
 				writeEnvelope(w, http.StatusTooManyRequests, "Too Many Requests")
 				return
 			}

@@ -15,6 +15,11 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 	protect := func(h http.Handler) http.Handler { return requireAuth(authn, h) }
 	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
 	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
+	var keyAuth KeyAuthenticator // a personal API key acts as its user on the AI routes and /v1 only
+	if deps.Keys != nil {
+		keyAuth = deps.Keys
+	}
+	protectAI := acceptKeys(keyAuth, deps.Accounts, protect)
 
 	// Service.
 	mux.Handle("GET /api", handleRoot())
@@ -31,13 +36,31 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 
 	// AI proxy and usage (ai, usage).
 	if deps.AI != nil {
-		mux.Handle("POST /api/ai/openai/chat", protect(handleAIComplete(deps.AI, "openai")))
-		mux.Handle("POST /api/ai/anthropic/messages", protect(handleAIComplete(deps.AI, "anthropic")))
-		mux.Handle("POST /api/ai/gemini/generate", protect(handleAIComplete(deps.AI, "gemini")))
+		mux.Handle("POST /api/ai/openai/chat", protectAI(handleAIComplete(deps.AI, "openai")))
+		mux.Handle("POST /api/ai/anthropic/messages", protectAI(handleAIComplete(deps.AI, "anthropic")))
+		mux.Handle("POST /api/ai/gemini/generate", protectAI(handleAIComplete(deps.AI, "gemini")))
 	}
 	if deps.Usage != nil {
-		mux.Handle("GET /api/ai/usage", protect(handleUsageSummary(deps.Usage)))
-		mux.Handle("GET /api/ai/usage/providers", protect(handleUsageProviders(deps.Usage)))
+		mux.Handle("GET /api/ai/usage", protectAI(handleUsageSummary(deps.Usage)))
+		mux.Handle("GET /api/ai/usage/providers", protectAI(handleUsageProviders(deps.Usage)))
+	}
+	if deps.Budget != nil {
+		mux.Handle("GET /api/ai/budget", protectAI(handleBudget(deps.Budget)))
+	}
+
+	// Personal API keys (keys): managed with an access token only.
+	if deps.Keys != nil {
+		mux.Handle("POST /api/keys", protect(handleKeyCreate(deps.Keys)))
+		mux.Handle("GET /api/keys", protect(handleKeyList(deps.Keys)))
+		mux.Handle("DELETE /api/keys/{id}", protect(handleKeyRevoke(deps.Keys)))
+	}
+
+	// The OpenAI-compatible endpoint (gateway), outside /api, errors in OpenAI's format.
+	if gw := deps.Gateway; gw != nil {
+		v1 := openAIFailures(protectAI)
+		mux.Handle("POST /v1/chat/completions", v1(handleV1Chat(gw)))
+		mux.Handle("GET /v1/models", v1(handleV1Models(gw)))
+		mux.Handle("GET /v1/models/{provider}/{model...}", v1(handleV1Model(gw)))
 	}
 
 	// MongoDB utilities (dbcheck).

@@ -13,7 +13,10 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/gateway"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/ratelimit"
 	"github.com/acme/app/internal/templates"
@@ -77,6 +80,9 @@ type Deps struct {
 	// Accounts resolves the user a verified token names to its current state (nil: Auth, if
 	// set; with neither, a token's claims are trusted as they are).
 	Accounts AccountResolver
+	Keys     *keys.Service    // personal API keys (/api/keys; a key is accepted on the AI routes and /v1)
+	Budget   *budget.Service  // GET /api/ai/budget
+	Gateway  *gateway.Service // the OpenAI-compatible /v1
 }
 
 // NewServer returns the API's handler with every route and middleware in place.

@@ -1,0 +1,268 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/mongo"
+
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store/storetest"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)} }
+
+func newService(t *testing.T, db *mongo.Database, opts Options) *Service {
+	t.Helper()
+	opts.Serialize = os.Getenv("TEST_MONGODB_URI") == ""
+	s, err := New(context.Background(), db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestReserveSettleStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := newClock()
+	s := newService(t, storetest.DB(t), Options{Now: clk.now,
+		Spent: func(_ context.Context, userID string, days int) (float64, error) {
+			if userID != "u1" || days != 23 {
+				return 0, fmt.Errorf("spent(%s, %d)", userID, days)
+			}
+			return 0.25, nil // recorded before the budget existed
+		}})
+	if _, err := s.SetLimit(ctx, "u1", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(ctx, "u1", 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Status(ctx, "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *st.Limit != 1 || !near(st.Spent, 0.25) || !near(st.Reserved, 0.5) || !near(*st.Remaining, 0.25) ||
+		!st.ResetsAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("status while reserved %+v", st)
+	}
+	// 0.25 left: a second call of worst case 0.5 is refused, with the reason.
+	_, err = s.Reserve(ctx, "u1", 0.5)
+	var ex *Exceeded
+	if !errors.As(err, &ex) || !strings.Contains(err.Error(), "less than this call's worst case of $0.50") {
+		t.Fatalf("second reserve: %v", err)
+	}
+	r.Settle(ctx, 0.75)
+	r.Settle(ctx, 0.75) // counted once
+	st, _ = s.Status(ctx, "u1")
+	if !near(st.Spent, 1) || st.Reserved != 0 || *st.Remaining != 0 {
+		t.Fatalf("status after settle %+v", st)
+	}
+	_, err = s.Reserve(ctx, "u1", 0.0001)
+	if e := apperr.As(err); e == nil || e.Kind != apperr.PaymentRequired ||
+		e.Messages[0] != "Monthly AI budget of $1.00 reached; it resets on 2026-12-01" {
+		t.Fatalf("reserve on a spent budget: %v", err)
+	}
+	// Raising the limit applies at once; clearing it lifts the budget.
+	if st, err = s.SetLimit(ctx, "u1", ptr(2)); err != nil || !near(*st.Remaining, 1) {
+		t.Fatalf("raise: %+v %v", st, err)
+	}
+	if st, err = s.SetLimit(ctx, "u1", nil); err != nil || st.Limit != nil || st.Remaining != nil {
+		t.Fatalf("clear: %+v %v", st, err)
+	}
+	for range 3 {
+		if _, err := s.Reserve(ctx, "u1", 5); err != nil {
+			t.Fatalf("reserve without a budget: %v", err)
+		}
+	}
+	if _, err := s.SetLimit(ctx, "u1", ptr(-1)); apperr.KindOf(err) != apperr.Invalid {
+		t.Fatalf("negative limit: %v", err)
+	}
+}
+
+func TestDefaultBudgetAndNewMonth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := newClock()
+	s := newService(t, storetest.DB(t), Options{Now: clk.now, Default: ptr(0.1)})
+	st, err := s.Status(ctx, "u2")
+	if err != nil || st.Limit == nil || *st.Limit != 0.1 || *st.Remaining != 0.1 {
+		t.Fatalf("default status %+v %v", st, err)
+	}
+	r, err := s.Reserve(ctx, "u2", 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Settle(ctx, 0.1)
+	if _, err := s.Reserve(ctx, "u2", 0.01); err == nil {
+		t.Fatal("spent default budget accepted a call")
+	}
+	clk.add(8 * 24 * time.Hour) // December: a new month, a new budget
+	if _, err := s.Reserve(ctx, "u2", 0.01); err != nil {
+		t.Fatalf("new month: %v", err)
+	}
+}
+
+// Ensure a hold whose process died is released after HoldFor, and that a settle arriving
+// after that still counts the cost.
+func TestDeadReservationReleased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := newClock()
+	s := newService(t, storetest.DB(t), Options{Now: clk.now, HoldFor: time.Minute})
+	if _, err := s.SetLimit(ctx, "u3", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	late, err := s.Reserve(ctx, "u3", 0.6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, "u3", 0.6); err == nil {
+		t.Fatal("a live hold did not count")
+	}
+	clk.add(time.Minute)
+	r, err := s.Reserve(ctx, "u3", 0.6)
+	if err != nil {
+		t.Fatalf("the dead hold was not released: %v", err)
+	}
+	late.Settle(ctx, 0.3)
+	r.Settle(ctx, 0.2)
+	st, _ := s.Status(ctx, "u3")
+	if !near(st.Spent, 0.5) || !near(st.Reserved, 0) || !near(*st.Remaining, 0.5) {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// hammer runs n concurrent calls of worst case `worst` that cost `actual`, and returns how many
+// were admitted; every refusal must be the budget's.
+func hammer(t *testing.T, s *Service, user string, n int, worst, actual float64) int64 {
+	t.Helper()
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Reserve(context.Background(), user, worst)
+			var ex *Exceeded
+			switch {
+			case errors.As(err, &ex):
+				return
+			case err != nil:
+				errs <- err
+				return
+			}
+			admitted.Add(1)
+			r.Settle(context.Background(), actual)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a refused call got %v, not the budget's answer", err)
+	}
+	return admitted.Load()
+}
+
+// settled returns the user's status once no reservation is open (a settle the store was too
+// busy for is retried in the background).
+func settled(t *testing.T, s *Service, user string) *Status {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		st, err := s.Status(context.Background(), user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Reserved < 1e-9 || time.Now().After(deadline) {
+			return st
+		}
+	}
+}
+
+// Ensure 200 concurrent calls against a budget covering about 50 end with the month's spend at
+// or under the limit, and every refusal is the budget's.
+func TestConcurrentCallsStayWithinBudget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newService(t, storetest.DB(t), Options{})
+	if _, err := s.SetLimit(ctx, "u4", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	admitted := hammer(t, s, "u4", 200, 0.02, 0.015)
+	st := settled(t, s, "u4")
+	if st.Spent > 1+1e-9 || st.Reserved > 1e-9 || admitted < 50 || admitted > 66 {
+		t.Fatalf("admitted %d, status %+v", admitted, st)
+	}
+	if !near(st.Spent, float64(admitted)*0.015) {
+		t.Fatalf("spent %g, want %d × 0.015", st.Spent, admitted)
+	}
+}
+
+// Ensure two processes on one MongoDB share one budget exactly (needs TEST_MONGODB_URI: the
+// embedded store isolates no updates between processes).
+func TestTwoProcessesShareBudget(t *testing.T) {
+	if db := os.Getenv("BUDGET_HELPER_DB"); db != "" {
+		st := storetest.Store(t)
+		s := newService(t, st.DB(db), Options{})
+		fmt.Printf("admitted=%d\n", hammer(t, s, "u5", 100, 0.02, 0.02))
+		return
+	}
+	if os.Getenv("TEST_MONGODB_URI") == "" {
+		t.Skip("TEST_MONGODB_URI is not set: two processes need MongoDB")
+	}
+	db := storetest.DB(t)
+	ctx := context.Background()
+	s := newService(t, db, Options{})
+	if _, err := s.SetLimit(ctx, "u5", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i := range counts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcessesShareBudget$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "BUDGET_HELPER_DB="+db.Name())
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("helper process: %v\n%s", err, out)
+				return
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if n, ok := strings.CutPrefix(line, "admitted="); ok {
+					counts[i], _ = strconv.Atoi(n)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := settled(t, s, "u5")
+	if counts[0]+counts[1] != 50 || !near(st.Spent, 1) || st.Reserved > 1e-9 {
+		t.Fatalf("admitted %v, status %+v", counts, st)
+	}
+}

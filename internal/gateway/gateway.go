@@ -1,0 +1,155 @@
+// Package gateway speaks OpenAI's chat-completions dialect on top of the AI service, so that
+// code written against the official OpenAI SDKs only changes its base URL: it reads OpenAI's
+// request, routes the model to a provider, and answers OpenAI's chat.completion, its streamed
+// chat.completion.chunk events and its model list. Cost, recording, rate limits and budgets
+// are the AI service's, the same as on /api/ai/*.
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/acme/app/internal/ai"
+)
+
+// Completer is the AI service as the gateway uses it.
+type Completer interface {
+	Complete(ctx context.Context, userID, provider string, in ai.ChatInput) (*ai.Completion, error)
+	Stream(ctx context.Context, userID, provider string, in ai.ChatInput, onDelta func(text string) error) (*ai.Completion, error)
+}
+
+// Options configure the service.
+type Options struct {
+	AI     Completer
+	Prices *ai.Prices // routes bare model names and lists models
+	// Providers are the configured providers (those with an API key) and their default
+	// models: /v1/models lists only their models.
+	Providers map[string]string
+	Now       func() time.Time // nil: time.Now
+}
+
+// Service answers the OpenAI-compatible endpoints.
+type Service struct {
+	ai     Completer
+	prices *ai.Prices
+	models ModelList
+	now    func() time.Time
+}
+
+// New returns the service.
+func New(opts Options) *Service {
+	s := &Service{ai: opts.AI, prices: opts.Prices, now: opts.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.models = ModelList{Object: "list", Data: []Model{}}
+	created := s.now().Unix()
+	for _, p := range ai.Providers() {
+		def, ok := opts.Providers[p]
+		if !ok {
+			continue
+		}
+		names := s.prices.Models(p)
+		if def != "" && !slices.Contains(names, def) {
+			names = append([]string{def}, names...)
+		}
+		for _, m := range names {
+			s.models.Data = append(s.models.Data, Model{ID: p + "/" + m, Object: "model", Created: created, OwnedBy: p})
+		}
+	}
+	return s
+}
+
+// Models returns the models of the configured providers.
+func (s *Service) Models() ModelList { return s.models }
+
+// Model returns one model of the list by its id; ok is false for an unknown one.
+func (s *Service) Model(id string) (Model, bool) {
+	for _, m := range s.models.Data {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Model{}, false
+}
+
+// Complete answers a non-streamed request. Errors are the AI service's (apperr kinds).
+func (s *Service) Complete(ctx context.Context, userID string, req *Request) (*ChatCompletion, error) {
+	c, err := s.ai.Complete(ctx, userID, req.Provider, req.Input)
+	if err != nil {
+		return nil, err
+	}
+	return &ChatCompletion{
+		ID: completionID(c.RequestID), Object: "chat.completion", Created: s.now().Unix(), Model: s.answerModel(req, c),
+		Choices: []Choice{{Message: AnswerMessage{Role: "assistant", Content: c.Text}, FinishReason: finish(c)}},
+		Usage:   usageOf(c),
+	}, nil
+}
+
+// Stream answers a streamed request: emit receives each chunk as it is ready, the assistant's
+// role with the first piece, the finish reason last, then the usage chunk when asked for.
+// An error before emit was first called means nothing was sent.
+func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit func(*Chunk) error) error {
+	chunk := &Chunk{ID: completionID(req.Input.RequestID), Object: "chat.completion.chunk", Created: s.now().Unix(),
+		Model: req.Model, Choices: make([]ChunkChoice, 1)}
+	first := true
+	c, err := s.ai.Stream(ctx, userID, req.Provider, req.Input, func(text string) error {
+		chunk.Choices[0].Delta = Delta{Content: text}
+		if first {
+			chunk.Choices[0].Delta.Role, first = "assistant", false
+		}
+		return emit(chunk)
+	})
+	if err != nil {
+		return err
+	}
+	chunk.Model = s.answerModel(req, c)
+	reason := finish(c)
+	chunk.Choices[0] = ChunkChoice{FinishReason: &reason}
+	if first {
+		chunk.Choices[0].Delta.Role = "assistant"
+	}
+	if err := emit(chunk); err != nil {
+		return err
+	}
+	if req.IncludeUsage {
+		chunk.Choices, chunk.Usage = []ChunkChoice{}, usageOf(c)
+		return emit(chunk)
+	}
+	return nil
+}
+
+// answerModel is the model named in the answer: the one the provider reports, in the form the
+// client used (provider/model when it named the provider).
+func (s *Service) answerModel(req *Request, c *ai.Completion) string {
+	m := c.Model
+	if m == "" {
+		m = req.Input.Model
+	}
+	if strings.HasPrefix(req.Model, req.Provider+"/") {
+		return req.Provider + "/" + m
+	}
+	return m
+}
+
+// completionID is the answer's id: chatcmpl- and the request id.
+func completionID(requestID string) string {
+	return "chatcmpl-" + strings.ReplaceAll(requestID, "-", "")
+}
+
+// finish is the answer's finish_reason ("stop" when the provider did not say).
+func finish(c *ai.Completion) string {
+	if c.FinishReason == "" {
+		return "stop"
+	}
+	return c.FinishReason
+}
+
+func usageOf(c *ai.Completion) *Usage {
+	return &Usage{
+		PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, TotalTokens: c.Usage.TotalTokens,
+		PromptTokensDetails: PromptDetail{CachedTokens: c.CachedTokens}, CompletionTokensDetails: OutputDetail{ReasoningTokens: c.ReasoningTokens},
+	}
+}

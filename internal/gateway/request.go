@@ -1,0 +1,351 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/acme/app/internal/ai"
+)
+
+// Error is an error in OpenAI's format, with the HTTP status it is answered with.
+type Error struct {
+	Status  int     `json:"-"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// invalid is a 400 invalid_request_error naming param; code may be "".
+func invalid(param, code, format string, args ...any) *Error {
+	e := &Error{Status: 400, Type: "invalid_request_error", Message: fmt.Sprintf(format, args...)}
+	if param != "" {
+		e.Param = &param
+	}
+	if code != "" {
+		e.Code = &code
+	}
+	return e
+}
+
+// unsupported is the 400 of a parameter the gateway cannot honour.
+func unsupported(param, why string) *Error {
+	return invalid(param, "unsupported_parameter", "Unsupported parameter: '%s' %s", param, why)
+}
+
+// Request is a parsed chat-completions request, ready for the AI service.
+type Request struct {
+	Provider     string // openai, anthropic, gemini
+	Model        string // as the client named it, answered back in `model`
+	Input        ai.ChatInput
+	Stream       bool
+	IncludeUsage bool // stream_options.include_usage
+}
+
+// MaxStop is the most stop sequences OpenAI accepts.
+const MaxStop = 4
+
+// chatRequest is the body of POST /v1/chat/completions, each field kept raw so that a value of
+// the wrong type is answered with the parameter's name.
+type chatRequest map[string]json.RawMessage
+
+// accepted are the parameters the gateway honours.
+var accepted = map[string]bool{
+	"model": true, "messages": true, "temperature": true, "top_p": true, "max_tokens": true,
+	"max_completion_tokens": true, "stop": true, "stream": true, "stream_options": true, "user": true,
+}
+
+// neutral are parameters accepted only at the value that changes nothing (OpenAI's default).
+var neutral = map[string]string{
+	"n": "1", "presence_penalty": "0", "frequency_penalty": "0", "logprobs": "false", "parallel_tool_calls": "true",
+}
+
+// Parse reads a chat-completions body. Anything the gateway cannot honour is an *Error naming
+// the parameter; nothing is dropped silently.
+func (s *Service) Parse(body []byte) (*Request, error) {
+	var fields chatRequest
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, invalid("", "", "We could not parse the JSON body of your request: it must be one JSON object.")
+	}
+	for name, raw := range fields {
+		if accepted[name] || isNull(raw) {
+			continue
+		}
+		if def, ok := neutral[name]; ok {
+			if compact(raw) == def {
+				continue
+			}
+			return nil, unsupported(name, fmt.Sprintf("is only supported at its default (%s) by this gateway.", def))
+		}
+		if name == "response_format" && compact(raw) == `{"type":"text"}` {
+			continue
+		}
+		return nil, unsupported(name, "is not supported by this gateway.")
+	}
+	req := &Request{}
+	if err := s.route(fields, req); err != nil {
+		return nil, err
+	}
+	msgs, err := parseMessages(fields["messages"])
+	if err != nil {
+		return nil, err
+	}
+	if req.Provider != "openai" {
+		// The AI service takes system text only on its OpenAI path for now.
+		for i, m := range msgs {
+			if m.Role == "system" {
+				return nil, unsupported(fmt.Sprintf("messages[%d].role", i),
+					fmt.Sprintf("system and developer messages are not yet passed to %s models by this gateway.", req.Provider))
+			}
+		}
+	}
+	req.Input.Messages = msgs
+	if req.Input.Temperature, err = number(fields, "temperature", 0, 2); err != nil {
+		return nil, err
+	}
+	if req.Input.TopP, err = number(fields, "top_p", 0, 1); err != nil {
+		return nil, err
+	}
+	if req.Input.MaxTokens, err = maxTokens(fields); err != nil {
+		return nil, err
+	}
+	if req.Input.Stop, err = stops(fields["stop"]); err != nil {
+		return nil, err
+	}
+	if raw := fields["user"]; !isNull(raw) {
+		var u string
+		if json.Unmarshal(raw, &u) != nil {
+			return nil, invalid("user", "invalid_type", "Invalid type for 'user': expected a string.")
+		}
+	}
+	if raw := fields["stream"]; !isNull(raw) {
+		if json.Unmarshal(raw, &req.Stream) != nil {
+			return nil, invalid("stream", "invalid_type", "Invalid type for 'stream': expected a boolean.")
+		}
+	}
+	if raw := fields["stream_options"]; !isNull(raw) {
+		if !req.Stream {
+			return nil, invalid("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+		}
+		var opts map[string]json.RawMessage
+		if json.Unmarshal(raw, &opts) != nil || opts == nil {
+			return nil, invalid("stream_options", "invalid_type", "Invalid type for 'stream_options': expected an object.")
+		}
+		for name, v := range opts {
+			switch {
+			case name == "include_usage":
+				if !isNull(v) && json.Unmarshal(v, &req.IncludeUsage) != nil {
+					return nil, invalid("stream_options.include_usage", "invalid_type", "Invalid type for 'stream_options.include_usage': expected a boolean.")
+				}
+			case name == "include_obfuscation" || isNull(v):
+			default:
+				return nil, unsupported("stream_options."+name, "is not supported by this gateway.")
+			}
+		}
+	}
+	return req, nil
+}
+
+// route reads `model`: provider/model names the provider; a bare name goes to the provider the
+// price table lists it under.
+func (s *Service) route(fields chatRequest, req *Request) error {
+	raw := fields["model"]
+	if isNull(raw) {
+		return invalid("model", "", "You must provide a model parameter.")
+	}
+	var model string
+	if json.Unmarshal(raw, &model) != nil {
+		return invalid("model", "invalid_type", "Invalid type for 'model': expected a string.")
+	}
+	if model == "" {
+		return invalid("model", "", "You must provide a model parameter.")
+	}
+	req.Model = model
+	if p, m, ok := strings.Cut(model, "/"); ok && isProvider(p) {
+		if m == "" {
+			return invalid("model", "model_not_found", "The model '%s' names no model after the provider.", model)
+		}
+		req.Provider, req.Input.Model = p, m
+		return nil
+	}
+	p, ok := s.prices.ProviderOf(model)
+	if !ok {
+		return &Error{Status: 400, Type: "invalid_request_error", Param: ptr("model"), Code: ptr("model_not_found"),
+			Message: fmt.Sprintf("The model '%s' is not known to this gateway: name it with its provider: openai/MODEL, "+
+				"anthropic/MODEL or gemini/MODEL.", model)}
+	}
+	req.Provider, req.Input.Model = p, model
+	return nil
+}
+
+func isProvider(name string) bool {
+	for _, p := range ai.Providers() {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// message is one message of the request.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// parseMessages reads `messages`: roles system, developer (sent as system), user and
+// assistant; content a string or an array of text parts.
+func parseMessages(raw json.RawMessage) ([]ai.Message, error) {
+	if isNull(raw) {
+		return nil, invalid("messages", "", "Missing required parameter: 'messages'.")
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, invalid("messages", "invalid_type", "Invalid type for 'messages': expected an array of objects.")
+	}
+	if len(items) == 0 {
+		return nil, invalid("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
+	}
+	out := make([]ai.Message, 0, len(items))
+	for i, item := range items {
+		at := fmt.Sprintf("messages[%d]", i)
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(item, &fields) != nil || fields == nil {
+			return nil, invalid(at, "invalid_type", "Invalid type for '%s': expected an object.", at)
+		}
+		for name, v := range fields {
+			if name != "role" && name != "content" && !isNull(v) {
+				return nil, unsupported(at+"."+name, "is not supported by this gateway.")
+			}
+		}
+		var m message
+		if json.Unmarshal(fields["role"], &m.Role) != nil {
+			return nil, invalid(at+".role", "invalid_type", "Invalid type for '%s.role': expected one of system, developer, user, assistant.", at)
+		}
+		switch m.Role {
+		case "system", "developer":
+			m.Role = "system"
+		case "user", "assistant":
+		case "tool", "function":
+			return nil, unsupported(at+".role", fmt.Sprintf("'%s' is not supported by this gateway (no tools).", m.Role))
+		default:
+			return nil, invalid(at+".role", "invalid_value", "Invalid value for '%s.role': expected one of system, developer, user, assistant.", at)
+		}
+		text, err := content(at+".content", fields["content"])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ai.Message{Role: m.Role, Content: text})
+	}
+	return out, nil
+}
+
+// content reads a message's content: a string, or an array of text parts joined.
+func content(at string, raw json.RawMessage) (string, error) {
+	if isNull(raw) {
+		return "", invalid(at, "", "Missing required parameter: '%s'.", at)
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text, nil
+	}
+	var parts []map[string]json.RawMessage
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", invalid(at, "invalid_type", "Invalid type for '%s': expected a string or an array of text parts.", at)
+	}
+	var b strings.Builder
+	for j, part := range parts {
+		pat := fmt.Sprintf("%s[%d]", at, j)
+		var typ, t string
+		if json.Unmarshal(part["type"], &typ) != nil {
+			return "", invalid(pat+".type", "invalid_type", "Invalid type for '%s.type': expected a string.", pat)
+		}
+		if typ != "text" {
+			return "", unsupported(pat+".type", fmt.Sprintf("'%s' is not supported by this gateway (text parts only).", typ))
+		}
+		if json.Unmarshal(part["text"], &t) != nil {
+			return "", invalid(pat+".text", "invalid_type", "Invalid type for '%s.text': expected a string.", pat)
+		}
+		b.WriteString(t)
+	}
+	return b.String(), nil
+}
+
+// number reads an optional number in lo..hi.
+func number(fields chatRequest, name string, lo, hi float64) (*float64, error) {
+	raw := fields[name]
+	if isNull(raw) {
+		return nil, nil
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil || math.IsNaN(f) {
+		return nil, invalid(name, "invalid_type", "Invalid type for '%s': expected a number.", name)
+	}
+	if f < lo || f > hi {
+		return nil, invalid(name, "invalid_value", "Invalid '%s': %g is outside %g to %g.", name, f, lo, hi)
+	}
+	return &f, nil
+}
+
+// maxTokens reads max_completion_tokens, or the older max_tokens.
+func maxTokens(fields chatRequest) (*int, error) {
+	var out *int
+	for _, name := range []string{"max_tokens", "max_completion_tokens"} {
+		raw := fields[name]
+		if isNull(raw) {
+			continue
+		}
+		var f float64
+		if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) {
+			return nil, invalid(name, "invalid_type", "Invalid type for '%s': expected an integer.", name)
+		}
+		if f < 1 || f > ai.MaxTokensLimit {
+			return nil, invalid(name, "invalid_value", "Invalid '%s': expected an integer from 1 to %d.", name, ai.MaxTokensLimit)
+		}
+		n := int(f)
+		if out != nil && *out != n {
+			return nil, invalid(name, "invalid_value", "max_tokens and max_completion_tokens differ: send one of them.")
+		}
+		out = &n
+	}
+	return out, nil
+}
+
+// stops reads `stop`: a string or up to MaxStop strings.
+func stops(raw json.RawMessage) ([]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}, nil
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) != nil {
+		return nil, invalid("stop", "invalid_type", "Invalid type for 'stop': expected a string or an array of strings.")
+	}
+	if len(list) > MaxStop {
+		return nil, invalid("stop", "invalid_value", "Invalid 'stop': at most %d sequences.", MaxStop)
+	}
+	return list, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// compact is raw without insignificant spaces.
+func compact(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func ptr(s string) *string { return &s }

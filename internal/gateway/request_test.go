@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/acme/app/internal/ai"
+)
+
+func newTestService(t *testing.T) *Service {
+	t.Helper()
+	prices, err := ai.LoadPrices("", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Prices: prices, Providers: map[string]string{"openai": "gpt-4o-mini", "gemini": "gemini-3.1-flash-lite"}})
+}
+
+func fptr(f float64) *float64 { return &f }
+func iptr(n int) *int         { return &n }
+
+// Ensure what the gateway honours reaches the AI service's input, routed to its provider.
+func TestParseAccepted(t *testing.T) {
+	t.Parallel()
+	s := newTestService(t)
+	for _, tc := range []struct {
+		name, body string
+		want       Request
+	}{
+		{"prefixed", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`,
+			Request{Provider: "anthropic", Model: "anthropic/claude-haiku-4-5",
+				Input: ai.ChatInput{Model: "claude-haiku-4-5", Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
+		{"bare routed by the price table", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
+			Request{Provider: "openai", Model: "gpt-4o-mini",
+				Input: ai.ChatInput{Model: "gpt-4o-mini", Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
+		{"every honoured parameter", `{"model":"openai/gpt-4o-mini","messages":[
+			{"role":"developer","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+			{"role":"assistant","content":"ok"}],
+			"temperature":0.5,"top_p":0.9,"max_completion_tokens":50,"stop":["x","y"],"stream":true,
+			"stream_options":{"include_usage":true},"user":"u-1","n":1,"presence_penalty":0,"response_format":{"type":"text"},"tools":null}`,
+			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Stream: true, IncludeUsage: true,
+				Input: ai.ChatInput{Model: "gpt-4o-mini", Temperature: fptr(0.5), TopP: fptr(0.9), MaxTokens: iptr(50), Stop: []string{"x", "y"},
+					Messages: []ai.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "ab"}, {Role: "assistant", Content: "ok"}}}}},
+		{"max_tokens and a single stop", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stop":"\n"}`,
+			Request{Provider: "openai", Model: "openai/gpt-4o-mini",
+				Input: ai.ChatInput{Model: "gpt-4o-mini", MaxTokens: iptr(7), Stop: []string{"\n"}, Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
+	} {
+		got, err := s.Parse([]byte(tc.body))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreUnexported(ai.ChatInput{})); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+// Ensure what the gateway cannot honour is a 400 naming the parameter, never dropped.
+func TestParseRefused(t *testing.T) {
+	t.Parallel()
+	s := newTestService(t)
+	const msg = `"messages":[{"role":"user","content":"hi"}]`
+	for _, tc := range []struct {
+		body, param, code string
+	}{
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"n":2}`, "n", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function"}]}`, "tools", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"response_format":{"type":"json_object"}}`, "response_format", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"logit_bias":{"1":2}}`, "logit_bias", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"seed":1}`, "seed", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+			"messages[0].content[0].type", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"tool","content":"x","tool_call_id":"1"}]}`, "messages[0].tool_call_id", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"x","name":"bob"}]}`, "messages[0].name", "unsupported_parameter"},
+		{`{"model":"gemini/gemini-2.5-flash","messages":[{"role":"system","content":"x"},{"role":"user","content":"y"}]}`, "messages[0].role", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"robot","content":"x"}]}`, "messages[0].role", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini","messages":[]}`, "messages", "empty_array"},
+		{`{"model":"openai/gpt-4o-mini","messages":"hi"}`, "messages", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini"}`, "messages", ""},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user"}]}`, "messages[0].content", ""},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":5}]}`, "messages[0].content", "invalid_type"},
+		{`{` + msg + `}`, "model", ""},
+		{`{"model":7,` + msg + `}`, "model", "invalid_type"},
+		{`{"model":"no-such-model",` + msg + `}`, "model", "model_not_found"},
+		{`{"model":"openai/",` + msg + `}`, "model", "model_not_found"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"temperature":"hot"}`, "temperature", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"temperature":3}`, "temperature", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"top_p":1.5}`, "top_p", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"max_tokens":0}`, "max_tokens", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"max_completion_tokens":1.5}`, "max_completion_tokens", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"max_tokens":5,"max_completion_tokens":6}`, "max_completion_tokens", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"stop":["a","b","c","d","e"]}`, "stop", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"stream":"yes"}`, "stream", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"stream_options":{"include_usage":true}}`, "stream_options", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"stream":true,"stream_options":{"chunk":1}}`, "stream_options.chunk", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"user":5}`, "user", "invalid_type"},
+	} {
+		_, err := s.Parse([]byte(tc.body))
+		e, ok := err.(*Error)
+		if !ok {
+			t.Errorf("%s: err %v, want *Error", tc.body, err)
+			continue
+		}
+		code := ""
+		if e.Code != nil {
+			code = *e.Code
+		}
+		if e.Status != 400 || e.Type != "invalid_request_error" || e.Param == nil || *e.Param != tc.param || code != tc.code || e.Message == "" {
+			t.Errorf("%s: got %d %s param %v code %q (%s), want param %q code %q", tc.body, e.Status, e.Type, deref(e.Param), code, e.Message, tc.param, tc.code)
+		}
+	}
+	if _, err := s.Parse([]byte(`[1]`)); err == nil {
+		t.Error("a JSON array was accepted")
+	}
+}
+
+func TestModels(t *testing.T) {
+	t.Parallel()
+	s := newTestService(t)
+	list := s.Models()
+	if list.Object != "list" || len(list.Data) == 0 {
+		t.Fatalf("list %+v", list)
+	}
+	seen := map[string]bool{}
+	for _, m := range list.Data {
+		if m.Object != "model" || m.OwnedBy == "anthropic" || m.ID != m.OwnedBy+"/"+m.ID[len(m.OwnedBy)+1:] {
+			t.Fatalf("model %+v (anthropic is not configured)", m)
+		}
+		seen[m.ID] = true
+	}
+	if !seen["openai/gpt-4o-mini"] || !seen["gemini/gemini-3.1-flash-lite"] {
+		t.Fatalf("defaults missing from %v", seen)
+	}
+	if _, ok := s.Model("openai/gpt-4o-mini"); !ok {
+		t.Fatal("Model(openai/gpt-4o-mini) not found")
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}

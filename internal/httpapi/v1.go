@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/gateway"
+)
+
+// handleV1Chat answers POST /v1/chat/completions: OpenAI's request in, OpenAI's
+// chat.completion (or its chunk stream ending with [DONE]) out, errors in OpenAI's format.
+func handleV1Chat(gw *gateway.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, _ := CallerFrom(r.Context())
+		body, err := readJSONBody(w, r)
+		if err != nil {
+			writeV1Error(w, r, err)
+			return
+		}
+		req, err := gw.Parse(body)
+		if err != nil {
+			writeV1Error(w, r, err)
+			return
+		}
+		req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
+		if req.Input.RequestID != RequestID(r.Context()) { // the client's id is not a UUID: the answer's is
+			w.Header().Set("X-Request-Id", req.Input.RequestID)
+		}
+		if req.Stream {
+			streamV1(w, r, gw, caller.ID, req)
+			return
+		}
+		c, err := gw.Complete(r.Context(), caller.ID, req)
+		if err != nil {
+			writeV1Error(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, c)
+	})
+}
+
+// streamV1 answers a streamed call as OpenAI does: `data: <chunk>` events, then `data: [DONE]`.
+// A failure before the first chunk is an ordinary error answer; after it, an event carrying
+// OpenAI's error object ends the stream (the SDKs raise it). The writer and its flushing
+// goroutine are those of the /api/ai/* streams.
+func streamV1(w http.ResponseWriter, r *http.Request, gw *gateway.Service, userID string, req *gateway.Request) {
+	sw := newSSEWriter(w)
+	stop := make(chan struct{})
+	var flusher sync.WaitGroup
+	flusher.Go(func() { sw.run(stop, r.Context().Done()) })
+	err := gw.Stream(r.Context(), userID, req, func(c *gateway.Chunk) error { return sw.data(c) })
+	close(stop)
+	flusher.Wait()
+	switch {
+	case err == nil:
+		_ = sw.raw("[DONE]")
+	case !sw.started:
+		writeV1Error(w, r, err)
+		return
+	default:
+		_ = sw.data(gateway.ErrorBody{Error: *v1Error(r, err)})
+	}
+	sw.flushNow()
+}
+
+// data writes one unnamed event (OpenAI's streams name none) with v as its JSON data.
+func (s *sseWriter) data(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return s.raw(string(b))
+}
+
+// raw writes one unnamed event with text as its data and asks for a flush.
+func (s *sseWriter) raw(text string) error {
+	s.mu.Lock()
+	if !s.started {
+		s.start()
+	}
+	s.write("data: " + text + "\n\n")
+	err := s.err
+	s.mu.Unlock()
+	select {
+	case s.flush <- struct{}{}:
+	default: // a flush is asked for already
+	}
+	return err
+}
+
+// handleV1Models answers GET /v1/models: the configured providers' models in OpenAI's list.
+func handleV1Models(gw *gateway.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		encode(w, http.StatusOK, gw.Models())
+	})
+}
+
+// handleV1Model answers GET /v1/models/{provider}/{model...}.
+func handleV1Model(gw *gateway.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("provider") + "/" + r.PathValue("model")
+		m, ok := gw.Model(id)
+		if !ok {
+			code, param := "model_not_found", "model"
+			writeOpenAI(w, &gateway.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: &param, Code: &code,
+				Message: "The model '" + id + "' does not exist or is not served here."})
+			return
+		}
+		encode(w, http.StatusOK, m)
+	})
+}
+
+// writeV1Error answers err in OpenAI's format.
+func writeV1Error(w http.ResponseWriter, r *http.Request, err error) {
+	e := v1Error(r, err)
+	if a := apperr.As(err); a != nil && a.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(a.RetryAfter))
+	}
+	writeOpenAI(w, e)
+}
+
+// v1Error is err as OpenAI's error: the gateway's own errors as they are, the services' by
+// their kind (logged as writeError logs them).
+func v1Error(r *http.Request, err error) *gateway.Error {
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	env, _ := envelopeOf(r, err)
+	var msg string
+	switch m := env.Message.(type) {
+	case string:
+		msg = m
+	case []string:
+		msg = strings.Join(m, "; ")
+	}
+	e := openAIError(env.StatusCode, apperr.KindOf(err), msg)
+	if env.StatusCode == http.StatusBadRequest && msg != "" {
+		// A service's validation message starts with the field it is about.
+		field, _, _ := strings.Cut(msg, " ")
+		field, _, _ = strings.Cut(field, ".")
+		switch field {
+		case "maxTokens":
+			field = "max_tokens"
+		case "temperature", "messages", "model":
+		default:
+			field = ""
+		}
+		if field != "" {
+			e.Param = &field
+		}
+	}
+	return e
+}

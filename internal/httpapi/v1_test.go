@@ -1,0 +1,458 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson/primitive"
+
+	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
+	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/gateway"
+	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/store/storetest"
+	"github.com/acme/app/internal/templates"
+	"github.com/acme/app/internal/usage"
+)
+
+// gwFixture is the whole AI path on the embedded store: usage, budgets, keys, the AI service
+// against aitest fakes, and the gateway.
+type gwFixture struct {
+	h      http.Handler
+	tokens *auth.Tokens
+	usage  *usage.Service
+	keys   *keys.Service
+	budget *budget.Service
+	auth   *auth.Service
+	fakes  map[string]*aitest.Server
+}
+
+// budgetHook is the budget service as the AI service's hook.
+type budgetHook struct{ svc *budget.Service }
+
+func (b budgetHook) Reserve(ctx context.Context, userID string, usd float64) (ai.Reservation, error) {
+	r, err := b.svc.Reserve(ctx, userID, usd)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// newGWFixture builds the fixture; the fake providers answer with script (default aitest.OK).
+func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFixture {
+	t.Helper()
+	ctx := context.Background()
+	db := storetest.DB(t)
+	us, err := usage.New(ctx, db, usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = us.Close(context.Background()) })
+	fx := &gwFixture{tokens: auth.NewTokens(secret, time.Hour), usage: us, fakes: map[string]*aitest.Server{}}
+	if fx.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	fx.budget, err = budget.New(ctx, db, budget.Options{Serialize: os.Getenv("TEST_MONGODB_URI") == "",
+		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
+			s, err := us.Summary(ctx, userID, days)
+			return s.TotalCost, err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]ai.ProviderConfig{}
+	defaults := map[string]string{}
+	for _, p := range ai.Providers() {
+		fx.fakes[p] = aitest.New(t, p, script...)
+		cfg[p] = ai.ProviderConfig{APIKey: "k-" + p, BaseURL: fx.fakes[p].BaseURL(), DefaultModel: "m-" + p}
+		defaults[p] = "m-" + p
+	}
+	prices, err := ai.LoadPrices("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := ai.New(ai.Options{Providers: cfg, Timeout: 5 * time.Second, Recorder: us, Prices: prices, Budget: budgetHook{fx.budget}})
+	gw := gateway.New(gateway.Options{AI: svc, Prices: prices, Providers: defaults})
+	authSvc, err := auth.New(ctx, db, fx.tokens, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.auth = authSvc
+	dbc, err := dbcheck.New(dbcheck.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.Store(t)
+	tpl := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: db.Name(), Core: st.Client(), CoreDatabase: db.Name()})
+	if opts.RateLimit == 0 {
+		opts.RateLimit, opts.RateWindow = 1<<20, time.Minute
+	}
+	fx.h = NewServer(opts, Deps{Tokens: fx.tokens, Auth: authSvc, AI: svc, Usage: us, Keys: fx.keys, Budget: fx.budget,
+		Gateway: gw, DBCheck: dbc, Templates: tpl})
+	return fx
+}
+
+// user registers a new user and returns its id and access token.
+func (fx *gwFixture) user(t testing.TB) (string, string) {
+	t.Helper()
+	email := primitive.NewObjectID().Hex() + "@example.com"
+	res, err := fx.auth.Register(context.Background(), auth.RegisterInput{Email: email, Password: "password1", Name: "Test User"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.User.ID, res.AccessToken
+}
+
+func decodeJSON[T any](t testing.TB, body []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return v
+}
+
+// Ensure /v1/chat/completions answers OpenAI's chat.completion for each provider prefix and a
+// bare name, sends the provider what it was asked, and records the call like /api/ai/*.
+func TestV1Chat(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	_, tok := fx.user(t)
+	for _, tc := range []struct{ model, provider, sent, answered string }{
+		{"openai/gpt-4o-mini", "openai", "gpt-4o-mini", "openai/gpt-4o-mini-2024-07-18"},
+		{"anthropic/claude-haiku-4-5", "anthropic", "claude-haiku-4-5", "anthropic/claude-haiku-4-5"},
+		{"gemini/gemini-2.5-flash", "gemini", "gemini-2.5-flash", "gemini/gemini-2.5-flash"},
+		{"gpt-4o-mini", "openai", "gpt-4o-mini", "gpt-4o-mini-2024-07-18"},
+	} {
+		rec := do(fx.h, "POST", "/v1/chat/completions", `{"model":"`+tc.model+`","messages":[{"role":"user","content":"hi"}],"max_tokens":20,"top_p":0.5,"stop":"END"}`, tok)
+		if rec.Code != 200 {
+			t.Fatalf("%s: %d %s", tc.model, rec.Code, rec.Body)
+		}
+		c := decodeJSON[gateway.ChatCompletion](t, rec.Body.Bytes())
+		if c.Object != "chat.completion" || !strings.HasPrefix(c.ID, "chatcmpl-") || c.Model != tc.answered || len(c.Choices) != 1 ||
+			c.Choices[0].Message.Content != "Hello from the fake" || c.Choices[0].FinishReason != "stop" ||
+			c.Usage.PromptTokens != 11 || c.Usage.CompletionTokens != 7 || c.Usage.TotalTokens != 18 {
+			t.Fatalf("%s: answer %s", tc.model, rec.Body)
+		}
+		if rec.Header().Get("X-Request-Id") == "" {
+			t.Fatalf("%s: no X-Request-Id", tc.model)
+		}
+		call := fx.fakes[tc.provider].Last()
+		if call.Model() != tc.sent {
+			t.Fatalf("%s: the provider was asked for %q", tc.model, call.Model())
+		}
+		if tc.provider == "openai" && (call.Body["top_p"] != 0.5 || fmt.Sprint(call.Body["stop"]) != "[END]") {
+			t.Fatalf("top_p/stop not sent: %s", call.Raw)
+		}
+	}
+	var sum usage.Summary
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && sum.TotalRequests < 4; time.Sleep(5 * time.Millisecond) {
+		sum = decodeJSON[usage.Summary](t, do(fx.h, "GET", "/api/ai/usage?days=1", "", tok).Body.Bytes())
+	}
+	if sum.TotalRequests != 4 || sum.TotalTokens != 72 {
+		t.Fatalf("usage after four /v1 calls: %+v", sum)
+	}
+}
+
+// readSSE returns the data lines of an event stream.
+func readSSE(t testing.TB, body string) []string {
+	t.Helper()
+	var data []string
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			data = append(data, d)
+		}
+	}
+	return data
+}
+
+// Ensure a streamed call is chat.completion.chunk events (role first, finish_reason, the usage
+// chunk with include_usage) ending with [DONE], for each provider.
+func TestV1Stream(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, aitest.Stream(aitest.StreamOptions{}))
+	_, tok := fx.user(t)
+	for _, p := range ai.Providers() {
+		for _, includeUsage := range []bool{true, false} {
+			body := fmt.Sprintf(`{"model":"%s/m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":%t}}`, p, includeUsage)
+			rec := do(fx.h, "POST", "/v1/chat/completions", body, tok)
+			if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+				t.Fatalf("%s: %d %s", p, rec.Code, rec.Body)
+			}
+			data := readSSE(t, rec.Body.String())
+			if len(data) < 3 || data[len(data)-1] != "[DONE]" {
+				t.Fatalf("%s: stream %q", p, data)
+			}
+			var text strings.Builder
+			var finishes []string
+			usages := 0
+			for i, d := range data[:len(data)-1] {
+				c := decodeJSON[gateway.Chunk](t, []byte(d))
+				if c.Object != "chat.completion.chunk" || !strings.HasPrefix(c.ID, "chatcmpl-") {
+					t.Fatalf("%s: chunk %s", p, d)
+				}
+				if len(c.Choices) == 0 {
+					usages++
+					if c.Usage == nil || c.Usage.TotalTokens == 0 {
+						t.Fatalf("%s: usage chunk %s", p, d)
+					}
+					continue
+				}
+				if i == 0 && c.Choices[0].Delta.Role != "assistant" {
+					t.Fatalf("%s: first chunk without the role: %s", p, d)
+				}
+				text.WriteString(c.Choices[0].Delta.Content)
+				if f := c.Choices[0].FinishReason; f != nil {
+					finishes = append(finishes, *f)
+				}
+			}
+			if text.String() != "Hello from the fake" || fmt.Sprint(finishes) != "[stop]" || (usages == 1) != includeUsage {
+				t.Fatalf("%s include_usage=%t: text %q finishes %v usage chunks %d", p, includeUsage, text.String(), finishes, usages)
+			}
+		}
+	}
+}
+
+// Ensure a provider failing mid-stream ends the stream with OpenAI's error object, no [DONE].
+func TestV1StreamFailure(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, aitest.Stream(aitest.StreamOptions{FailAfter: 2}))
+	_, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/v1/chat/completions", `{"model":"openai/m","messages":[{"role":"user","content":"hi"}],"stream":true}`, tok)
+	data := readSSE(t, rec.Body.String())
+	if rec.Code != 200 || len(data) < 2 || data[len(data)-1] == "[DONE]" {
+		t.Fatalf("%d %q", rec.Code, data)
+	}
+	openAIErr(t, rec, []byte(data[len(data)-1]))
+}
+
+func openAIErr(t testing.TB, rec interface {
+	Result() *http.Response
+}, body []byte) gateway.Error {
+	t.Helper()
+	var b struct {
+		Error *gateway.Error `json:"error"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil || b.Error == nil || b.Error.Message == "" || b.Error.Type == "" {
+		t.Fatalf("not OpenAI's error format: %s", body)
+	}
+	return *b.Error
+}
+
+func code(e gateway.Error) string {
+	if e.Code == nil {
+		return ""
+	}
+	return *e.Code
+}
+
+// Ensure every refusal on /v1 is in OpenAI's format with OpenAI's status, type and code, the
+// middleware's included, and nothing reaches a provider.
+func TestV1Errors(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	uid, tok := fx.user(t)
+	ctx := context.Background()
+	spent, spentTok := fx.user(t)
+	zero := 0.0
+	if _, err := fx.budget.SetLimit(ctx, spent, &zero); err != nil {
+		t.Fatal(err)
+	}
+	_ = uid
+	chat := `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name, method, path, body, token string
+		status                          int
+		typ, code, param                string
+	}{
+		{"unknown key", "POST", "/v1/chat/completions", chat, keys.Prefix + strings.Repeat("0", 43), 401, "invalid_request_error", "invalid_api_key", ""},
+		{"no token", "POST", "/v1/chat/completions", chat, "", 401, "invalid_request_error", "invalid_api_key", ""},
+		{"bad JWT", "GET", "/v1/models", "", "not.a.jwt", 401, "invalid_request_error", "invalid_api_key", ""},
+		{"n", "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"n":3}`, tok, 400, "invalid_request_error", "unsupported_parameter", "n"},
+		{"malformed JSON", "POST", "/v1/chat/completions", `{"model":`, tok, 400, "invalid_request_error", "", ""},
+		{"temperature past the provider's", "POST", "/v1/chat/completions", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"temperature":1.5}`, tok, 400, "invalid_request_error", "", "temperature"},
+		{"spent budget", "POST", "/v1/chat/completions", chat, spentTok, 429, "insufficient_quota", "insufficient_quota", ""},
+		{"unknown model", "GET", "/v1/models/openai/nope", "", tok, 404, "invalid_request_error", "model_not_found", "model"},
+	} {
+		before := 0
+		for _, f := range fx.fakes {
+			before += len(f.Calls())
+		}
+		rec := do(fx.h, tc.method, tc.path, tc.body, tc.token)
+		e := openAIErr(t, rec, rec.Body.Bytes())
+		param := ""
+		if e.Param != nil {
+			param = *e.Param
+		}
+		if rec.Code != tc.status || e.Type != tc.typ || code(e) != tc.code || param != tc.param {
+			t.Errorf("%s: %d %s", tc.name, rec.Code, rec.Body)
+		}
+		if tc.name == "spent budget" && rec.Header().Get("X-Should-Retry") != "false" {
+			t.Errorf("a spent budget lets the SDKs retry")
+		}
+		after := 0
+		for _, f := range fx.fakes {
+			after += len(f.Calls())
+		}
+		if after != before {
+			t.Errorf("%s: a provider was called", tc.name)
+		}
+	}
+	// The same budget on /api answers the envelope.
+	rec := do(fx.h, "POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}]}`, spentTok)
+	env := decodeJSON[envelope](t, rec.Body.Bytes())
+	if rec.Code != 402 || env.Error != "Payment Required" || !strings.HasPrefix(fmt.Sprint(env.Message), "Monthly AI budget of $0.00 reached; it resets on ") {
+		t.Errorf("/api budget refusal: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Ensure the rate limit on /v1 answers OpenAI's 429 rate_limit_exceeded.
+func TestV1RateLimit(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{RateLimit: 1, RateWindow: time.Minute})
+	_, tok := fx.user(t)
+	do(fx.h, "GET", "/v1/models", "", tok)
+	rec := do(fx.h, "GET", "/v1/models", "", tok)
+	if e := openAIErr(t, rec, rec.Body.Bytes()); rec.Code != 429 || code(e) != "rate_limit_exceeded" || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
+
+// Ensure keys are created, listed without their secret, used on /v1 and /api/ai/*, refused on
+// accounts, keys, storage and templates, and revoked.
+func TestKeysRoutes(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	uid, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/api/keys", `{"name":"ci","expiresInDays":30}`, tok)
+	if rec.Code != 201 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	created := decodeJSON[keys.Created](t, rec.Body.Bytes())
+	if !keys.LooksLikeKey(created.Key) || created.ExpiresAt == nil {
+		t.Fatalf("created %s", rec.Body)
+	}
+	rec = do(fx.h, "GET", "/api/keys", "", tok)
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), created.Key[len(keys.Prefix):]) || !strings.Contains(rec.Body.String(), created.ID) {
+		t.Fatalf("list: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(fx.h, "POST", "/api/keys", `{"name":""}`, tok); rec.Code != 400 || !strings.Contains(rec.Body.String(), "name should not be empty") {
+		t.Fatalf("bad create: %d %s", rec.Code, rec.Body)
+	}
+	chat := `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/chat/completions", chat, 200},
+		{"GET", "/v1/models", "", 200},
+		{"POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}]}`, 200},
+		{"GET", "/api/ai/usage", "", 200},
+		{"GET", "/api/ai/budget", "", 200},
+		{"GET", "/api/auth/profile", "", 401},
+		{"GET", "/api/keys", "", 401},
+		{"POST", "/api/keys", `{"name":"more"}`, 401},
+		{"DELETE", "/api/keys/" + created.ID, "", 401},
+		{"POST", "/api/storage/mongodb/test", `{"uri":"mongodb://localhost:1"}`, 401},
+		{"GET", "/api/spaces/s1/properties/templates", "", 401},
+	} {
+		if rec := do(fx.h, tc.method, tc.path, tc.body, created.Key); rec.Code != tc.status {
+			t.Errorf("key on %s %s: %d %s", tc.method, tc.path, rec.Code, rec.Body)
+		}
+	}
+	if fx.fakes["openai"].Last().Header.Get("Authorization") != "Bearer k-openai" {
+		t.Fatal("the provider did not get the server's key")
+	}
+	_ = uid
+	if rec := do(fx.h, "DELETE", "/api/keys/"+created.ID, "", tok); rec.Code != 204 {
+		t.Fatalf("revoke: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(fx.h, "DELETE", "/api/keys/"+created.ID, "", tok); rec.Code != 404 {
+		t.Fatalf("second revoke: %d %s", rec.Code, rec.Body)
+	}
+	rec = do(fx.h, "POST", "/v1/chat/completions", chat, created.Key)
+	if e := openAIErr(t, rec, rec.Body.Bytes()); rec.Code != 401 || code(e) != "invalid_api_key" {
+		t.Fatalf("revoked key: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(fx.h, "POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}]}`, created.Key); rec.Code != 401 {
+		t.Fatalf("revoked key on /api: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Ensure GET /api/ai/budget reports the caller's month.
+func TestBudgetRoute(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	uid, tok := fx.user(t)
+	rec := do(fx.h, "GET", "/api/ai/budget", "", tok)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"limit":null`) || !strings.Contains(rec.Body.String(), `"remaining":null`) {
+		t.Fatalf("no budget: %d %s", rec.Code, rec.Body)
+	}
+	limit := 25.0
+	if _, err := fx.budget.SetLimit(context.Background(), uid, &limit); err != nil {
+		t.Fatal(err)
+	}
+	if rec := do(fx.h, "POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}],"model":"gpt-4o-mini"}`, tok); rec.Code != 200 {
+		t.Fatalf("call: %d %s", rec.Code, rec.Body)
+	}
+	st := decodeJSON[budget.Status](t, do(fx.h, "GET", "/api/ai/budget", "", tok).Body.Bytes())
+	if *st.Limit != 25 || st.Spent <= 0 || st.Reserved != 0 || *st.Remaining-(25-st.Spent) > 1e-9 || st.ResetsAt.Day() != 1 {
+		t.Fatalf("budget after one call: %+v", st)
+	}
+}
+
+// Ensure 200 concurrent calls through the real AI service against a budget covering about 50
+// end with the month's recorded spend at or under the limit, every refusal the budget's 402.
+func TestBudgetConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	uid, tok := fx.user(t)
+	body := `{"messages":[{"role":"user","content":"hi"}],"model":"gpt-4o-mini","maxTokens":100}`
+	// One call's worst case: 2 prompt bytes at the input price and 100 output tokens.
+	prices, _ := ai.LoadPrices("", nil)
+	_, pr, _ := prices.Lookup("openai", "gpt-4o-mini")
+	worst := 2*pr.Input + 100*pr.Output
+	limit := 50.5 * worst
+	if _, err := fx.budget.SetLimit(context.Background(), uid, &limit); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := do(fx.h, "POST", "/api/ai/openai/chat", body, tok)
+			if rec.Code == 402 && !strings.Contains(rec.Body.String(), "Monthly AI budget of") {
+				t.Errorf("402 without the budget's message: %s", rec.Body)
+			}
+			mu.Lock()
+			statuses[rec.Code]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if statuses[200]+statuses[402] != 200 || statuses[200] < 50 {
+		t.Fatalf("statuses %v", statuses)
+	}
+	var sum usage.Summary
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && sum.TotalRequests < int64(statuses[200]); time.Sleep(10 * time.Millisecond) {
+		sum = decodeJSON[usage.Summary](t, do(fx.h, "GET", "/api/ai/usage?days=1", "", tok).Body.Bytes())
+	}
+	if sum.TotalRequests != int64(statuses[200]) || sum.TotalCost > limit*(1+1e-9) {
+		t.Fatalf("recorded %+v for %d admitted calls, limit %g", sum, statuses[200], limit)
+	}
+}
