@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/ratelimit"
 )
 
