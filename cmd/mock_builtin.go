@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
-	"testing"
 
 	"github.com/acme/app/internal/ai/aitest"
 	"github.com/acme/app/internal/config"
@@ -25,7 +23,7 @@ const builtinRateLimit = 1 << 30
 type builtinAPI struct {
 	handler http.Handler
 	svc     *services
-	fakes   *fakeTB
+	fakes   []*aitest.Server
 	dir     string
 	seeded  *demo.Report
 }
@@ -39,7 +37,7 @@ func openBuiltinAPI(ctx context.Context, f *factory) (_ *builtinAPI, err error) 
 	if err != nil {
 		return nil, err
 	}
-	b := &builtinAPI{fakes: &fakeTB{}}
+	b := &builtinAPI{}
 	defer func() {
 		if err != nil {
 			b.close()
@@ -55,7 +53,8 @@ func openBuiltinAPI(ctx context.Context, f *factory) (_ *builtinAPI, err error) 
 	cfg.Auth.BcryptCost = 4
 	cfg.RateLimit.Limit, cfg.RateLimit.AuthLimit = builtinRateLimit, builtinRateLimit
 	for name, p := range map[string]*config.Provider{"openai": &cfg.AI.OpenAI, "anthropic": &cfg.AI.Anthropic, "gemini": &cfg.AI.Gemini} {
-		fake := aitest.New(b.fakes, name)
+		fake := aitest.Start(name)
+		b.fakes = append(b.fakes, fake)
 		p.BaseURL, p.APIKey = fake.BaseURL(), "mock-"+name+"-key"
 	}
 	mf := &factory{in: f.in, out: f.out, errOut: f.errOut, getenv: f.getenv, cfg: cfg, log: f.log}
@@ -79,44 +78,10 @@ func (b *builtinAPI) close() {
 	if b.svc != nil {
 		_ = b.svc.close()
 	}
-	b.fakes.cleanup()
+	for _, fake := range b.fakes {
+		fake.Close()
+	}
 	if b.dir != "" {
 		_ = os.RemoveAll(b.dir)
-	}
-}
-
-// fakeTB lets the fake providers of aitest run outside a test: they use a testing.TB to
-// register their shutdown (Cleanup) and to mark helpers. The reporting methods are no-ops
-// here (a fake's complaint about a request is an answer to that request, not a test
-// failure); a method not defined below would panic on the embedded nil interface.
-type fakeTB struct {
-	testing.TB
-	mu       sync.Mutex
-	cleanups []func()
-}
-
-func (t *fakeTB) Helper()                   {}
-func (t *fakeTB) Name() string              { return "app-mock-serve" }
-func (t *fakeTB) Log(...any)                {}
-func (t *fakeTB) Logf(string, ...any)       {}
-func (t *fakeTB) Error(...any)              {}
-func (t *fakeTB) Errorf(string, ...any)     {}
-func (t *fakeTB) Failed() bool              { return false }
-func (t *fakeTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
-func (t *fakeTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-
-func (t *fakeTB) Cleanup(fn func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.cleanups = append(t.cleanups, fn)
-}
-
-func (t *fakeTB) cleanup() {
-	t.mu.Lock()
-	fns := t.cleanups
-	t.cleanups = nil
-	t.mu.Unlock()
-	for i := len(fns) - 1; i >= 0; i-- {
-		fns[i]()
 	}
 }

@@ -33,7 +33,7 @@ type Responder func(w http.ResponseWriter, r *http.Request, call Call)
 type Server struct {
 	*httptest.Server
 	provider string
-	tb       testing.TB
+	tb       testing.TB // nil when started by Start
 
 	mu     sync.Mutex
 	calls  []Call
@@ -45,9 +45,17 @@ type Server struct {
 // closed when the test ends.
 func New(tb testing.TB, provider string, script ...Responder) *Server {
 	tb.Helper()
-	s := &Server{provider: provider, tb: tb, script: script}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := Start(provider, script...)
+	s.tb = tb
 	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake of provider outside a test (the built-in mock server's AI providers);
+// the caller closes it.
+func Start(provider string, script ...Responder) *Server {
+	s := &Server{provider: provider, script: script}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -68,9 +76,12 @@ func (s *Server) Calls() []Call {
 
 // Last returns the last request received (failing the test if none).
 func (s *Server) Last() Call {
-	s.tb.Helper()
 	calls := s.Calls()
 	if len(calls) == 0 {
+		if s.tb == nil {
+			panic("aitest: the fake " + s.provider + " received no request")
+		}
+		s.tb.Helper()
 		s.tb.Fatalf("aitest: the fake %s received no request", s.provider)
 	}
 	return calls[len(calls)-1]
