@@ -236,7 +236,7 @@ func BenchmarkRatio(b *testing.B) {
 	mux := http.NewServeMux()
 	db := pingFunc(func(context.Context) error { return nil })
 	mux.Handle("GET /api/health", handleHealth(db, nil, "1.0.0"))
-	mux.Handle("GET /api/protected", requireAuth(&authenticator{tokens: tokens}, handleHealth(db, nil, "1.0.0")))
+	mux.Handle("GET /api/protected", requireAuth(&authenticator{tokens: tokens}, false, handleHealth(db, nil, "1.0.0")))
 	stack := httptest.NewServer(observe(opts.Logger, 1<<20, nil, route(mux, rl.limit("", opts.RateLimit, opts.RateWindow)(dispatch(mux)))))
 	defer stack.Close()
 	b.Run("health-vs-bare", func(b *testing.B) {

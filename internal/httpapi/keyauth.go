@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/acme/app/internal/apperr"
-	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/gateway"
 	"github.com/acme/app/internal/keys"
 )
@@ -15,47 +13,6 @@ import (
 // KeyAuthenticator resolves a personal API key to its owner.
 type KeyAuthenticator interface {
 	Authenticate(ctx context.Context, key string) (keys.Owner, error)
-}
-
-// acceptKeys returns a middleware for the routes a personal API key may use (the AI routes
-// and /v1): a bearer token shaped like a key is resolved by k and acts as its user, as that
-// user stands now (accounts; nil: as the key names it), so that a deleted user's keys stop
-// working with the account; any other request goes to protect (access tokens). A refused key
-// is answered as protect answers a refused token. With k nil, it is protect.
-func acceptKeys(k KeyAuthenticator, accounts AccountResolver, protect func(http.Handler) http.Handler) func(http.Handler) http.Handler {
-	if k == nil {
-		return protect
-	}
-	return func(next http.Handler) http.Handler {
-		byToken := protect(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-			token = strings.TrimSpace(token)
-			if !strings.EqualFold(scheme, "Bearer") || !keys.LooksLikeKey(token) {
-				byToken.ServeHTTP(w, r)
-				return
-			}
-			owner, err := k.Authenticate(r.Context(), token)
-			c := auth.Caller{ID: owner.UserID}
-			if err == nil && accounts != nil {
-				c, err = accounts.Current(r.Context(), owner.UserID)
-			}
-			if err != nil {
-				if apperr.KindOf(err) == apperr.Unauthorized {
-					writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
-					return
-				}
-				writeError(w, r, err)
-				return
-			}
-			if ri := infoFrom(r.Context()); ri != nil {
-				ri.caller = &c
-				next.ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyCaller, c)))
-		})
-	}
 }
 
 // openAIFailures wraps the middleware mw of a /v1 route so that what it refuses (a bad key or

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/metrics"
 )
 
@@ -299,21 +300,40 @@ type AccountResolver interface {
 // case of authenticate; the user it names is then resolved to its current state.
 type authenticator struct {
 	tokens   TokenVerifier
-	accounts AccountResolver // nil: the credential's claims are trusted as they are
+	accounts AccountResolver  // nil: the credential's claims are trusted as they are
+	keys     KeyAuthenticator // nil: personal API keys are refused
 }
 
 // errUnauthorized is every authentication failure, answered as the same 401.
 var errUnauthorized = apperr.E(apperr.Unauthorized, "Unauthorized")
 
-// authenticate returns the caller of r's credentials: a bearer access token.
-func (a *authenticator) authenticate(r *http.Request) (auth.Caller, error) {
+// authenticate returns the caller of r's credentials: a bearer access token, or, where
+// keysAllowed (the AI routes and /v1), a personal API key, which acts as its user. Either way
+// the caller is the user as it stands now (accounts), so that a deleted user's tokens and keys
+// stop working with the account.
+func (a *authenticator) authenticate(r *http.Request, keysAllowed bool) (auth.Caller, error) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || a.tokens == nil {
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return auth.Caller{}, errUnauthorized
 	}
-	c, err := a.tokens.Verify(token)
-	if err != nil {
+	var c auth.Caller
+	switch {
+	case keys.LooksLikeKey(token):
+		if !keysAllowed || a.keys == nil {
+			return auth.Caller{}, errUnauthorized
+		}
+		owner, err := a.keys.Authenticate(r.Context(), token)
+		if err != nil {
+			return auth.Caller{}, err // Unauthorized, or Unavailable when the store fails
+		}
+		c = auth.Caller{ID: owner.UserID}
+	case a.tokens != nil:
+		var err error
+		if c, err = a.tokens.Verify(token); err != nil {
+			return auth.Caller{}, errUnauthorized
+		}
+	default:
 		return auth.Caller{}, errUnauthorized
 	}
 	if a.accounts == nil {
@@ -322,11 +342,12 @@ func (a *authenticator) authenticate(r *http.Request) (auth.Caller, error) {
 	return a.accounts.Current(r.Context(), c.ID)
 }
 
-// requireAuth lets a request through only with valid credentials of a user that still exists,
-// and puts its caller, with the user's current roles, in the request context.
-func requireAuth(a *authenticator, next http.Handler) http.Handler {
+// requireAuth lets a request through only with valid credentials of a user that still exists
+// (a personal API key only where keysAllowed), and puts its caller, with the user's current
+// roles, in the request context.
+func requireAuth(a *authenticator, keysAllowed bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := a.authenticate(r)
+		c, err := a.authenticate(r, keysAllowed)
 		if err != nil {
 			if apperr.KindOf(err) == apperr.Unauthorized {
 				writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")

@@ -12,14 +12,14 @@ type router interface {
 // when a route is missing there, or the description has a route that is not here.
 func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 	authn := &authenticator{tokens: deps.Tokens, accounts: deps.Accounts}
-	protect := func(h http.Handler) http.Handler { return requireAuth(authn, h) }
+	if deps.Keys != nil {
+		authn.keys = deps.Keys
+	}
+	protect := func(h http.Handler) http.Handler { return requireAuth(authn, false, h) }
+	// A personal API key acts as its user on the AI routes and /v1 only.
+	protectAI := func(h http.Handler) http.Handler { return requireAuth(authn, true, h) }
 	admin := func(h http.Handler) http.Handler { return protect(requireRole("admin", h)) }
 	authLimit := rl.limit("auth", opts.AuthRateLimit, opts.AuthRateWindow)
-	var keyAuth KeyAuthenticator // a personal API key acts as its user on the AI routes and /v1 only
-	if deps.Keys != nil {
-		keyAuth = deps.Keys
-	}
-	protectAI := acceptKeys(keyAuth, deps.Accounts, protect)
 
 	// Service.
 	mux.Handle("GET /api", handleRoot())

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo"
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/ai/aitest"
@@ -35,6 +37,7 @@ type gwFixture struct {
 	keys   *keys.Service
 	budget *budget.Service
 	auth   *auth.Service
+	db     *mongo.Database
 	fakes  map[string]*aitest.Server
 }
 
@@ -88,7 +91,7 @@ func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFix
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.auth = authSvc
+	fx.auth, fx.db = authSvc, db
 	dbc, err := dbcheck.New(dbcheck.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +338,7 @@ func TestV1RateLimit(t *testing.T) {
 func TestKeysRoutes(t *testing.T) {
 	t.Parallel()
 	fx := newGWFixture(t, Options{})
-	uid, tok := fx.user(t)
+	_, tok := fx.user(t)
 	rec := do(fx.h, "POST", "/api/keys", `{"name":"ci","expiresInDays":30}`, tok)
 	if rec.Code != 201 {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
@@ -375,7 +378,6 @@ func TestKeysRoutes(t *testing.T) {
 	if fx.fakes["openai"].Last().Header.Get("Authorization") != "Bearer k-openai" {
 		t.Fatal("the provider did not get the server's key")
 	}
-	_ = uid
 	if rec := do(fx.h, "DELETE", "/api/keys/"+created.ID, "", tok); rec.Code != 204 {
 		t.Fatalf("revoke: %d %s", rec.Code, rec.Body)
 	}
@@ -388,6 +390,36 @@ func TestKeysRoutes(t *testing.T) {
 	}
 	if rec := do(fx.h, "POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}]}`, created.Key); rec.Code != 401 {
 		t.Fatalf("revoked key on /api: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// Ensure a personal key stops working with its user's account: once the user is deleted, the
+// key is refused like any bad key (the account cache set to read on every request here).
+func TestKeyOfDeletedUserRefused(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	fx.auth.SetCallerTTL(0)
+	uid, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/api/keys", `{"name":"ci"}`, tok)
+	if rec.Code != 201 {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	key := decodeJSON[keys.Created](t, rec.Body.Bytes()).Key
+	if rec := do(fx.h, "GET", "/v1/models", "", key); rec.Code != 200 {
+		t.Fatalf("before: %d %s", rec.Code, rec.Body)
+	}
+	oid, err := primitive.ObjectIDFromHex(uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := fx.db.Collection(auth.UsersCollection).DeleteOne(context.Background(), bson.D{{Key: "_id", Value: oid}}); err != nil || res.DeletedCount != 1 {
+		t.Fatalf("delete user: %v %v", res, err)
+	}
+	if rec := do(fx.h, "GET", "/v1/models", "", key); rec.Code != 401 {
+		t.Fatalf("/v1 after the user was deleted: %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(fx.h, "GET", "/api/ai/usage", "", key); rec.Code != 401 {
+		t.Fatalf("/api/ai after the user was deleted: %d %s", rec.Code, rec.Body)
 	}
 }
 

@@ -78,22 +78,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		if r.Provider == "" {
 			r.Provider, r.Model, r.TotalTokens = r.OldProvider, r.OldModel, r.OldTotalTokens
 		}
-		day := Day(r.CreatedAt)
-		id := dailyID(r.UserID, day)
-		d := want[id]
-		if d == nil {
-			d = &dailyDelta{id: id, userID: r.UserID, day: day, models: map[string]*modelTotals{}}
-			want[id] = d
-		}
-		k := cellKey(r.Provider, r.Model)
-		m := d.models[k]
-		if m == nil {
-			m = &modelTotals{Provider: r.Provider, Model: r.Model}
-			d.models[k] = m
-		}
-		m.Requests++
-		m.TotalTokens += r.TotalTokens
-		m.Cost = RoundCost(m.Cost + r.Cost)
+		addCall(want, r.UserID, r.CreatedAt, r.Provider, r.Model, r.TotalTokens, r.Cost)
 	}
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("usage: read log: %w", err)

@@ -499,22 +499,7 @@ func rollup(batch []Record) []*dailyDelta {
 		if rec.Status != StatusSuccess {
 			continue
 		}
-		day := Day(rec.CreatedAt)
-		id := dailyID(rec.UserID, day)
-		d := byID[id]
-		if d == nil {
-			d = &dailyDelta{id: id, userID: rec.UserID, day: day, models: map[string]*modelTotals{}}
-			byID[id] = d
-		}
-		key := cellKey(rec.Provider, rec.Model)
-		m := d.models[key]
-		if m == nil {
-			m = &modelTotals{Provider: rec.Provider, Model: rec.Model}
-			d.models[key] = m
-		}
-		m.Requests++
-		m.TotalTokens += rec.TotalTokens
-		m.Cost = RoundCost(m.Cost + rec.Cost)
+		addCall(byID, rec.UserID, rec.CreatedAt, rec.Provider, rec.Model, rec.TotalTokens, rec.Cost)
 	}
 	out := make([]*dailyDelta, 0, len(byID))
 	for _, d := range byID {
@@ -522,6 +507,27 @@ func rollup(batch []Record) []*dailyDelta {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
+}
+
+// addCall adds one successful call to the rollup documents of byID (by rollup id), creating
+// its document and cell as needed: the recorder's batches and reconcile's rebuild add alike.
+func addCall(byID map[string]*dailyDelta, userID string, at time.Time, provider, model string, tokens int64, cost float64) {
+	day := Day(at)
+	id := dailyID(userID, day)
+	d := byID[id]
+	if d == nil {
+		d = &dailyDelta{id: id, userID: userID, day: day, models: map[string]*modelTotals{}}
+		byID[id] = d
+	}
+	key := cellKey(provider, model)
+	m := d.models[key]
+	if m == nil {
+		m = &modelTotals{Provider: provider, Model: model}
+		d.models[key] = m
+	}
+	m.Requests++
+	m.TotalTokens += tokens
+	m.Cost = RoundCost(m.Cost + cost)
 }
 
 // costUnits is a cost in the rollup's unit, 10^-10 USD: integers add up exactly.
