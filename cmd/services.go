@@ -132,7 +132,6 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
 			return monthCost(ctx, us, userID, days)
 		},
-		Serialize: s.store.Embedded(),
 	})
 	if err != nil {
 		return err

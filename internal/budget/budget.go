@@ -33,6 +33,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
 )
 
 // Collection is the name of the collection this package owns.
@@ -59,11 +60,7 @@ type Options struct {
 	// Spent reads the usage log, for the month's spend before its budget document existed.
 	// nil: 0.
 	Spent SpentReader
-	// Serialize makes this process's updates of a budget document one at a time. The embedded
-	// store does not isolate concurrent updates of one document (MongoDB does), so the process
-	// that owns it sets this.
-	Serialize bool
-	Now       func() time.Time // nil: time.Now
+	Now   func() time.Time // nil: time.Now
 }
 
 // Service reserves, settles and reports budgets.
@@ -73,19 +70,12 @@ type Service struct {
 	holdFor time.Duration
 	spent   SpentReader
 	now     func() time.Time
-
-	// serial, when set, lets one update of this process run at a time (a semaphore, so that a
-	// waiting update still honours its context).
-	serial chan struct{}
 }
 
 // New returns the service on db's ai_budgets collection and creates its index.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
 	s := &Service{coll: db.Collection(Collection), def: opts.Default, holdFor: opts.HoldFor, spent: opts.Spent,
 		now: opts.Now}
-	if opts.Serialize {
-		s.serial = make(chan struct{}, 1)
-	}
 	if s.holdFor <= 0 {
 		s.holdFor = 2 * time.Minute
 	}
@@ -428,18 +418,15 @@ func (s *Service) releaseDead(ctx context.Context, d *month, now time.Time) (int
 	return n, nil
 }
 
-// update applies one conditional update and reports whether it matched. On the embedded
-// store, this process's updates run one at a time (see Options.Serialize).
+// update applies one conditional update and reports whether it matched. On the embedded store
+// this process owns, it runs under the store's update lock (store.Serialize): that store does
+// not isolate concurrent updates of one document, MongoDB does.
 func (s *Service) update(ctx context.Context, filter, update bson.D) (bool, error) {
-	if s.serial != nil {
-		select {
-		case s.serial <- struct{}{}:
-			defer func() { <-s.serial }()
-		case <-ctx.Done():
-			return false, apperr.Wrap(apperr.Unavailable, ctx.Err(), "the AI budget could not be checked; try again")
-		}
-	}
-	res, err := s.coll.UpdateOne(ctx, filter, update)
+	var res *mongo.UpdateResult
+	err := store.Serialize(ctx, s.coll.Database().Client(), func() (err error) {
+		res, err = s.coll.UpdateOne(ctx, filter, update)
+		return err
+	})
 	if err != nil {
 		return false, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: update: %w", err), "the AI budget could not be checked; try again")
 	}

@@ -31,7 +31,6 @@ func newClock() *clock { return &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, t
 
 func newService(t *testing.T, db *mongo.Database, opts Options) *Service {
 	t.Helper()
-	opts.Serialize = os.Getenv("TEST_MONGODB_URI") == ""
 	s, err := New(context.Background(), db, opts)
 	if err != nil {
 		t.Fatal(err)

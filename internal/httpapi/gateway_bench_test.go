@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func BenchmarkGateway(b *testing.B) {
 	const userID = "64b000000000000000000001"
 	token, _ := tokens.Issue(auth.Caller{ID: userID, Email: "a@example.com", Roles: []string{"user"}})
 	db := storetest.DB(b)
-	budgets, err := budget.New(ctx, db, budget.Options{Serialize: os.Getenv("TEST_MONGODB_URI") == ""})
+	budgets, err := budget.New(ctx, db, budget.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +65,7 @@ func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFix
 	if fx.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	fx.budget, err = budget.New(ctx, db, budget.Options{Serialize: os.Getenv("TEST_MONGODB_URI") == "",
+	fx.budget, err = budget.New(ctx, db, budget.Options{
 		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
 			s, err := us.Summary(ctx, userID, days)
 			return s.TotalCost, err
