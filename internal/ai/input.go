@@ -33,6 +33,10 @@ type ChatInput struct {
 	// service (an OpenAI-compatible one) set them. They are sent as each provider names them.
 	TopP *float64 `json:"-"`
 	Stop []string `json:"-"`
+	// SystemAllowed lets system messages through to every provider (Anthropic's system text,
+	// Gemini's systemInstruction); the Anthropic and Gemini endpoints refuse the role, as the
+	// service they replace did, and other surfaces set it.
+	SystemAllowed bool `json:"-"`
 
 	// RequestID, when a UUID, becomes the answer's requestId (the HTTP layer passes the
 	// request's X-Request-Id); otherwise a new one is made.
@@ -131,7 +135,7 @@ func (in *ChatInput) validate(s *spec) []string {
 		msgs = append(msgs, "messages should not be empty")
 	}
 	for i, m := range in.Messages {
-		if !slices.Contains(s.roles, m.Role) {
+		if !slices.Contains(s.roles, m.Role) && (m.Role != "system" || !in.SystemAllowed) {
 			msgs = append(msgs, fmt.Sprintf("messages.%d.role must be one of the following values: %s", i,
 				strings.Join(s.roles, ", ")))
 		}

@@ -95,16 +95,7 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if req.Provider != "openai" {
-		// The AI service takes system text only on its OpenAI path for now.
-		for i, m := range msgs {
-			if m.Role == "system" {
-				return nil, unsupported(fmt.Sprintf("messages[%d].role", i),
-					fmt.Sprintf("system and developer messages are not yet passed to %s models by this gateway.", req.Provider))
-			}
-		}
-	}
-	req.Input.Messages = msgs
+	req.Input.Messages, req.Input.SystemAllowed = msgs, true
 	if req.Input.Temperature, err = number(fields, "temperature", 0, 2); err != nil {
 		return nil, err
 	}

@@ -392,6 +392,32 @@ func TestKeysRoutes(t *testing.T) {
 	}
 }
 
+// Ensure /v1 passes system and developer messages to every provider where its API takes them:
+// Anthropic's system text, Gemini's systemInstruction.
+func TestV1SystemMessages(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	_, tok := fx.user(t)
+	msgs := `[{"role":"system","content":"Be brief."},{"role":"developer","content":"Use English."},{"role":"user","content":"hi"}]`
+	for _, model := range []string{"anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"} {
+		rec := do(fx.h, "POST", "/v1/chat/completions", `{"model":"`+model+`","messages":`+msgs+`}`, tok)
+		if rec.Code != 200 {
+			t.Fatalf("%s: %d %s", model, rec.Code, rec.Body)
+		}
+	}
+	if got := fx.fakes["anthropic"].Last().Body["system"]; got != "Be brief.\n\nUse English." {
+		t.Errorf("anthropic system %q", got)
+	}
+	if got := fmt.Sprint(fx.fakes["gemini"].Last().Body["systemInstruction"]); !strings.Contains(got, "Be brief.") || !strings.Contains(got, "Use English.") {
+		t.Errorf("gemini systemInstruction %s", got)
+	}
+	// The Anthropic endpoint of /api keeps refusing the role.
+	apiBody := `{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]}`
+	if rec := do(fx.h, "POST", "/api/ai/anthropic/messages", apiBody, tok); rec.Code != 400 {
+		t.Errorf("/api anthropic with a system message: %d %s", rec.Code, rec.Body)
+	}
+}
+
 // Ensure a personal key stops working with its user's account: once the user is deleted, the
 // key is refused like any bad key (the account cache set to read on every request here).
 func TestKeyOfDeletedUserRefused(t *testing.T) {
