@@ -26,7 +26,7 @@ func flags(t *testing.T, args ...string) *pflag.FlagSet {
 	return fs
 }
 
-// Ensure the defaults are DESIGN.md's.
+// Ensure the defaults are the documented ones (docs/configuration.md).
 func TestLoad_Defaults(t *testing.T) {
 	t.Parallel()
 	c, err := Load(flags(t), env(nil))
