@@ -99,7 +99,7 @@ func (ic *Interceptor) update(f func(cfg *Config, defs Definitions) error) error
 }
 
 // Configure replaces the configuration and the definitions at once (the
-// seed's configureMockInterceptor). On error nothing changes.
+// TypeScript mock library's configureMockInterceptor). On error nothing changes.
 func (ic *Interceptor) Configure(cfg Config, defs Definitions) error {
 	return ic.update(func(c *Config, d Definitions) error {
 		*c = cfg.clone()
@@ -121,7 +121,7 @@ func (ic *Interceptor) SetMocks(defs Definitions) error {
 }
 
 // AddMocks adds defs, replacing definitions with the same route key (the
-// seed's addMocks). On error nothing changes.
+// TypeScript mock library's addMocks). On error nothing changes.
 func (ic *Interceptor) AddMocks(defs Definitions) error {
 	return ic.update(func(_ *Config, d Definitions) error {
 		maps.Copy(d, defs)
@@ -135,7 +135,7 @@ func (ic *Interceptor) AddMock(route string, h Handler) error {
 }
 
 // RemoveMocks removes the definitions with the given route keys (the
-// seed's removeMocks); unknown keys are ignored.
+// TypeScript mock library's removeMocks); unknown keys are ignored.
 func (ic *Interceptor) RemoveMocks(routes ...string) {
 	_ = ic.update(func(_ *Config, d Definitions) error {
 		for _, r := range routes {

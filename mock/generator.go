@@ -282,7 +282,7 @@ func (g *Generator) Product(override Product) Product {
 }
 
 // Array returns count values made by gen, which receives the index (the
-// seed's generateArray).
+// TypeScript mock library's generateArray).
 func Array[T any](count int, gen func(i int) T) []T {
 	out := make([]T, max(count, 0))
 	for i := range out {

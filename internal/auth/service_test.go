@@ -207,7 +207,7 @@ func TestLogin(t *testing.T) {
 }
 
 // Ensure users written by another bcrypt implementation ($2b$, bcryptjs) and with mixed-case
-// e-mails, as the seed's service stored them, can log in.
+// e-mails, as the NestJS service the API replaces stored them, can log in.
 func TestLogin_SeedUser(t *testing.T) {
 	t.Parallel()
 	db := storetest.DB(t)

@@ -38,7 +38,7 @@ func do(h http.Handler, method, path, body, token string) *httptest.ResponseReco
 	return rec
 }
 
-// Ensure register, login and profile answer the seed's shapes and never the password.
+// Ensure register, login and profile answer the NestJS service's shapes and never the password.
 func TestAuthRoutes(t *testing.T) {
 	t.Parallel()
 	h, _ := newAuthServer(t)
@@ -114,7 +114,7 @@ func TestRequireAuth(t *testing.T) {
 	}
 }
 
-// Ensure the role guard answers the seed's 403 and lets the role through.
+// Ensure the role guard answers the NestJS service's 403 and lets the role through.
 func TestRequireRole(t *testing.T) {
 	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { encode(w, 200, map[string]bool{"ok": true}) })
