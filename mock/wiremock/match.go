@@ -32,29 +32,30 @@ type tmplSeg struct {
 
 type pathTemplate struct{ segs []tmplSeg }
 
-// match returns the path parameters when path fits the template.
-func (t *pathTemplate) match(p string) (map[string]string, bool) {
-	parts := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	if len(parts) != len(t.segs) {
-		return nil, false
-	}
-	var params map[string]string
+// match reports whether path p fits the template, calling param (when not nil) with each
+// path parameter. It walks p in place: a request costs no allocation here.
+func (t *pathTemplate) match(p string, param func(name, value string)) bool {
+	rest := strings.TrimPrefix(p, "/")
 	for i, sg := range t.segs {
+		part, tail, found := strings.Cut(rest, "/")
+		if found == (i == len(t.segs)-1) { // too few segments, or too many
+			return false
+		}
+		rest = tail
 		if sg.param == "" {
-			if parts[i] != sg.lit {
-				return nil, false
+			if part != sg.lit {
+				return false
 			}
 			continue
 		}
-		if parts[i] == "" {
-			return nil, false
+		if part == "" {
+			return false
 		}
-		if params == nil {
-			params = map[string]string{}
+		if param != nil {
+			param(sg.param, part)
 		}
-		params[sg.param] = parts[i]
 	}
-	return params, true
+	return true
 }
 
 // stringMatcher is WireMock's string value pattern, for query, header, cookie and path values.
@@ -331,8 +332,12 @@ func (st *stub) matchRequest(r *http.Request, body []byte, parsed *jsonBody) boo
 			return false
 		}
 	case urlTemplate:
-		var ok bool
-		if params, ok = st.tmpl.match(r.URL.EscapedPath()); !ok {
+		var collect func(name, value string)
+		if len(st.pathParams) > 0 {
+			params = make(map[string]string, len(st.pathParams))
+			collect = func(name, value string) { params[name] = value }
+		}
+		if !st.tmpl.match(r.URL.EscapedPath(), collect) {
 			return false
 		}
 	}

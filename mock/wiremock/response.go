@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -120,6 +121,10 @@ func (m *mp) response(rs map[string]any, st *stub) {
 	}
 	if r.json && r.header.Get("Content-Type") == "" {
 		r.header.Set("Content-Type", "application/json")
+	}
+	r.header.Set("Content-Length", strconv.Itoa(len(r.body)))
+	for k, v := range r.header {
+		r.header[k] = slices.Clip(v) // shared by every answer: an Add downstream must copy
 	}
 	st.answer = r
 }

@@ -230,10 +230,9 @@ func (s *Stubs) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		}
 	}
 	h := w.Header()
-	for k, v := range a.header {
+	for k, v := range a.header { // Content-Length included
 		h[k] = v
 	}
-	h.Set("Content-Length", strconv.Itoa(len(a.body)))
 	w.WriteHeader(a.status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(a.body)

@@ -12,7 +12,7 @@ import (
 )
 
 // writeDir writes files (path → content) under a new directory.
-func writeDir(t *testing.T, files map[string]string) string {
+func writeDir(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -85,6 +85,10 @@ func TestStubs_Serve(t *testing.T) {
 		{"URLPathPattern", call{"GET", "/files/a/b.txt?v=1", "", nil}, 200, "txt"},
 		{"PathTemplate", call{"GET", "/contacts/7/addresses/home", "", nil}, 200, "template"},
 		{"PathTemplateParamMismatch", call{"GET", "/contacts/x/addresses/home", "", nil}, 404, ""},
+		{"PathTemplateTooFewSegments", call{"GET", "/contacts/7/addresses", "", nil}, 404, ""},
+		{"PathTemplateTooManySegments", call{"GET", "/contacts/7/addresses/home/x", "", nil}, 404, ""},
+		{"PathTemplateEmptyParam", call{"GET", "/contacts/7/addresses/", "", nil}, 404, ""},
+		{"PathTemplateLiteralMismatch", call{"GET", "/contacts/7/phones/home", "", nil}, 404, ""},
 		{"Headers", call{"GET", "/h", "", []string{"X-Key", "my-secret-1", "Cookie", "session=fresh"}}, 200, "headers"},
 		{"HeaderAbsentViolated", call{"GET", "/h", "", []string{"X-Key", "secret", "X-Bad", "1"}}, 404, ""},
 		{"CookieDoesNotMatchViolated", call{"GET", "/h", "", []string{"X-Key", "secret", "Cookie", "session=expired-1"}}, 404, ""},
