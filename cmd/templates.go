@@ -15,6 +15,10 @@ import (
 	"github.com/acme/app/internal/templates"
 )
 
+// embeddedListCacheTTL is how long template lists are kept in memory when this process runs
+// the embedded store (see newTemplatesService).
+const embeddedListCacheTTL = time.Second
+
 // newTemplatesService builds the template service. The core database is on the application
 // store's client unless core.uri names another deployment, in which case it gets its own client
 // (lazy: a core that is down does not stop the program; reads fall back to the spaces).
@@ -28,11 +32,18 @@ func newTemplatesService(ctx context.Context, cfg *config.Config, st *store.Stor
 		}
 		core, closeCore = c, c.Disconnect
 	}
-	svc := templates.New(templates.Options{
+	opts := templates.Options{
 		Spaces: st.Client(), AppDatabase: cfg.MongoDB.Database,
 		Core: core, CoreDatabase: cfg.Core.Database,
 		Logger: log,
-	})
+	}
+	if st.Embedded() && core == st.Client() {
+		// This process runs the store, so its writes are core's writes: lists can be kept in
+		// memory. An operator command sharing the store writes behind it; its changes show
+		// within the TTL.
+		opts.ListCacheTTL = embeddedListCacheTTL
+	}
+	svc := templates.New(opts)
 	return svc, closeCore, nil
 }
 

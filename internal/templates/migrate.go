@@ -344,6 +344,7 @@ func hashValue(h hash.Hash64, v bson.RawValue) {
 // A duplicate key (a concurrent run got there first) is not a failure. It returns how many
 // documents it inserted.
 func (s *Service) insertMissing(ctx context.Context, ids []string, found map[string]*candidate) (int, error) {
+	defer s.lists.drop()
 	inserted := 0
 	opts := options.InsertMany().SetOrdered(false)
 	for start := 0; start < len(ids); start += s.opts.BatchSize {

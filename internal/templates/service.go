@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,18 +51,24 @@ type Options struct {
 	// BatchSize is the number of documents per insertMany (Migrate) and per $in (Cleanup).
 	// Default 1000.
 	BatchSize int
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// ListCacheTTL lets List answer core's lists from memory for this long; 0 (the default)
+	// reads core every time. Every write through this Service drops the cached lists at once,
+	// so set it only when this Service is core's one writer: writes from elsewhere (another
+	// replica, an operator command on the same store) show in lists up to ListCacheTTL late.
+	ListCacheTTL time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // Service is the property-template service.
 type Service struct {
 	opts   Options
 	app    *mongo.Database
-	core   *mongo.Collection
+	core   *mongo.Collection // every write to it must drop s.lists
 	log    *slog.Logger
 	now    func() time.Time
 	byName func(db string) *mongo.Collection
+	lists  *listCache // nil: no caching
 }
 
 // New returns a Service on the given clients.
@@ -85,11 +92,12 @@ func New(opts Options) *Service {
 		opts.Core = opts.Spaces
 	}
 	s := &Service{
-		opts: opts,
-		app:  opts.Spaces.Database(opts.AppDatabase),
-		core: opts.Core.Database(opts.CoreDatabase).Collection(CoreCollection),
-		log:  opts.Logger,
-		now:  opts.Now,
+		opts:  opts,
+		app:   opts.Spaces.Database(opts.AppDatabase),
+		core:  opts.Core.Database(opts.CoreDatabase).Collection(CoreCollection),
+		log:   opts.Logger,
+		now:   opts.Now,
+		lists: newListCache(opts.ListCacheTTL, opts.Now),
 	}
 	s.byName = func(db string) *mongo.Collection { return opts.Spaces.Database(db).Collection(SpaceCollection) }
 	return s
@@ -113,7 +121,7 @@ func (s *Service) List(ctx context.Context, spaceID, widgetType string) ([]Templ
 	if widgetType != "" {
 		filter = bson.D{{Key: "widgetType", Value: widgetType}}
 	}
-	ts, err := s.listCore(ctx, filter)
+	ts, err := s.listCoreCached(ctx, widgetType, filter)
 	if err == nil {
 		return ts, SourceCore, nil
 	}
@@ -172,6 +180,23 @@ func (s *Service) ForWidget(ctx context.Context, spaceID, widgetType string) (Te
 		return Template{}, "", apperr.E(apperr.NotFound, fmt.Sprintf("no template for widget type %q", widgetType))
 	}
 	return ts[0], SourceSpace, nil
+}
+
+// listCoreCached is listCore through the list cache, when there is one. The returned slice is
+// shared with other callers: it must not be modified.
+func (s *Service) listCoreCached(ctx context.Context, widgetType string, filter bson.D) ([]Template, error) {
+	if s.lists == nil {
+		return s.listCore(ctx, filter)
+	}
+	ts, gen, ok := s.lists.get(widgetType)
+	if ok {
+		return ts, nil
+	}
+	ts, err := s.listCore(ctx, filter)
+	if err == nil {
+		s.lists.put(widgetType, gen, ts)
+	}
+	return slices.Clip(ts), err
 }
 
 func (s *Service) listCore(ctx context.Context, filter bson.D) ([]Template, error) {
@@ -250,6 +275,7 @@ func (s *Service) Create(ctx context.Context, in Input) (Template, error) {
 	if id == "" {
 		id = uuid.NewString()
 	}
+	defer s.lists.drop()
 	now := s.now().UTC().Truncate(time.Millisecond)
 	doc := bson.D{{Key: "_id", Value: id}, {Key: "name", Value: in.Name}, {Key: "widgetType", Value: in.WidgetType},
 		{Key: "properties", Value: props(in.Properties)}}
@@ -284,6 +310,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Template, er
 		update = append(update, bson.E{Key: "$unset", Value: bson.D{{Key: "description", Value: ""}}})
 	}
 	update = append(update, bson.E{Key: "$set", Value: set})
+	defer s.lists.drop()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CoreTimeout)
 	defer cancel()
 	raw, err := s.core.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, update,
@@ -300,6 +327,7 @@ func (s *Service) Update(ctx context.Context, id string, in Input) (Template, er
 // Delete removes the template id from core and returns it. Returns NotFound if it does not
 // exist, Unavailable if core cannot be written.
 func (s *Service) Delete(ctx context.Context, id string) (Template, error) {
+	defer s.lists.drop()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CoreTimeout)
 	defer cancel()
 	raw, err := s.core.FindOneAndDelete(ctx, bson.D{{Key: "_id", Value: id}}).Raw()

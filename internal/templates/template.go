@@ -125,7 +125,7 @@ func fromRaw(doc bson.Raw, space bool) Template {
 	if arr, ok := doc.Lookup("properties").ArrayOK(); ok {
 		vals, _ := arr.Values()
 		for _, v := range vals {
-			t.Properties = append(t.Properties, Value{raw: bson.RawValue{Type: v.Type, Value: append([]byte(nil), v.Value...)}})
+			t.Properties = append(t.Properties, storedValue(v.Type, v.Value))
 		}
 	}
 	t.CreatedAt = timeOf(doc.Lookup("createdAt"))

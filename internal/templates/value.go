@@ -18,11 +18,26 @@ import (
 // round-trips between the API and the database with its key order and number types intact.
 type Value struct {
 	raw bson.RawValue
+	// json is the value's JSON, encoded once when it was read from the database: a stored
+	// template is read once and answered many times (lists are cached). Nil: encode each time.
+	json []byte
+}
+
+// storedValue copies a value read from the database and encodes its JSON.
+func storedValue(t bsontype.Type, b []byte) Value {
+	v := Value{raw: bson.RawValue{Type: t, Value: bytes.Clone(b)}}
+	if j, err := appendJSON(nil, v.raw); err == nil {
+		v.json = j
+	}
+	return v
 }
 
 // MarshalJSON writes the value as JSON: documents as objects in stored order, dates as ISO
 // 8601 strings, ObjectIds as hex strings.
 func (v Value) MarshalJSON() ([]byte, error) {
+	if v.json != nil {
+		return v.json, nil
+	}
 	if v.raw.Type == 0 {
 		return []byte("null"), nil
 	}
@@ -45,7 +60,7 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return errors.New("templates: decode JSON value: empty")
 	}
-	v.raw = rv
+	*v = Value{raw: rv}
 	return nil
 }
 
@@ -59,7 +74,7 @@ func (v Value) MarshalBSONValue() (bsontype.Type, []byte, error) {
 
 // UnmarshalBSONValue keeps a copy of the stored value.
 func (v *Value) UnmarshalBSONValue(t bsontype.Type, b []byte) error {
-	v.raw = bson.RawValue{Type: t, Value: append([]byte(nil), b...)}
+	*v = storedValue(t, b)
 	return nil
 }
 
