@@ -167,7 +167,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	so.Logger = f.log
 	started := time.Now()
 	if o.File == "" && o.Target == "" && o.WireMock == "" {
-		api, err := openBuiltinAPI(ctx, f)
+		api, err := openBuiltinAPI(ctx, f, o.LogRequests)
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,8 @@ type builtinAPI struct {
 // the data directory is a new temporary directory, the JWT secret is random (tokens die with
 // the process, as the data does), bcrypt runs at its cheapest cost, the rate limits are out of
 // reach, and every AI provider is a fake that answers each call like the real provider.
-func openBuiltinAPI(ctx context.Context, f *factory) (_ *builtinAPI, err error) {
+// logRequests keeps the API's access log (--log-requests).
+func openBuiltinAPI(ctx context.Context, f *factory, logRequests bool) (_ *builtinAPI, err error) {
 	cfg, err := config.Load(nil, func(string) string { return "" })
 	if err != nil {
 		return nil, err
@@ -64,7 +65,9 @@ func openBuiltinAPI(ctx context.Context, f *factory) (_ *builtinAPI, err error) 
 	if b.seeded, err = demo.Load(ctx, demoDeps(b.svc, cfg)); err != nil {
 		return nil, fmt.Errorf("built-in mock: %w", err)
 	}
-	b.handler = apiHandler(cfg, f.log, b.svc, nil)
+	opts := apiOptions(cfg, f.log, nil)
+	opts.NoAccessLog = !logRequests // as the mocked routes: a line per request only when asked
+	b.handler = apiHandler(opts, b.svc)
 	return b, nil
 }
 

@@ -119,44 +119,59 @@ func TestMockValidate(t *testing.T) {
 }
 
 // Ensure mock serve starts with no configuration or database, prints the banner, serves the
-// built-in mock and stops cleanly when its context ends.
+// built-in mock, writes the API's access log only with --log-requests, and stops cleanly when
+// its context ends.
 func TestMockServe_Builtin(t *testing.T) {
 	// Not parallel: ferretdb.New writes a package global, so two embedded stores must not
 	// start at once in one process.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	logs := &lockedBuffer{}
-	addrc := make(chan string, 1)
-	done := make(chan int, 1)
-	f := &factory{in: strings.NewReader(""), out: logs, errOut: logs, getenv: func(string) string { return "" },
-		onListen: func(a string) { addrc <- a }}
-	go func() { done <- run(ctx, f, []string{"mock", "serve", "--port", "0"}) }()
-	var addr string
-	select {
-	case addr = <-addrc:
-	case code := <-done:
-		t.Fatalf("mock serve exited with %d: %s", code, logs.String())
-	case <-time.After(20 * time.Second):
-		t.Fatal("mock serve did not listen")
-	}
-	resp, err := http.Get("http://" + addr + "/api/health")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("health: %v %v", resp, err)
-	}
-	resp.Body.Close()
-	for _, w := range []string{"http://" + addr, "demo data loaded", "/__mock/mocks"} {
-		if !strings.Contains(logs.String(), w) {
-			t.Errorf("banner lacks %q:\n%s", w, logs.String())
-		}
-	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit=%d: %s", code, logs.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("mock serve did not stop")
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		accessLog bool
+	}{
+		{"Quiet", nil, false},
+		{"LogRequests", []string{"--log-requests"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			logs := &lockedBuffer{}
+			addrc := make(chan string, 1)
+			done := make(chan int, 1)
+			f := &factory{in: strings.NewReader(""), out: logs, errOut: logs, getenv: func(string) string { return "" },
+				onListen: func(a string) { addrc <- a }}
+			go func() { done <- run(ctx, f, append([]string{"mock", "serve", "--port", "0"}, tt.args...)) }()
+			var addr string
+			select {
+			case addr = <-addrc:
+			case code := <-done:
+				t.Fatalf("mock serve exited with %d: %s", code, logs.String())
+			case <-time.After(20 * time.Second):
+				t.Fatal("mock serve did not listen")
+			}
+			resp, err := http.Get("http://" + addr + "/api/health")
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("health: %v %v", resp, err)
+			}
+			resp.Body.Close()
+			for _, w := range []string{"http://" + addr, "demo data loaded", "/__mock/mocks"} {
+				if !strings.Contains(logs.String(), w) {
+					t.Errorf("banner lacks %q:\n%s", w, logs.String())
+				}
+			}
+			cancel()
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Fatalf("exit=%d: %s", code, logs.String())
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("mock serve did not stop")
+			}
+			if got := strings.Contains(logs.String(), `"path":"/api/health"`); got != tt.accessLog {
+				t.Errorf("access line for /api/health logged: %v, want %v:\n%s", got, tt.accessLog, logs.String())
+			}
+		})
 	}
 }
 

@@ -50,7 +50,7 @@ func runServe(ctx context.Context, f *factory) error {
 	}()
 
 	m := svc.metrics
-	handler := apiHandler(cfg, f.log, svc, m)
+	handler := apiHandler(apiOptions(cfg, f.log, m), svc)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -120,10 +120,10 @@ func serveUntilDone(ctx context.Context, f *factory, hs *http.Server, ln net.Lis
 	return err
 }
 
-// apiHandler is the API over the services, as `serve` and the built-in mock serve it; m may be
-// nil (no metrics).
-func apiHandler(cfg *config.Config, log *slog.Logger, svc *services, m *metrics.Metrics) http.Handler {
-	return httpapi.NewServer(httpapi.Options{
+// apiOptions are the API's options from the configuration, as `serve` and the built-in mock
+// use them; m may be nil (no metrics).
+func apiOptions(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) httpapi.Options {
+	return httpapi.Options{
 		Logger:          log,
 		MaxBodyBytes:    cfg.Server.MaxBodyBytes,
 		RateLimit:       cfg.RateLimit.Limit,
@@ -136,7 +136,12 @@ func apiHandler(cfg *config.Config, log *slog.Logger, svc *services, m *metrics.
 		CORSCredentials: cfg.CORS.AllowCredentials,
 		Metrics:         m,
 		Version:         version.Version,
-	}, httpapi.Deps{
+	}
+}
+
+// apiHandler is the API over the services.
+func apiHandler(opts httpapi.Options, svc *services) http.Handler {
+	return httpapi.NewServer(opts, httpapi.Deps{
 		DB:        svc.store,
 		Tokens:    svc.tokens,
 		Auth:      svc.auth,

@@ -138,8 +138,8 @@ func (e *exchange) Value(key any) any {
 }
 
 // observe is the outermost middleware: request id, per-request logger, body limit, panic
-// recovery, one access-log line and the HTTP metrics of each request.
-func observe(log *slog.Logger, maxBody int64, m *metrics.Metrics, next http.Handler) http.Handler {
+// recovery, one access-log line (when logAccess is set) and the HTTP metrics of each request.
+func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-Id")
@@ -161,7 +161,9 @@ func observe(log *slog.Logger, maxBody int64, m *metrics.Metrics, next http.Hand
 					writeEnvelope(rec, http.StatusInternalServerError, "Internal server error")
 				}
 			}
-			accessLog(ctx, log, r, rec, id, start)
+			if logAccess {
+				accessLog(ctx, log, r, rec, id, start)
+			}
 			if m != nil {
 				m.ObserveHTTP(x.info.route, r.Method, rec.status, time.Since(start))
 			}

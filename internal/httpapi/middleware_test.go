@@ -58,7 +58,7 @@ func TestObserve_Panic(t *testing.T) {
 	t.Parallel()
 	logs := &SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	h := observe(log, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(log, true, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/boom" {
 			panic("kaboom")
 		}
@@ -80,6 +80,26 @@ func TestObserve_Panic(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/fine", nil))
 	if rec.Code != 200 {
 		t.Fatalf("after a panic status = %d, want 200", rec.Code)
+	}
+}
+
+// Ensure NoAccessLog drops the access-log line and nothing else: a failure is still logged.
+func TestObserve_NoAccessLog(t *testing.T) {
+	t.Parallel()
+	logs := &SyncBuffer{}
+	h := observe(slog.New(slog.NewJSONHandler(logs, nil)), false, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/boom" {
+			panic("kaboom")
+		}
+		encode(w, 200, map[string]string{"ok": "yes"})
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/fine", nil))
+	if logs.String() != "" {
+		t.Fatalf("logged with the access log off: %s", logs.String())
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/boom", nil))
+	if !strings.Contains(logs.String(), "kaboom") || strings.Contains(logs.String(), `"msg":"request"`) {
+		t.Fatalf("log = %s, want the panic and no access line", logs.String())
 	}
 }
 
@@ -180,7 +200,7 @@ func TestRouting(t *testing.T) {
 // a non-JSON content type, and fields for a good body.
 func TestDecodeFields(t *testing.T) {
 	t.Parallel()
-	h := observe(slog.New(slog.DiscardHandler), 64, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(slog.New(slog.DiscardHandler), true, 64, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fields, err := decodeFields(w, r)
 		if err != nil {
 			writeError(w, r, err)

@@ -27,6 +27,9 @@ import (
 type Options struct {
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // request body limit (413 past it)
+	// NoAccessLog drops the one access-log line per request (the mock server's choice unless
+	// asked to log requests); failures are still logged.
+	NoAccessLog bool
 
 	Limiter        ratelimit.Limiter // nil: an in-memory limiter
 	RateLimit      int               // requests per RateWindow per client, every route
@@ -110,7 +113,7 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	addRoutes(mux, opts, deps, rl)
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	cors := newCORS(opts.CORSOrigins, opts.CORSCredentials)
-	return observe(opts.Logger, opts.MaxBodyBytes, opts.Metrics,
+	return observe(opts.Logger, !opts.NoAccessLog, opts.MaxBodyBytes, opts.Metrics,
 		route(mux, limitHeaders(opts.MaxHeaderBytes, cors.wrap(global(dispatch(mux))))))
 }
 
