@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mock_compare.sh: requests/s, p50/p99 and CPU per request of `app mock serve` beside a bare
-# net/http handler and WireMock, in one run, with wrk -t1 -c32, server and load generator pinned
-# to one core each. Targets:
+# net/http handler and WireMock, in one run (every server up at once, measured in turn over
+# ROUNDS rounds), with wrk -t1 -c32, servers and load generator pinned to one core each. Targets:
 #   - the file-served static and templated routes, and the built-in mock (the real API):
 #     GET /api/health and a templates list, each ≥ 50 % of the static route;
 #   - the same WireMock mappings served by `app mock serve --wiremock` and by WireMock 3.13.2
@@ -9,8 +9,9 @@
 #   - a directory of 1,000 WireMock mappings loaded (start to first answer) in under 1 s;
 #   - memory flat over a long c32 run, with the response cache on and with recording on.
 #
-#   bash bench/mock_compare.sh [seconds per target (10)] [memory run seconds (600)]
+#   bash bench/mock_compare.sh [seconds per round (10)] [memory run seconds (600)]
 #   ONLY=wiremock bash bench/mock_compare.sh 10 0   # one group: bare, file, builtin, wiremock
+#   ROUNDS=5 bash bench/mock_compare.sh 10 0        # rounds per target (3); each row is the median
 #
 # Installs what it compares with into PEERS_DIR (default /tmp/mockbench-peers), never the repo:
 # the WireMock standalone jar from Maven Central (mvn dependency:copy, else curl), else from the
@@ -85,20 +86,7 @@ EOF
 # WireMock's documentation examples (stubbing, request matching), with the benchmarked route
 # first; the others make the matcher do its usual work.
 mkdir -p "$WORK/wm/mappings" "$WORK/wm/__files"
-cat >"$WORK/wm/mappings/examples.json" <<'EOF'
-{"mappings": [
- {"request": {"method": "GET", "urlPathTemplate": "/api/users/{id}"},
-  "response": {"status": 200, "headers": {"Content-Type": "application/json"}, "jsonBody": {"id": "42", "name": "Ada Lovelace", "email": "ada@example.com"}}},
- {"request": {"method": "GET", "url": "/some/thing"},
-  "response": {"status": 200, "body": "Hello, world!", "headers": {"Content-Type": "text/plain"}}},
- {"request": {"method": "GET", "urlPath": "/everything", "queryParameters": {"search_term": {"equalTo": "WireMock"}}, "headers": {"Accept": {"contains": "xml"}}},
-  "response": {"status": 200, "body": "<everything/>"}},
- {"request": {"method": "POST", "urlPathPattern": "/api/orders/[0-9]+", "bodyPatterns": [{"equalToJson": {"total": 10}, "ignoreExtraElements": true}]},
-  "response": {"status": 201, "jsonBody": {"created": true}}},
- {"priority": 10, "request": {"method": "ANY", "urlPattern": "/.*"},
-  "response": {"status": 404, "jsonBody": {"status": "Error", "message": "Endpoint not found"}}}
-]}
-EOF
+cp "$ROOT/mock/wiremock/testdata/examples/mappings/examples.json" "$WORK/wm/mappings/"
 mkdir -p "$WORK/wm1000/mappings"
 for i in $(seq 0 999); do
   printf '{"request":{"method":"GET","urlPath":"/m/%d","queryParameters":{"v":{"matches":"[0-9]+"}}},"response":{"status":200,"jsonBody":{"n":%d}}}\n' "$i" "$i" \
@@ -128,7 +116,6 @@ EOF
 (cd "$WORK/bare" && GOFLAGS= go build -o "$WORK/bare-server" main.go) || { echo "bare build failed" >&2; exit 1; }
 
 # ---- helpers ----------------------------------------------------------------------------------
-ROWS=()
 SERVER_PID=
 start() { # start NAME PORT PROBE CMD...: runs CMD pinned to SERVER_CPU, waits until PROBE answers
   local name="$1" port="$2" probe="$3"; shift 3
@@ -144,9 +131,9 @@ start() { # start NAME PORT PROBE CMD...: runs CMD pinned to SERVER_CPU, waits u
   echo "  $name did not start; log tail:" >&2; tail -5 "$log" >&2
   stop; return 1
 }
-stop() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; }
-rss_mb() { echo $(( $(ps -o rss= -p "$SERVER_PID" 2>/dev/null || echo 0) / 1024 )); }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat" 2>/dev/null || echo 0; }
+stop() { kill "${1:-$SERVER_PID}" 2>/dev/null; wait "${1:-$SERVER_PID}" 2>/dev/null; }
+rss_mb() { echo $(( $(ps -o rss= -p "${1:-$SERVER_PID}" 2>/dev/null || echo 0) / 1024 )); }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 wrk_rps() { awk '/Requests\/sec/ {printf "%d", $2}' <<<"$1"; }
 warm_jvm() { # warm_jvm URL: 5 s runs until the rate stops rising (at least 6 runs, then two in a
   # row under 3 % above the best so far; at most 24 runs)
@@ -159,36 +146,45 @@ warm_jvm() { # warm_jvm URL: 5 s runs until the rate stops rising (at least 6 ru
     if [ "$i" -ge 6 ] && [ "$flat" -ge 2 ]; then break; fi
   done
 }
-measure() { # measure LABEL URL WARM(seconds, or jvm) [-H header]
-  local label="$1" url="$2" warm="$3"; shift 3
-  if [ "$warm" = jvm ]; then warm_jvm "$url"; else taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${warm}s" "$@" "$url" >/dev/null 2>&1; fi
-  local t0 t1 out rps p50 p99 reqs cpu_us
-  t0="$(cpu_ticks)"
-  out="$(taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${DUR}s" --latency "$@" "$url")"
-  t1="$(cpu_ticks)"
-  rps="$(wrk_rps "$out")"
-  reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
-  p50="$(awk '$1=="50%" {print $2}' <<<"$out")"
-  p99="$(awk '$1=="99%" {print $2}' <<<"$out")"
-  cpu_us="$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print "–" }')"
-  ROWS+=("| $label | $rps | $p50 | $p99 | $cpu_us | $(rss_mb) |")
-  echo "  $label: $rps req/s, p50 $p50, p99 $p99, $cpu_us µs CPU/request" >&2
+
+# The table's targets. Every server is started first and stays up (pinned to SERVER_CPU, idle
+# until its turn); then ROUNDS rounds measure every target in turn, so a change in the machine's
+# load touches every target alike, and each row is the target's median round.
+T_LABEL=() T_URL=() T_WARM=() T_HDR=() T_PID=()
+target() { # target LABEL URL WARM(seconds, or jvm) [HEADER]: served by the server last started
+  T_LABEL+=("$1"); T_URL+=("$2"); T_WARM+=("$3"); T_HDR+=("${4:-}"); T_PID+=("$SERVER_PID")
 }
-skip() { ROWS+=("| $1 | – | – | – | – | – |"); echo "  $1: skipped ($2)" >&2; }
-run() { # run LABEL PORT PATH WARM CMD...
+SKIPPED=()
+skip() { SKIPPED+=("| $1 | – | – | – | – | – | – |"); echo "  $1: skipped ($2)" >&2; }
+serve() { # serve LABEL PORT PATH WARM CMD...: starts a server with one target
   local label="$1" port="$2" path="$3" warm="$4"; shift 4
-  if start "$label" "$port" "$path" "$@"; then measure "$label" "http://127.0.0.1:$port$path" "$warm"; stop; else skip "$label" "did not start"; fi
+  if start "$label" "$port" "$path" "$@"; then target "$label" "http://127.0.0.1:$port$path" "$warm"; else skip "$label" "did not start"; fi
+}
+wrk_args() { # wrk_args I: the header arguments of target I
+  WRK_ARGS=()
+  if [ -n "${T_HDR[$1]}" ]; then WRK_ARGS=(-H "${T_HDR[$1]}"); fi
+}
+measure_once() { # measure_once I: one DUR-second run of target I, as "rps p50 p99 cpu_us"
+  local i="$1" t0 t1 out reqs
+  wrk_args "$i"
+  t0="$(cpu_ticks "${T_PID[$i]}")"
+  out="$(taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${DUR}s" --latency "${WRK_ARGS[@]}" "${T_URL[$i]}")"
+  t1="$(cpu_ticks "${T_PID[$i]}")"
+  reqs="$(awk '/requests in/ {print $1}' <<<"$out")"
+  printf '%s %s %s %s\n' "$(wrk_rps "$out")" "$(awk '$1=="50%" {print $2}' <<<"$out")" "$(awk '$1=="99%" {print $2}' <<<"$out")" \
+    "$(awk -v d=$((t1 - t0)) -v hz="$HZ" -v n="${reqs:-0}" 'BEGIN { if (n > 0) printf "%.1f", d / hz * 1e6 / n; else print "–" }')"
 }
 
 want() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
 
-echo "wrk -t1 -c32, ${WARM}s warm-up (JVM: until the rate stops rising) + ${DUR}s per target, server on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" >&2
+ROUNDS="${ROUNDS:-3}"
+echo "wrk -t1 -c32, ${WARM}s warm-up (JVM: until the rate stops rising), then $ROUNDS rounds of ${DUR}s per target; servers on CPU $SERVER_CPU, wrk on CPU $WRK_CPU" >&2
 if want bare; then
-  run "net/http bare handler (ceiling)" 18080 /api/users/42 "$WARM" "$WORK/bare-server" 18080
+  serve "net/http bare handler (ceiling)" 18080 /api/users/42 "$WARM" "$WORK/bare-server" 18080
 fi
 if want file; then
-  run "app mock serve, static route" 18081 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/static.yaml" --port 18081
-  run "app mock serve, templated route" 18082 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18082
+  serve "app mock serve, static route" 18081 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/static.yaml" --port 18081
+  serve "app mock serve, templated route" 18082 /api/users/42 "$WARM" "$WORK/app" mock serve --file "$WORK/templated.yaml" --port 18082
 fi
 
 # The built-in mock: the real handlers over a throwaway store.
@@ -199,26 +195,48 @@ elif t0=$(date +%s%N) && start "builtin" 18089 /api/health "$WORK/app" mock serv
   BUILTIN_NOTE="Built-in mock: start to the first /api/health answer $(( (t1 - t0) / 1000000 )) ms (polled every 50 ms), idle RSS $(rss_mb) MB"
   TOKEN="$(curl -s -XPOST http://127.0.0.1:18089/api/auth/login -H 'Content-Type: application/json' \
     -d '{"email":"user@example.com","password":"user123"}' | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')"
-  measure "app mock serve (built-in), GET /api/health" "http://127.0.0.1:18089/api/health" "$WARM"
-  measure "app mock serve (built-in), templates list" \
-    "http://127.0.0.1:18089/api/spaces/65f000000000000000000001/properties/templates" "$WARM" -H "Authorization: Bearer $TOKEN"
-  stop
+  target "app mock serve (built-in), GET /api/health" "http://127.0.0.1:18089/api/health" "$WARM"
+  target "app mock serve (built-in), templates list" \
+    "http://127.0.0.1:18089/api/spaces/65f000000000000000000001/properties/templates" "$WARM" "Authorization: Bearer $TOKEN"
 else skip "app mock serve (built-in)" "did not start"; fi
 
-if ! want wiremock; then :
-else
-run "app mock serve --wiremock (WireMock's examples)" 18090 /api/users/42 "$WARM" "$WORK/app" mock serve --wiremock "$WORK/wm" --port 18090
-if install_wiremock; then
-  run "WireMock $WM_VERSION, journal and request logging off" 18083 /api/users/42 jvm java -jar "$WM_JAR" --port 18083 \
-    --bind-address 127.0.0.1 --root-dir "$WORK/wm" --disable-banner --disable-request-logging --no-request-journal
-else skip "WireMock $WM_VERSION" "not installed"; fi
+if want wiremock; then
+  serve "app mock serve --wiremock (WireMock's examples)" 18090 /api/users/42 "$WARM" "$WORK/app" mock serve --wiremock "$WORK/wm" --port 18090
+  if install_wiremock; then
+    serve "WireMock $WM_VERSION, journal and request logging off" 18083 /api/users/42 jvm java -jar "$WM_JAR" --port 18083 \
+      --bind-address 127.0.0.1 --root-dir "$WORK/wm" --disable-banner --disable-request-logging --no-request-journal
+  else skip "WireMock $WM_VERSION" "not installed"; fi
 fi
+
+for i in "${!T_LABEL[@]}"; do
+  echo "  warming: ${T_LABEL[$i]}" >&2
+  if [ "${T_WARM[$i]}" = jvm ]; then warm_jvm "${T_URL[$i]}"
+  else wrk_args "$i"; taskset -c "$WRK_CPU" wrk -t1 -c32 -d"${T_WARM[$i]}s" "${WRK_ARGS[@]}" "${T_URL[$i]}" >/dev/null 2>&1; fi
+done
+RESULTS=()
+for r in $(seq 1 "$ROUNDS"); do
+  for i in "${!T_LABEL[@]}"; do
+    line="$(measure_once "$i")"
+    RESULTS[$i]="${RESULTS[$i]:-}$line"$'\n'
+    echo "  round $r, ${T_LABEL[$i]}: $line (req/s p50 p99 CPU-µs/request)" >&2
+  done
+done
 
 echo
 [ -n "$BUILTIN_NOTE" ] && echo "$BUILTIN_NOTE" && echo
-echo "| Server | req/s | p50 | p99 | CPU µs/request | RSS MB |"
-echo "|---|---:|---:|---:|---:|---:|"
-printf '%s\n' "${ROWS[@]}"
+echo "Each row: the median of $ROUNDS rounds of ${DUR} s by req/s (its p50 and p99), the median CPU per request, every round's req/s."
+echo
+echo "| Server | req/s | p50 | p99 | CPU µs/request | RSS MB | rounds (req/s) |"
+echo "|---|---:|---:|---:|---:|---:|---|"
+for i in "${!T_LABEL[@]}"; do
+  mid="$(printf '%s' "${RESULTS[$i]}" | sort -n -k1,1 | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')"
+  cpu="$(printf '%s' "${RESULTS[$i]}" | awk '{print $4}' | sort -n | awk -v n="$ROUNDS" 'NR == int((n + 1) / 2)')"
+  all="$(printf '%s' "${RESULTS[$i]}" | awk '{printf "%s%s", sep, $1; sep = ", "}')"
+  read -r rps p50 p99 _ <<<"$mid"
+  echo "| ${T_LABEL[$i]} | $rps | $p50 | $p99 | $cpu | $(rss_mb "${T_PID[$i]}") | $all |"
+done
+[ "${#SKIPPED[@]}" -gt 0 ] && printf '%s\n' "${SKIPPED[@]}"
+for p in "${T_PID[@]}"; do stop "$p"; done
 
 # ---- 1,000 WireMock mappings: start to first answer --------------------------------------------
 t0=$(date +%s%N)

@@ -162,7 +162,7 @@ func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 
 // mockGCPercent is the garbage collector's target for `mock serve` when GOGC is not set. The
 // mock's live heap is a few MB, so at the runtime's default (100, a 4 MB minimum goal) the
-// collector ran about 60 times a second under load, for 5-6 % of the CPU; at 400 the goal is
+// collector ran about 60 times a second under load, for about 5 % of the CPU; at 400 the goal is
 // 16 MB, still far under the process's RSS.
 const mockGCPercent = 400
 

@@ -12,7 +12,7 @@ import (
 )
 
 // writeDir writes files (path → content) under a new directory.
-func writeDir(t testing.TB, files map[string]string) string {
+func writeDir(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
