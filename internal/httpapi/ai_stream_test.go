@@ -348,25 +348,34 @@ func TestAI_BudgetRefusedIs402(t *testing.T) {
 	}
 }
 
-// Ensure each piece reaches the client as it arrives: with the provider waiting 500 ms after
-// the first piece, the client reads the first delta before the second piece is sent.
+// Ensure each piece reaches the client as it arrives: the provider holds back its second
+// piece until the client has read the first delta (or 10 s have passed), so a server that
+// buffered pieces would leave the provider waiting out the whole timeout.
 func TestAIStream_FirstDeltaBeforeSecondIsSent(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	sent := 0
-	lv := newLiveAI(t, "gemini", aitest.Stream(aitest.StreamOptions{GapAfterFirst: 500 * time.Millisecond,
-		Sent: func(int, time.Time) { mu.Lock(); sent++; mu.Unlock() }}))
+	gotFirst := make(chan struct{})
+	heldBack := make(chan bool, 1)
+	lv := newLiveAI(t, "gemini", aitest.Stream(aitest.StreamOptions{
+		Sent: func(i int, _ time.Time) {
+			if i != 0 {
+				return
+			}
+			select {
+			case <-gotFirst:
+				heldBack <- false
+			case <-time.After(10 * time.Second):
+				heldBack <- true
+			}
+		}}))
 	resp := lv.post(t, context.Background(), "gemini", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
 	defer resp.Body.Close()
-	sentAtFirst := -1
+	var once sync.Once
 	readEvents(t, resp.Body, func(e sse) {
-		if e.name == "delta" && sentAtFirst < 0 {
-			mu.Lock()
-			sentAtFirst = sent
-			mu.Unlock()
+		if e.name == "delta" {
+			once.Do(func() { close(gotFirst) })
 		}
 	})
-	if sentAtFirst != 1 {
-		t.Fatalf("the client had its first delta when the provider had sent %d pieces, want 1", sentAtFirst)
+	if <-heldBack {
+		t.Fatal("the client had no delta until the provider sent its second piece")
 	}
 }
