@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,27 +80,37 @@ func TestStream_MatchesComplete(t *testing.T) {
 	}
 }
 
-// Ensure a piece is handed on as it arrives: the first delta is there before the provider
-// sends the second piece, 500 ms later.
+// Ensure a piece is handed on as it arrives: the fake holds back its second piece until
+// the first delta has reached the caller (or 10 s have passed), so a service that buffered
+// pieces would leave the fake waiting out the whole timeout.
 func TestStream_NotBuffered(t *testing.T) {
 	t.Parallel()
-	var sent atomic.Int32
-	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{GapAfterFirst: 500 * time.Millisecond,
-		Sent: func(int, time.Time) { sent.Add(1) }}))
+	gotFirst := make(chan struct{})
+	heldBack := make(chan bool, 1)
+	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{
+		Sent: func(i int, _ time.Time) {
+			if i != 0 {
+				return
+			}
+			select {
+			case <-gotFirst:
+				heldBack <- false
+			case <-time.After(10 * time.Second):
+				heldBack <- true
+			}
+		}}))
 	svc, _ := newService(t, fake, "openai", nil)
-	var sentAtFirst int32 = -1
+	var once sync.Once
 	_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
 		func(string) error {
-			if sentAtFirst < 0 {
-				sentAtFirst = sent.Load()
-			}
+			once.Do(func() { close(gotFirst) })
 			return nil
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sentAtFirst != 1 {
-		t.Fatalf("the first delta arrived when the fake had sent %d pieces, want 1", sentAtFirst)
+	if <-heldBack {
+		t.Fatal("the first delta did not arrive until the fake sent its second piece")
 	}
 }
 
