@@ -142,6 +142,15 @@ func (m *mp) bad(field, format string, args ...any) {
 	m.problems = append(m.problems, Problem{File: m.l.rel, Mapping: m.label, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
+// str is v as a string, or a problem for field.
+func (m *mp) str(field string, v any) string {
+	s, ok := v.(string)
+	if !ok {
+		m.bad(field, "must be a string")
+	}
+	return s
+}
+
 func (m *mp) unsupported(field string) {
 	m.bad(field, "not supported; the mapping is skipped")
 }
@@ -197,17 +206,22 @@ func (l *loader) mapping(raw json.RawMessage, index string) {
 			}
 			m.response(rs, st)
 		case "scenarioName":
-			st.scenario, _ = v.(string)
+			st.scenario = m.str(k, v)
 		case "requiredScenarioState":
-			st.required, _ = v.(string)
+			st.required = m.str(k, v)
 		case "newScenarioState":
-			st.newState, _ = v.(string)
+			st.newState = m.str(k, v)
 		default:
 			m.unsupported(k)
 		}
 	}
+	// As in WireMock, a mapping without a request matches every request, and one without a
+	// response answers 200 with no body.
 	if _, ok := obj["request"]; !ok {
-		m.bad("request", "missing")
+		m.request(map[string]any{}, st)
+	}
+	if _, ok := obj["response"]; !ok {
+		m.response(map[string]any{}, st)
 	}
 	if (st.required != "" || st.newState != "") && st.scenario == "" {
 		m.bad("scenarioName", "requiredScenarioState and newScenarioState need a scenarioName")

@@ -167,6 +167,35 @@ func TestStubs_Scenarios(t *testing.T) {
 	}
 }
 
+// Ensure a mapping without a response answers 200 with no body, and one without a request
+// matches every request, as WireMock's defaults do (ok(), ANYTHING); a mapping without a
+// response once crashed the handler.
+func TestLoad_Defaults(t *testing.T) {
+	t.Parallel()
+	stubs, problems, err := Load(writeDir(t, map[string]string{
+		"mappings/d.json": `{"mappings":[
+			{"request":{"urlPath":"/no-response"}},
+			{"priority":10,"response":{"status":418,"body":"anything"}}]}`,
+	}))
+	if err != nil || len(problems) != 0 {
+		t.Fatalf("%v %v", err, problems)
+	}
+	hs := httptest.NewServer(stubs)
+	t.Cleanup(hs.Close)
+	for _, tc := range []struct {
+		c      call
+		status int
+		body   string
+	}{
+		{call{"GET", "/no-response", "", nil}, 200, ""},
+		{call{"DELETE", "/anything/else?x=1", "", nil}, 418, "anything"},
+	} {
+		if status, body, _ := send(t, hs.URL, tc.c); status != tc.status || body != tc.body {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.c.method, tc.c.path, status, body, tc.status, tc.body)
+		}
+	}
+}
+
 // Ensure what is not supported is reported with its file, mapping and field, and the
 // mapping is skipped, never served half-understood; bodyFileName cannot leave __files.
 func TestLoad_Problems(t *testing.T) {
@@ -180,6 +209,7 @@ func TestLoad_Problems(t *testing.T) {
 			{"request":{"urlPath":"/escape"},"response":{"bodyFileName":"../secret.txt"}},
 			{"request":{"urlPath":"/jp"},"response":{},"postServeActions":[]},
 			{"request":{"urlPath":"/jp2","bodyPatterns":[{"matchesJsonPath":"$.a[?(@.b == 1)]"}]},"response":{}},
+			{"scenarioName":7,"request":{"urlPath":"/sc"},"response":{}},
 			{"request":{"urlPath":"/ok"},"response":{"body":"fine"}}]}`,
 		"mappings/broken.json": `{not json`,
 		"secret.txt":           "top secret",
@@ -204,6 +234,7 @@ func TestLoad_Problems(t *testing.T) {
 		`mapping #5: response.bodyFileName: "../secret.txt" is outside __files`,
 		`mapping #6: postServeActions: not supported`,
 		`mapping #7: request.bodyPatterns[0].matchesJsonPath`,
+		`mapping #8: scenarioName: must be a string`,
 		`mappings/broken.json: not a JSON object`,
 	} {
 		if !strings.Contains(text, want) {

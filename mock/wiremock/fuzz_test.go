@@ -1,0 +1,65 @@
+package wiremock
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzMapping checks that no mapping makes the loader panic, that a mapping it skips is
+// reported, and that a mapping it keeps answers any request (matched or not) without a panic.
+func FuzzMapping(f *testing.F) {
+	for _, s := range [][3]string{
+		{`{"request":{"method":"GET","url":"/a"},"response":{"status":200,"body":"x"}}`, "GET", "/a"},
+		{`{"request":{"urlPathTemplate":"/u/{id}","pathParameters":{"id":{"matches":"[0-9]+"}}},"response":{"jsonBody":{"a":[1]}}}`, "GET", "/u/42"},
+		{`{"request":{"method":"POST","urlPathPattern":"/p/.*","bodyPatterns":[{"equalToJson":{"a":1},"ignoreExtraElements":true},{"matchesJsonPath":"$.a"}]},"response":{"status":201}}`, "POST", "/p/x"},
+		{`{"request":{"urlPattern":"/q\\?x=.*","queryParameters":{"x":{"contains":"1"}},"headers":{"H":{"equalTo":"v","caseInsensitive":true}},"cookies":{"c":{"absent":true}}},"response":{"base64Body":"aGk=","headers":{"A":"b"}}}`, "GET", "/q?x=1"},
+		{`{"scenarioName":"s","requiredScenarioState":"Started","newScenarioState":"2","request":{"method":"ANY","urlPath":"/s"},"response":{"bodyFileName":"b.txt"}}`, "PUT", "/s"},
+		{`{"priority":1,"request":{"url":"/f"},"response":{"fault":"CONNECTION_RESET_BY_PEER"}}`, "GET", "/f"},
+		{`{"request":{"url":"/t"},"response":{"transformers":["response-template"]}}`, "GET", "/t"},
+	} {
+		f.Add([]byte(s[0]), s[1], s[2], `{"a":1}`)
+	}
+	dir := f.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "__files"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "__files", "b.txt"), []byte("from a file"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, mapping []byte, method, target, body string) {
+		tm := time.AfterFunc(5*time.Second, func() { panic(fmt.Sprintf("slow mapping %q", mapping)) })
+		defer tm.Stop()
+		l := &loader{dir: dir, files: filepath.Join(dir, "__files"), rel: "mappings/m.json"}
+		l.mapping(mapping, "")
+		if len(l.stubs) == 0 {
+			if len(l.problems) == 0 {
+				t.Fatalf("skipped without a problem: %s", mapping)
+			}
+			return
+		}
+		if len(l.problems) != 0 {
+			t.Fatalf("kept with problems %v: %s", l.problems, mapping)
+		}
+		st := l.stubs[0]
+		if st.answer != nil && (st.answer.delay.kind != "" || st.answer.fault != "") {
+			return // a delay only slows the fuzzer; a fault needs a real connection
+		}
+		req, err := http.NewRequest(method, "http://mock.test"+target, strings.NewReader(body))
+		if err != nil || !strings.HasPrefix(target, "/") {
+			return
+		}
+		req.Header.Set("Cookie", "c=1")
+		w := httptest.NewRecorder()
+		newStubs(l.stubs).ServeHTTP(w, req)
+		if _, err := io.ReadAll(w.Result().Body); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
