@@ -86,19 +86,8 @@ func TestStream_MatchesComplete(t *testing.T) {
 func TestStream_NotBuffered(t *testing.T) {
 	t.Parallel()
 	gotFirst := make(chan struct{})
-	heldBack := make(chan bool, 1)
-	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{
-		Sent: func(i int, _ time.Time) {
-			if i != 0 {
-				return
-			}
-			select {
-			case <-gotFirst:
-				heldBack <- false
-			case <-time.After(10 * time.Second):
-				heldBack <- true
-			}
-		}}))
+	hold, heldBack := aitest.HoldAfterFirst(gotFirst, 10*time.Second)
+	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{Sent: hold}))
 	svc, _ := newService(t, fake, "openai", nil)
 	var once sync.Once
 	_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),

@@ -354,19 +354,8 @@ func TestAI_BudgetRefusedIs402(t *testing.T) {
 func TestAIStream_FirstDeltaBeforeSecondIsSent(t *testing.T) {
 	t.Parallel()
 	gotFirst := make(chan struct{})
-	heldBack := make(chan bool, 1)
-	lv := newLiveAI(t, "gemini", aitest.Stream(aitest.StreamOptions{
-		Sent: func(i int, _ time.Time) {
-			if i != 0 {
-				return
-			}
-			select {
-			case <-gotFirst:
-				heldBack <- false
-			case <-time.After(10 * time.Second):
-				heldBack <- true
-			}
-		}}))
+	hold, heldBack := aitest.HoldAfterFirst(gotFirst, 10*time.Second)
+	lv := newLiveAI(t, "gemini", aitest.Stream(aitest.StreamOptions{Sent: hold}))
 	resp := lv.post(t, context.Background(), "gemini", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
 	defer resp.Body.Close()
 	var once sync.Once
