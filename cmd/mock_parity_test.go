@@ -128,6 +128,9 @@ func TestMockServe_BuiltinMatchesServe(t *testing.T) {
 		{name: "ChatOpenAI", method: "POST", path: "/api/ai/openai/chat", token: "user", ctype: "application/json", body: `{"messages":[{"role":"user","content":"hi"}]}`},
 		{name: "ChatAnthropic", method: "POST", path: "/api/ai/anthropic/messages", token: "user", ctype: "application/json", body: `{"messages":[{"role":"user","content":"hi"}]}`},
 		{name: "ChatGemini", method: "POST", path: "/api/ai/gemini/generate", token: "user", ctype: "application/json", body: `{"messages":[{"role":"user","content":"hi"}]}`},
+		{name: "ChatOpenAIStream", method: "POST", path: "/api/ai/openai/chat", token: "user", ctype: "application/json", body: `{"messages":[{"role":"user","content":"hi"}],"stream":true}`},
+		{name: "ChatAnthropicStream", method: "POST", path: "/api/ai/anthropic/messages", token: "user", ctype: "application/json", body: `{"messages":[{"role":"user","content":"hi"}],"stream":true}`},
+		{name: "ChatGeminiStream", method: "POST", path: "/api/ai/gemini/generate", token: "user", ctype: "application/json", body: `{"messages":[{"role":"user","content":"hi"}],"stream":true}`},
 		{name: "ChatInvalid", method: "POST", path: "/api/ai/openai/chat", token: "user", ctype: "application/json", body: `{"messages":"hi"}`},
 		{name: "Usage", method: "GET", path: "/api/ai/usage", token: "user"},
 		{name: "UsageProviders", method: "GET", path: "/api/ai/usage/providers", token: "user"},
@@ -154,6 +157,10 @@ func TestMockServe_BuiltinMatchesServe(t *testing.T) {
 		s, m := got["serve"][rq.name], got["mock"][rq.name]
 		if fmt.Sprint(s) != fmt.Sprint(m) {
 			t.Errorf("%s %s %s:\n serve: %+v\n mock:  %+v", rq.name, rq.method, rq.path, s, m)
+		}
+		// Equal is not enough where both could fail alike: a streamed call streams.
+		if strings.HasSuffix(rq.name, "Stream") && (m.Status != 200 || !strings.HasPrefix(m.Shape, "events:delta={text:string}")) {
+			t.Errorf("%s: the mock answered %d %s, want a stream of deltas", rq.name, m.Status, m.Shape)
 		}
 	}
 }
@@ -201,10 +208,36 @@ func do(t *testing.T, addr string, rq parityRequest, token string) (answer, []by
 		}
 	}
 	var v any
-	if json.Unmarshal(body, &v) == nil {
+	switch {
+	case strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"):
+		a.Shape = "events:" + eventShapes(body)
+	case json.Unmarshal(body, &v) == nil:
 		a.Shape = shape(v)
-	} else {
+	default:
 		a.Shape = "text:" + string(body)
 	}
 	return a, body
+}
+
+// eventShapes describes a server-sent event stream as its events' names with the shapes of
+// their JSON data, in order.
+func eventShapes(body []byte) string {
+	var out []string
+	for _, block := range strings.Split(strings.TrimSpace(string(body)), "\n\n") {
+		name, data := "", ""
+		for _, line := range strings.Split(block, "\n") {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				name = v
+			} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+				data = v
+			}
+		}
+		var v any
+		if json.Unmarshal([]byte(data), &v) != nil {
+			out = append(out, name+"="+data)
+			continue
+		}
+		out = append(out, name+"="+shape(v))
+	}
+	return strings.Join(out, " ")
 }

@@ -41,8 +41,8 @@ type Server struct {
 }
 
 // New starts a fake of provider ("openai", "anthropic" or "gemini") that answers its requests
-// with script in turn, repeating the last responder; with no script it answers OK. It is
-// closed when the test ends.
+// with script in turn, repeating the last responder; with no script it answers as Answer does.
+// It is closed when the test ends.
 func New(tb testing.TB, provider string, script ...Responder) *Server {
 	tb.Helper()
 	s := Start(provider, script...)
@@ -104,7 +104,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp == nil {
-		resp = OK("")
+		resp = Answer()
 	}
 	resp(w, r, c)
 }
@@ -193,6 +193,21 @@ func OK(text string) Responder {
 			body = GeminiAnswer(c.Model(), text, 11, 7, 0, 0)
 		}
 		JSON(http.StatusOK, body, "x-request-id", "req_fake")(w, r, c)
+	}
+}
+
+// Answer answers as the provider does when all goes well: a stream (Stream with its default
+// pieces) when the request asks for one — "stream": true for OpenAI and Anthropic, the
+// streamGenerateContent method for Gemini — else OK's single answer with the same text and
+// usage.
+func Answer() Responder {
+	ok, stream := OK(""), Stream(StreamOptions{})
+	return func(w http.ResponseWriter, r *http.Request, c Call) {
+		if c.Body["stream"] == true || strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+			stream(w, r, c)
+			return
+		}
+		ok(w, r, c)
 	}
 }
 
