@@ -136,6 +136,31 @@ func TestAdmin_RuntimeMocksSurviveReload(t *testing.T) {
 	}
 }
 
+// Ensure an admin change never leaves a cached answer behind: with the cache on, a route
+// replaced through POST /__mock/mocks answers its new body at once, and one removed through
+// DELETE stops answering.
+func TestAdmin_ChangeDropsCache(t *testing.T) {
+	t.Parallel()
+	file := fmt.Sprintf("config:\n  persistence: {enabled: true, storage: indexeddb, dir: %q}\nmocks:\n  \"GET /v\": {data: {version: 1}}\n", t.TempDir())
+	_, hs, _ := newTestServer(t, "m.yaml", file, nil)
+	get := func() string { return do(t, "GET", hs.URL+"/v", "").body }
+	if a, b := get(), get(); a != `{"version":1}` || b != a {
+		t.Fatalf("before: %s, %s", a, b)
+	}
+	if a := do(t, "POST", hs.URL+"/__mock/mocks", `{"GET /v": {"data": {"version": 2}}}`); a.status != 201 {
+		t.Fatalf("add: %d %s", a.status, a.body)
+	}
+	if got := get(); got != `{"version":2}` {
+		t.Fatalf("after the admin change: %s, want version 2", got)
+	}
+	if a := do(t, "DELETE", hs.URL+"/__mock/mocks?route=GET%20/v", ""); a.status != 200 {
+		t.Fatalf("delete: %d %s", a.status, a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/v", ""); a.status != 404 {
+		t.Fatalf("after delete: %d %s, want 404", a.status, a.body)
+	}
+}
+
 // Ensure the admin API refuses what a web page could send (cross-site, another origin, a
 // body that is not JSON), sends no CORS headers, and checks the bearer token when one is set.
 func TestAdmin_Guard(t *testing.T) {
