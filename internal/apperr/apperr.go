@@ -58,10 +58,14 @@ func Wrap(k Kind, err error, msgs ...string) *Error {
 func (e *Error) Error() string {
 	msg := strings.Join(e.Messages, "; ")
 	if e.Err != nil {
+		cause := e.Err.Error()
 		if msg == "" {
-			return e.Err.Error()
+			return cause
 		}
-		return msg + ": " + e.Err.Error()
+		if strings.HasSuffix(msg, cause) { // the message already quotes its cause
+			return msg
+		}
+		return msg + ": " + cause
 	}
 	return msg
 }
