@@ -259,7 +259,7 @@ func (t *tmpl) exec(v *reqView) (string, error) {
 	}()
 	if err := t.t.Execute(&boundedWriter{buf: buf, deadline: time.Now().Add(renderTimeout)}, v); err != nil {
 		if t.bodyField && v.hasBody {
-			if _, isObj := v.body.(map[string]any); !isObj {
+			if _, isObj := v.body.(jsonObject); !isObj {
 				return "", errBodyNotObject
 			}
 		}

@@ -60,24 +60,49 @@ func TestTemplate_BodyParsedOnce(t *testing.T) {
 		header http.Header
 		want   any
 	}{
-		{nil, nil, map[string]any{}},
-		{`{"email":"a@b.c"}`, nil, map[string]any{"email": "a@b.c"}},
+		{nil, nil, jsonObject{}},
+		{`{"email":"a@b.c","tags":["x"]}`, nil, jsonObject{"email": "a@b.c", "tags": jsonArray{"x"}}},
 		{"null", nil, nil},
-		{"a=1&b=2&a=3", form, map[string]any{"a": "1", "b": "2"}},
+		{"a=1&b=2&a=3", form, jsonObject{"a": "1", "b": "2"}},
 		{"plain text", nil, "plain text"},
-		{map[string]any{"x": 1.0}, nil, map[string]any{"x": 1.0}},
+		{map[string]any{"x": 1.0}, nil, jsonObject{"x": 1.0}},
 	} {
 		v := newView(&mock.Request{Body: tc.body, Header: tc.header})
 		first := v.Body()
 		if !reflect.DeepEqual(first, tc.want) {
 			t.Errorf("%v: Body()=%#v, want %#v", tc.body, first, tc.want)
 		}
-		if m, ok := first.(map[string]any); ok {
-			if again := v.Body().(map[string]any); fmt.Sprintf("%p", again) != fmt.Sprintf("%p", m) {
+		if m, ok := first.(jsonObject); ok {
+			if again := v.Body().(jsonObject); fmt.Sprintf("%p", again) != fmt.Sprintf("%p", m) {
 				t.Errorf("%v: the second Body() built a new map", tc.body)
 			}
 		} else if again := v.Body(); again != first {
 			t.Errorf("%v: the second Body()=%#v, want %#v", tc.body, again, first)
+		}
+	}
+}
+
+// Ensure objects and arrays of the body print as JSON, and still work with field access,
+// index, range, len and json.
+func TestTemplate_BodyObjectsPrintAsJSON(t *testing.T) {
+	t.Parallel()
+	body := `{"user":{"name":"Ada","tags":["a","b"]},"n":2}`
+	for _, tc := range []struct{ text, want string }{
+		{`{{.Body.user}}`, `{"name":"Ada","tags":["a","b"]}`},
+		{`{{.Body.user.tags}}`, `["a","b"]`},
+		{`{{.Body.user.name}} {{index .Body.user.tags 1}} {{len .Body.user.tags}}`, `Ada b 2`},
+		{`{{range .Body.user.tags}}[{{.}}]{{end}}`, `[a][b]`},
+		{`{{json .Body.user}}`, `{"name":"Ada","tags":["a","b"]}`},
+		{`{"echo": {{.Body}}}`, `{"echo": {"n":2,"user":{"name":"Ada","tags":["a","b"]}}}`},
+		{`{{.Body.n}}`, `2`},
+	} {
+		tm, err := parseTemplate("t", tc.text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		got, err := tm.exec(newView(&mock.Request{Body: body}))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.text, got, err, tc.want)
 		}
 	}
 }

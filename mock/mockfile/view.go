@@ -78,12 +78,51 @@ func (v *reqView) Headers() map[string]string {
 }
 
 // Body is the parsed JSON body (an object is a map, so {{.Body.email}} works), the body as a
-// string when it is not JSON, or an empty object when there is none.
+// string when it is not JSON, or an empty object when there is none. Objects and arrays in
+// it print as JSON: {{.Body.user}} gives {"name":"Ada"}, not Go's map[name:Ada].
 func (v *reqView) Body() any {
 	if !v.hasBody {
-		v.body, v.hasBody = parseViewBody(v.req), true
+		v.body, v.hasBody = jsonView(parseViewBody(v.req)), true
 	}
 	return v.body
+}
+
+// jsonObject and jsonArray are a body's objects and arrays as a template sees them: a map and
+// a slice for field access, index, range and len, printed as JSON.
+type (
+	jsonObject map[string]any
+	jsonArray  []any
+)
+
+func (o jsonObject) String() string { return jsonText(map[string]any(o)) }
+func (a jsonArray) String() string  { return jsonText([]any(a)) }
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// jsonView copies a decoded JSON value with its objects and arrays as jsonObject and
+// jsonArray (a copy: the request's own body stays as it was decoded).
+func jsonView(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		o := make(jsonObject, len(x))
+		for k, e := range x {
+			o[k] = jsonView(e)
+		}
+		return o
+	case []any:
+		a := make(jsonArray, len(x))
+		for i, e := range x {
+			a[i] = jsonView(e)
+		}
+		return a
+	}
+	return v
 }
 
 func parseViewBody(req *mock.Request) any {
