@@ -85,14 +85,12 @@ func TestStream_MatchesComplete(t *testing.T) {
 // pieces would leave the fake waiting out the whole timeout.
 func TestStream_NotBuffered(t *testing.T) {
 	t.Parallel()
-	gotFirst := make(chan struct{})
-	hold, heldBack := aitest.HoldAfterFirst(gotFirst, 10*time.Second)
+	hold, release, heldBack := aitest.HoldAfterFirst(10 * time.Second)
 	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{Sent: hold}))
 	svc, _ := newService(t, fake, "openai", nil)
-	var once sync.Once
 	_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
 		func(string) error {
-			once.Do(func() { close(gotFirst) })
+			release()
 			return nil
 		})
 	if err != nil {

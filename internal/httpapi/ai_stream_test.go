@@ -353,15 +353,13 @@ func TestAI_BudgetRefusedIs402(t *testing.T) {
 // buffered pieces would leave the provider waiting out the whole timeout.
 func TestAIStream_FirstDeltaBeforeSecondIsSent(t *testing.T) {
 	t.Parallel()
-	gotFirst := make(chan struct{})
-	hold, heldBack := aitest.HoldAfterFirst(gotFirst, 10*time.Second)
+	hold, release, heldBack := aitest.HoldAfterFirst(10 * time.Second)
 	lv := newLiveAI(t, "gemini", aitest.Stream(aitest.StreamOptions{Sent: hold}))
 	resp := lv.post(t, context.Background(), "gemini", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
 	defer resp.Body.Close()
-	var once sync.Once
 	readEvents(t, resp.Body, func(e sse) {
 		if e.name == "delta" {
-			once.Do(func() { close(gotFirst) })
+			release()
 		}
 	})
 	if <-heldBack {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -235,20 +236,24 @@ func geminiFormat(c Call, o StreamOptions) streamPlan {
 }
 
 // HoldAfterFirst returns a Sent hook that holds a stream after its first piece until release
-// is closed, or until wait has passed. The channel it returns gets one value when the hold
-// ends: true when the wait ran out, which is what a proxy that buffers pieces causes (its
-// client sees nothing until the provider sends more).
-func HoldAfterFirst(release <-chan struct{}, wait time.Duration) (sent func(int, time.Time), timedOut <-chan bool) {
+// is called (any number of times, from any goroutine) or wait has passed. The channel it
+// returns gets one value when the hold ends: true when the wait ran out, which is what a proxy
+// that buffers pieces causes (its client sees nothing until the provider sends more).
+func HoldAfterFirst(wait time.Duration) (sent func(int, time.Time), release func(), timedOut <-chan bool) {
+	released := make(chan struct{})
+	var once sync.Once
 	out := make(chan bool, 1)
-	return func(i int, _ time.Time) {
+	sent = func(i int, _ time.Time) {
 		if i != 0 {
 			return
 		}
 		select {
-		case <-release:
+		case <-released:
 			out <- false
 		case <-time.After(wait):
 			out <- true
 		}
-	}, out
+	}
+	release = func() { once.Do(func() { close(released) }) }
+	return sent, release, out
 }
