@@ -47,8 +47,7 @@ func FuzzMapping(f *testing.F) {
 		if len(l.problems) != 0 {
 			t.Fatalf("kept with problems %v: %s", l.problems, mapping)
 		}
-		st := l.stubs[0]
-		if st.answer != nil && (st.answer.delay.kind != "" || st.answer.fault != "") {
+		if a := l.stubs[0].answer; a.delay.kind != "" || a.fault != "" {
 			return // a delay only slows the fuzzer; a fault needs a real connection
 		}
 		req, err := http.NewRequest(method, "http://mock.test"+target, strings.NewReader(body))
