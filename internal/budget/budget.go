@@ -33,7 +33,6 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/acme/app/internal/apperr"
-	"github.com/acme/app/internal/store"
 )
 
 // Collection is the name of the collection this package owns.
@@ -418,15 +417,9 @@ func (s *Service) releaseDead(ctx context.Context, d *month, now time.Time) (int
 	return n, nil
 }
 
-// update applies one conditional update and reports whether it matched. On the embedded store
-// this process owns, it runs under the store's update lock (store.Serialize): that store does
-// not isolate concurrent updates of one document, MongoDB does.
+// update applies one conditional update and reports whether it matched.
 func (s *Service) update(ctx context.Context, filter, update bson.D) (bool, error) {
-	var res *mongo.UpdateResult
-	err := store.Serialize(ctx, s.coll.Database().Client(), func() (err error) {
-		res, err = s.coll.UpdateOne(ctx, filter, update)
-		return err
-	})
+	res, err := s.coll.UpdateOne(ctx, filter, update)
 	if err != nil {
 		return false, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: update: %w", err), "the AI budget could not be checked; try again")
 	}

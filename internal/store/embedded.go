@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -28,16 +31,20 @@ const (
 // URIFile returns the path of the file that holds a running embedded store's URI.
 func URIFile(dataDir string) string { return filepath.Join(dataDir, uriFile) }
 
-// embedded is a FerretDB server running in this process.
+// embedded is a FerretDB server running in this process, behind its gate.
 type embedded struct {
 	lock    *os.File
 	uriPath string
+	gate    *gate
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
 
-// openEmbedded locks dataDir and starts FerretDB on a random loopback port. When dataDir is
-// locked by another process and shared is set, it returns that process's URI instead.
+// openEmbedded locks dataDir and starts FerretDB on a listener only this process knows (a Unix
+// socket in the data directory where the platform and the path allow, else a loopback port),
+// with the gate in front of it on a random loopback port: the store's URI is the gate's. When
+// dataDir is locked by another process and shared is set, it returns that process's URI
+// instead.
 func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Logger) (*embedded, string, error) {
 	if dataDir == "" {
 		return nil, "", errors.New("store: no mongodb.uri and no data_dir for the embedded store")
@@ -65,9 +72,10 @@ func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Lo
 		unlock(lock)
 		return nil, "", fmt.Errorf("store: %w", err)
 	}
+	listener := backendListener(abs)
 	ferretNewMu.Lock() // ferretdb.New writes a package-level variable (the version's package name)
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  listener,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/",
 		Logger:    ferretLogger(log),
@@ -83,11 +91,26 @@ func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Lo
 		defer close(e.done)
 		_ = f.Run(runCtx)
 	}()
-	uri, err := listenerURI(ctx, f, e.done)
+	backendURI, err := listenerURI(ctx, f, e.done)
 	if err != nil {
 		e.close()
 		return nil, "", err
 	}
+	network, address := "unix", listener.Unix
+	if address == "" {
+		u, err := url.Parse(backendURI)
+		if err != nil {
+			e.close()
+			return nil, "", fmt.Errorf("store: embedded store's address %q: %w", backendURI, err)
+		}
+		network, address = "tcp", u.Host
+	}
+	backend := func() (net.Conn, error) { return net.Dial(network, address) }
+	if e.gate, err = startGate(backend, log); err != nil {
+		e.close()
+		return nil, "", err
+	}
+	uri := "mongodb://" + e.gate.addr() + "/"
 	if err := os.WriteFile(e.uriPath, []byte(uri+"\n"), 0o600); err != nil {
 		e.close()
 		return nil, "", fmt.Errorf("store: write %s: %w", uriFile, err)
@@ -114,12 +137,29 @@ func listenerURI(ctx context.Context, f *ferretdb.FerretDB, done <-chan struct{}
 
 func (e *embedded) close() {
 	_ = os.Remove(e.uriPath)
+	if e.gate != nil {
+		e.gate.close()
+	}
 	e.cancel()
 	select {
 	case <-e.done:
 	case <-time.After(10 * time.Second):
 	}
 	unlock(e.lock)
+}
+
+// maxUnixPath is the longest socket path every Unix platform takes (macOS: 104 bytes).
+const maxUnixPath = 100
+
+// backendListener returns FerretDB's listener: a Unix socket under dir, reachable only by
+// this user, where the platform has them and the path fits; else a loopback port.
+func backendListener(dir string) ferretdb.ListenerConfig {
+	sock := filepath.Join(dir, "store.sock")
+	if runtime.GOOS == "windows" || len(sock) > maxUnixPath {
+		return ferretdb.ListenerConfig{TCP: "127.0.0.1:0"}
+	}
+	_ = os.Remove(sock) // left by a process that was killed; the data directory's lock is ours
+	return ferretdb.ListenerConfig{Unix: sock}
 }
 
 // tryLock opens path and takes an exclusive, non-blocking lock on it (lockFile, per platform),

@@ -74,7 +74,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			_ = s.Close(context.Background())
 			return nil, err
 		}
-		register(client)
 	case !opts.Shared:
 		if err := s.checkNotEmbedded(pingCtx); err != nil {
 			_ = s.Close(context.Background())
@@ -116,7 +115,6 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close(ctx context.Context) error {
 	var err error
 	if s.client != nil {
-		unregister(s.client)
 		err = s.client.Disconnect(ctx)
 	}
 	s.closeEmbedded()

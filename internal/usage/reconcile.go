@@ -9,8 +9,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo/options"
-
-	"github.com/acme/app/internal/store"
 )
 
 // ReconcileResult is what `app usage reconcile` changed.
@@ -121,7 +119,6 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		}
 	}
 	slices.Sort(ids)
-	client := s.daily.Database().Client()
 	sink := s.sink()
 	for _, id := range ids {
 		res.Checked++
@@ -149,11 +146,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		if h.marks != nil {
 			doc = append(doc, bson.E{Key: "w", Value: h.marks})
 		}
-		err := store.Serialize(ctx, client, func() error {
-			_, err := s.daily.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc, options.Replace().SetUpsert(true))
-			return err
-		})
-		if err != nil {
+		if _, err := s.daily.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc, options.Replace().SetUpsert(true)); err != nil {
 			return res, fmt.Errorf("usage: rewrite rollup %s: %w", id, err)
 		}
 		res.Changes = append(res.Changes, RollupChange{UserID: user, Day: day,

@@ -605,8 +605,7 @@ func (s mongoSink) reject(ctx context.Context, r rejection) error {
 // added only to a document without that mark: the filter leaves such a document out, the
 // upsert then collides with it on _id, and a look at the mark tells a batch already taken
 // from a document another recorder created first (taken again at once). A first attempt
-// needs no such filter, which the embedded store makes costly. On the embedded store the
-// update runs under the store's update lock (store.Serialize): it does not isolate updates.
+// needs no such filter, which the embedded store makes costly.
 func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	mark := "w." + d.writer
 	inc := bson.D{}
@@ -628,12 +627,8 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 		filter = append(filter, bson.E{Key: mark, Value: bson.D{{Key: "$ne", Value: d.seq}}})
 	}
 	update := bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: inc}}
-	client := s.daily.Database().Client()
 	for attempt := 0; ; attempt++ {
-		err := store.Serialize(ctx, client, func() error {
-			_, err := s.daily.UpdateOne(ctx, filter, update, options.Update().SetUpsert(true))
-			return err
-		})
+		_, err := s.daily.UpdateOne(ctx, filter, update, options.Update().SetUpsert(true))
 		if err == nil {
 			return nil
 		}

@@ -1,0 +1,249 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+)
+
+// The embedded store (FerretDB v1 on SQLite) applies an update as a read followed by a write,
+// with no isolation between connections: two concurrent $inc of one document can both read the
+// old value, and one increment is lost. The gate makes every write atomic for every client of
+// the store, wherever it runs: it is the store's only listener, forwards each client
+// connection to FerretDB (on a listener only the gate knows) message by message, and runs the
+// write commands of all connections one at a time. Reads pass concurrently. SQLite admits one
+// writer at a time anyway, so serializing writes costs no throughput.
+//
+// The gate reads the wire protocol's framing only: the 16-byte header and, for OP_MSG, the
+// name of the command (the first key of the body). It never rewrites a message.
+
+// Wire protocol constants (MongoDB's OP_MSG specification).
+const (
+	opMsg          = 2013
+	headerLen      = 16
+	flagChecksum   = 1 << 0
+	flagMoreToCome = 1 << 1
+	// maxMessageLen is MongoDB's maxMessageSizeBytes, which the store advertises.
+	maxMessageLen = 48_000_000
+)
+
+// writeCommands are the commands that change data or metadata, by the name the body's first
+// key carries. Each runs alone.
+var writeCommands = map[string]bool{
+	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
+	"bulkWrite": true, "create": true, "drop": true, "dropDatabase": true, "createIndexes": true,
+	"dropIndexes": true, "renameCollection": true, "collMod": true,
+}
+
+// gate accepts the store's client connections and forwards them to the backend.
+type gate struct {
+	ln      net.Listener
+	backend func() (net.Conn, error)
+	log     *slog.Logger
+	writes  sync.Mutex // held while one write command runs
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// startGate listens on a loopback port and serves until close.
+func startGate(backend func() (net.Conn, error), log *slog.Logger) (*gate, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("store: listen: %w", err)
+	}
+	g := &gate{ln: ln, backend: backend, log: log, conns: map[net.Conn]struct{}{}}
+	g.wg.Add(1)
+	go g.accept()
+	return g, nil
+}
+
+// addr returns the address clients connect to.
+func (g *gate) addr() string { return g.ln.Addr().String() }
+
+func (g *gate) accept() {
+	defer g.wg.Done()
+	for {
+		c, err := g.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		if !g.track(c) {
+			_ = c.Close()
+			return
+		}
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer g.untrack(c)
+			if err := g.serve(c); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				g.log.Debug("store connection ended", "err", err)
+			}
+		}()
+	}
+}
+
+func (g *gate) track(c net.Conn) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.conns[c] = struct{}{}
+	return true
+}
+
+func (g *gate) untrack(c net.Conn) {
+	g.mu.Lock()
+	delete(g.conns, c)
+	g.mu.Unlock()
+	_ = c.Close()
+}
+
+// close stops accepting, closes every open connection and waits for their goroutines.
+func (g *gate) close() {
+	g.mu.Lock()
+	g.closed = true
+	for c := range g.conns {
+		_ = c.Close()
+	}
+	g.mu.Unlock()
+	_ = g.ln.Close()
+	g.wg.Wait()
+}
+
+// serve forwards one client connection: each request to the backend, then its reply (or
+// replies) back, a write command under the gate's write lock from the moment it is sent until
+// its reply has been read.
+func (g *gate) serve(client net.Conn) error {
+	server, err := g.backend()
+	if err != nil {
+		return fmt.Errorf("connect to the store: %w", err)
+	}
+	defer server.Close()
+
+	cr, sr := bufio.NewReader(client), bufio.NewReader(server)
+	var req, res []byte
+	for {
+		if req, err = readMessage(cr, req); err != nil {
+			return err
+		}
+		write := isWrite(req)
+		if write {
+			g.writes.Lock()
+		}
+		res, err = g.exchange(server, sr, req, res, client)
+		if write {
+			g.writes.Unlock()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// exchange sends req and relays its replies to client. A reply flagged moreToCome is
+// followed by another (an exhaust cursor). A request flagged moreToCome expects no reply:
+// the store answers it all the same, and the answer is dropped.
+func (g *gate) exchange(server net.Conn, sr *bufio.Reader, req, res []byte, client net.Conn) ([]byte, error) {
+	if _, err := server.Write(req); err != nil {
+		return res, fmt.Errorf("send to the store: %w", err)
+	}
+	relay := flags(req)&flagMoreToCome == 0
+	for {
+		var err error
+		if res, err = readMessage(sr, res); err != nil {
+			return res, fmt.Errorf("read the store's reply: %w", err)
+		}
+		if relay {
+			if _, err := client.Write(res); err != nil {
+				return res, err
+			}
+		}
+		if !relay || flags(res)&flagMoreToCome == 0 {
+			return res, nil
+		}
+	}
+}
+
+// readMessage reads one wire message into buf (grown as needed) and returns it.
+func readMessage(r *bufio.Reader, buf []byte) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return buf, err
+	}
+	n := int(int32(binary.LittleEndian.Uint32(size[:])))
+	if n < headerLen || n > maxMessageLen {
+		return buf, fmt.Errorf("store: a wire message of %d bytes", n)
+	}
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	copy(buf, size[:])
+	if _, err := io.ReadFull(r, buf[4:]); err != nil {
+		return buf, fmt.Errorf("store: short wire message: %w", err)
+	}
+	return buf, nil
+}
+
+// flags returns an OP_MSG's flag bits, 0 for any other message.
+func flags(msg []byte) uint32 {
+	if len(msg) < headerLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(msg[16:20])
+}
+
+// isWrite reports whether msg is an OP_MSG whose command is one of writeCommands.
+func isWrite(msg []byte) bool {
+	return writeCommands[string(commandName(msg))]
+}
+
+// commandName returns the name of an OP_MSG's command, the first key of its body (the section
+// of kind 0), or nil when msg is not a well-formed OP_MSG.
+func commandName(msg []byte) []byte {
+	if len(msg) < headerLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
+		return nil
+	}
+	end := len(msg)
+	if flags(msg)&flagChecksum != 0 {
+		end -= 4
+	}
+	for pos := headerLen + 4; pos < end; {
+		kind := msg[pos]
+		pos++
+		if pos+4 > end {
+			return nil
+		}
+		size := int(int32(binary.LittleEndian.Uint32(msg[pos : pos+4])))
+		if size < 5 || pos+size > end {
+			return nil
+		}
+		switch kind {
+		case 0: // the body: int32 size, then the first element: type byte, name, NUL
+			doc := msg[pos : pos+size]
+			if len(doc) < 7 || doc[4] == 0 {
+				return nil
+			}
+			for i := 5; i < len(doc); i++ {
+				if doc[i] == 0 {
+					return doc[5:i]
+				}
+			}
+			return nil
+		case 1: // a document sequence: int32 size, identifier, documents
+			pos += size
+		default:
+			return nil
+		}
+	}
+	return nil
+}

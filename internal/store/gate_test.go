@@ -1,0 +1,215 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
+
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/store/storetest"
+)
+
+// concurrently runs fn(worker, i) for each of `each` rounds on `workers` goroutines at once
+// and fails the test on the first error.
+func concurrently(t *testing.T, workers, each int, fn func(w, i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := fn(w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// Ensure every single-document write is atomic on the store, for this process's client and
+// for an outside client on its URI alike (as an operator command, mongosh or a second tool
+// would connect): without the gate, the embedded store loses most of these.
+func TestStore_SingleDocumentWritesAreAtomic(t *testing.T) {
+	t.Parallel()
+	st := storetest.Store(t)
+	outside, err := store.Connect(ctxT(t), st.URI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = outside.Disconnect(context.Background()) })
+	clients := map[string]*mongo.Client{"OwnClient": st.Client(), "OutsideClient": outside}
+
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
+	type counter struct {
+		N     int64   `bson:"n"`
+		Items []int64 `bson:"items"`
+	}
+	tests := []struct {
+		name     string
+		workers  int
+		each     int
+		seed     bool // insert {_id: "c", n: 0} first
+		op       func(ctx context.Context, coll *mongo.Collection, w, i int) (int64, error)
+		check    func(t *testing.T, got counter, docs int64, changes []int64)
+		distinct bool // the values op returns are all different
+	}{
+		{
+			name: "Inc", workers: 8, each: 100, seed: true,
+			op: func(ctx context.Context, coll *mongo.Collection, _, _ int) (int64, error) {
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "c"}}, inc)
+				if err != nil {
+					return 0, err
+				}
+				return res.ModifiedCount, nil
+			},
+			check: func(t *testing.T, got counter, _ int64, changes []int64) {
+				if got.N != 800 || sum(changes) != 800 {
+					t.Errorf("n = %d after %d changes, want 800 after 800", got.N, sum(changes))
+				}
+			},
+		},
+		{
+			name: "GuardedInc", workers: 8, each: 40, seed: true,
+			op: func(ctx context.Context, coll *mongo.Collection, _, _ int) (int64, error) {
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "c"}, {Key: "n", Value: bson.D{{Key: "$lt", Value: 100}}}}, inc)
+				if err != nil {
+					return 0, err
+				}
+				return res.ModifiedCount, nil
+			},
+			check: func(t *testing.T, got counter, _ int64, changes []int64) {
+				if got.N != 100 || sum(changes) != 100 {
+					t.Errorf("n = %d after %d changes, want exactly 100 after 100", got.N, sum(changes))
+				}
+			},
+		},
+		{
+			name: "FindAndModifyNew", workers: 8, each: 50, seed: true, distinct: true,
+			op: func(ctx context.Context, coll *mongo.Collection, _, _ int) (int64, error) {
+				var got counter
+				err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: "c"}}, inc,
+					options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&got)
+				return got.N, err
+			},
+			check: func(t *testing.T, got counter, _ int64, changes []int64) {
+				if got.N != 400 {
+					t.Errorf("n = %d, want 400", got.N)
+				}
+			},
+		},
+		{
+			name: "Upsert", workers: 16, each: 1,
+			op: func(ctx context.Context, coll *mongo.Collection, _, _ int) (int64, error) {
+				res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "c"}}, inc, options.Update().SetUpsert(true))
+				if err != nil {
+					return 0, err
+				}
+				return res.ModifiedCount + res.UpsertedCount, nil
+			},
+			check: func(t *testing.T, got counter, docs int64, changes []int64) {
+				if docs != 1 || got.N != 16 || sum(changes) != 16 {
+					t.Errorf("%d documents, n = %d after %d changes; want 1 document, n = 16", docs, got.N, sum(changes))
+				}
+			},
+		},
+		{
+			name: "Push", workers: 8, each: 50, seed: true,
+			op: func(ctx context.Context, coll *mongo.Collection, w, i int) (int64, error) {
+				_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "c"}},
+					bson.D{{Key: "$push", Value: bson.D{{Key: "items", Value: int64(w*1000 + i)}}}})
+				return 0, err
+			},
+			check: func(t *testing.T, got counter, _ int64, _ []int64) {
+				if len(got.Items) != 400 {
+					t.Errorf("%d elements pushed, want 400", len(got.Items))
+				}
+			},
+		},
+		{
+			name: "AddToSetAndDelete", workers: 8, each: 25, seed: true,
+			op: func(ctx context.Context, coll *mongo.Collection, w, i int) (int64, error) {
+				if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "c"}},
+					bson.D{{Key: "$addToSet", Value: bson.D{{Key: "items", Value: int64(i)}}}}); err != nil {
+					return 0, err
+				}
+				// A delete of a document that another worker creates and deletes too.
+				id := bson.D{{Key: "_id", Value: "tmp"}}
+				if _, err := coll.UpdateOne(ctx, id, inc, options.Update().SetUpsert(true)); err != nil {
+					return 0, err
+				}
+				res, err := coll.DeleteOne(ctx, id)
+				if err != nil {
+					return 0, err
+				}
+				return res.DeletedCount, nil
+			},
+			check: func(t *testing.T, got counter, docs int64, changes []int64) {
+				if len(got.Items) != 25 || docs != 1 || sum(changes) > 200 || sum(changes) < 1 {
+					t.Errorf("%d distinct elements and %d documents after %d deletes; want 25, 1, 1..200",
+						len(got.Items), docs, sum(changes))
+				}
+			},
+		},
+	}
+	for clientName, client := range clients {
+		for _, tt := range tests {
+			t.Run(clientName+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				ctx := ctxT(t)
+				coll := client.Database(storetest.DBName(t)).Collection("counters")
+				if tt.seed {
+					if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "c"}, {Key: "n", Value: int64(0)}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				var mu sync.Mutex
+				var results []int64
+				concurrently(t, tt.workers, tt.each, func(w, i int) error {
+					v, err := tt.op(ctx, coll, w, i)
+					mu.Lock()
+					results = append(results, v)
+					mu.Unlock()
+					return err
+				})
+				var got counter
+				if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "c"}}).Decode(&got); err != nil {
+					t.Fatal(err)
+				}
+				docs, err := coll.CountDocuments(ctx, bson.D{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				tt.check(t, got, docs, results)
+				if tt.distinct {
+					seen := map[int64]bool{}
+					for _, v := range results {
+						seen[v] = true
+					}
+					if len(seen) != len(results) {
+						t.Errorf("%d distinct values among %d answers, want all distinct", len(seen), len(results))
+					}
+				}
+			})
+		}
+	}
+}
+
+func sum(xs []int64) int64 {
+	var n int64
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
