@@ -93,7 +93,7 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		return nil, usageError{err}
 	}
 	s.closers = append(s.closers, s.dbcheck.Close)
-	if err := openAI(ctx, f, s, appDB); err != nil {
+	if err := openAI(ctx, f, s, appDB, exclusive); err != nil {
 		_ = s.close()
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 }
 
 // openAI builds the usage recorder (closed before the store, so it flushes) and the AI proxy.
-func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) error {
+func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, exclusive bool) error {
 	cfg := f.cfg
 	s.metrics = metrics.New()
 	us, err := usage.New(ctx, db, usage.Options{Logger: f.log, Recorder: usage.RecorderOptions{Observer: s.metrics}})
@@ -125,17 +125,35 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 	if s.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
 		return err
 	}
+	// `serve` on the embedded store it owns is the only process making AI calls on it: its
+	// budgets live in memory, starting from the usage log, which an unclean stop of the last
+	// owner may have left ahead of the rollup.
+	inMemory := exclusive && s.store.Embedded()
+	if inMemory && s.store.UncleanStop() {
+		res, err := us.Reconcile(ctx, 2)
+		if err != nil {
+			return fmt.Errorf("rebuild the usage rollup after an unclean stop: %w", err)
+		}
+		f.log.Warn("the last run stopped uncleanly: usage rollup of the last 2 days rebuilt from the request log",
+			"days_changed", len(res.Changes))
+	}
 	s.budget, err = budget.New(ctx, db, budget.Options{
 		Default: cfg.AI.DefaultMonthlyBudget,
-		// Held past the longest call the AI service allows, then presumed dead.
-		HoldFor: 2*cfg.AI.Timeout + time.Minute,
+		// Held past the longest call or stream the AI service allows, then presumed dead.
+		HoldFor: max(2*cfg.AI.Timeout, cfg.AI.StreamMaxDuration) + time.Minute,
 		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
 			return monthCost(ctx, us, userID, days)
 		},
+		InMemory: inMemory,
+		Month:    us.CostByUser,
+		Logger:   f.log,
 	})
 	if err != nil {
 		return err
 	}
+	s.closers = append(s.closers, s.budget.Close)
+	// A limit set by an operator command takes effect before that command reports it done.
+	s.store.OnWrite(db.Name(), budget.Collection, s.budget.LimitsChanged)
 	s.ai = ai.New(ai.Options{
 		Providers: map[string]ai.ProviderConfig{
 			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),
@@ -150,6 +168,7 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database) er
 		Logger:   f.log,
 
 		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,
+		StreamMaxDuration:   cfg.AI.StreamMaxDuration,
 		MaxIdleConnsPerHost: cfg.AI.MaxIdleConnsPerHost,
 	})
 	configured := map[string]string{}
@@ -173,8 +192,8 @@ type aiBudget struct{ svc *budget.Service }
 
 func (b aiBudget) Reserve(ctx context.Context, userID string, worstCaseUSD float64) (ai.Reservation, error) {
 	r, err := b.svc.Reserve(ctx, userID, worstCaseUSD)
-	if err != nil {
-		return nil, err
+	if err != nil || r == nil {
+		return nil, err // no budget: nothing to settle
 	}
 	return r, nil
 }

@@ -97,6 +97,10 @@ type Options struct {
 	// StreamIdleTimeout is ai.stream_idle_timeout: the longest gap between two events of a
 	// streamed answer (default 60s).
 	StreamIdleTimeout time.Duration
+	// StreamMaxDuration is ai.stream_max_duration: the longest a streamed answer may run
+	// (default 10m); past it the stream ends with an error. A budget holds a reservation at
+	// least this long.
+	StreamMaxDuration time.Duration
 	// MaxIdleConnsPerHost is ai.max_idle_conns_per_host: keep-alive connections kept per
 	// provider host (default 256). Ignored when Transport is set.
 	MaxIdleConnsPerHost int
@@ -119,6 +123,7 @@ type Service struct {
 	cfg     map[string]ProviderConfig
 	timeout time.Duration
 	idle    time.Duration
+	maxDur  time.Duration // of a stream
 	prices  *Prices
 	rec     Recorder
 	budget  Budget
@@ -181,6 +186,9 @@ func New(opts Options) *Service {
 	}
 	if s.idle <= 0 {
 		s.idle = 60 * time.Second
+	}
+	if s.maxDur = opts.StreamMaxDuration; s.maxDur <= 0 {
+		s.maxDur = 10 * time.Minute
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -589,6 +597,8 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 		return apperr.Wrap(apperr.Unavailable, u, "the request was canceled")
 	case u.idle:
 		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s sent nothing for %s (ai.stream_idle_timeout)", name, s.idle))
+	case u.tooLong:
+		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s was still streaming after %s (ai.stream_max_duration)", name, s.maxDur))
 	case u.timeout:
 		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s did not answer within %s (ai.timeout)", name, s.timeout))
 	case u.authRejected:

@@ -160,6 +160,7 @@ type upstreamError struct {
 	dropParam    string        // a parameter the model refuses: retry once without it
 	timeout      bool          // ai.timeout (or ai.stream_idle_timeout) passed
 	idle         bool          // the timeout was ai.stream_idle_timeout, between two events
+	tooLong      bool          // the stream ran past ai.stream_max_duration
 	canceled     bool          // the caller went away
 	midStream    bool          // the failure came after the stream had started
 }

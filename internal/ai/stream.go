@@ -13,10 +13,12 @@ import (
 const maxStreamBytes = 64 << 20
 
 // The causes of a streamed call's end that are ours: a timeout before the first event
-// (ai.timeout) or between two events (ai.stream_idle_timeout).
+// (ai.timeout), between two events (ai.stream_idle_timeout), or of the whole stream
+// (ai.stream_max_duration).
 var (
 	errFirstEvent = errors.New("ai.timeout passed before the first event")
 	errIdle       = errors.New("ai.stream_idle_timeout passed between two events")
+	errTooLong    = errors.New("ai.stream_max_duration passed")
 )
 
 // stream calls the provider for a streamed answer, retrying only until the provider starts
@@ -34,6 +36,8 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		}
 	})
 	defer timer.Stop()
+	longest := time.AfterFunc(s.maxDur, func() { cancel(errTooLong) })
+	defer longest.Stop()
 
 	var resp *http.Response
 	attempts, uerr := s.retry(parent, ctx, s.now().Add(s.timeout), ep, c, func() *upstreamError {
@@ -65,6 +69,9 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 				break
 			}
 			u := transportError(ctx, err)
+			if errors.Is(context.Cause(ctx), errTooLong) {
+				u = &upstreamError{timeout: true, tooLong: true}
+			}
 			if !u.timeout && !u.canceled {
 				u = &upstreamError{message: "the stream broke off: " + netReason(err)}
 				if errors.Is(err, io.EOF) {

@@ -1,33 +1,44 @@
 // Package budget enforces per-user monthly AI budgets in US dollars per UTC calendar month.
 //
-// The check and the spend live in MongoDB (the ai_budgets collection), so any number of
-// processes on one database share them. Before a provider is called, the call's worst-case
-// cost is reserved by one conditional atomic update of the user's month document (it matches
-// only while the budget has room for it); afterwards the reservation is settled to the real
-// cost. A reservation whose process died is released once its hold time has passed. The
-// month's spend therefore never exceeds the budget, and a refused call costs nothing.
+// A user's budget is their own limit, else the default (ai.default_monthly_budget); a caller
+// with neither has no budget, and their calls cost no reservation and no store work. For a
+// caller with a budget, each call's worst-case cost is reserved before the provider is called
+// and settled to its real cost afterwards, so the month's spend never exceeds the limit and a
+// refused call costs nothing.
 //
-// ai_budgets holds two kinds of documents:
+// Where the reservations live depends on who can make them:
+//   - In memory (Options.InMemory), when this process is the only one that reserves on its
+//     database (it owns the embedded store): the month's spend of every user is read from the
+//     usage rollup once at start and kept in memory; reserving and settling are memory
+//     operations; the spend of users with a budget is written behind to their month document
+//     about once a second, for other processes (operator commands) to read.
+//   - In the store otherwise (replicas on MongoDB): one conditional atomic update of the user's
+//     month document before the call and one after; a reservation whose process died is
+//     released once its hold time has passed.
 //
-//	{_id: "<userId>", userId, limit}                  the user's own budget (absent: the default)
+// Either way, limits are set in the store (by any process: `app users budget`, the API) and
+// read by every process within about a second.
+//
+// ai_budgets holds three kinds of documents (amounts in 1e-10 USD, limits in dollars):
+//
+//	{_id: "<userId>", userId, limit}                  the user's own budget (absent or null: the default)
+//	{_id: "~limits", n}                               moved by every change of a limit
 //	{_id: "<userId>|2026-11", userId, month, limit, spent, reserved, left, holds: {<id>: {usd, until}}, dead: {<id>: true}}
 //
-// In a month document, spent is the month's recorded cost (the usage log's total when the
-// document was created, plus every settled call since), reserved the sum of open holds, and
+// In a month document, spent is the month's recorded cost, reserved the sum of open holds, and
 // left = limit - spent - reserved, the field the reservation's condition reads (the embedded
-// store has no expression operators to compute it in the filter). A null limit means no budget.
+// store has no expression operators to compute it in the filter).
 package budget
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
@@ -38,28 +49,37 @@ import (
 // Collection is the name of the collection this package owns.
 const Collection = "ai_budgets"
 
-// epsilon absorbs the rounding of sums of dollars in float64 (a budget of $1.00 holds fifty
-// calls of $0.02): far below the 10-decimal rounding of costs.
-const epsilon = 1e-12
-
-// MaxLimit is the largest budget accepted (USD per month).
-const MaxLimit = 1e9
+// MaxLimit is the largest budget accepted (USD per month): amounts are kept in 1e-10 USD in
+// 64 bits, which hold about $922 million.
+const MaxLimit = 1e8
 
 // SpentReader returns a user's recorded AI cost over the last `days` UTC days, today
 // included (the usage log's Summary).
 type SpentReader func(ctx context.Context, userID string, days int) (float64, error)
 
+// MonthReader returns every user's recorded AI cost from the UTC day `from` to `to`
+// (YYYY-MM-DD, both included), by user id.
+type MonthReader func(ctx context.Context, from, to string) (map[string]float64, error)
+
 // Options configure the service.
 type Options struct {
 	// Default is the budget of users without their own (ai.default_monthly_budget); nil: none.
 	Default *float64
-	// HoldFor is how long a reservation is held before it is presumed dead (its process gone)
-	// and released. It must outlast the longest call (ai.timeout); default 2 minutes.
+	// HoldFor is how long a reservation in the store is held before it is presumed dead (its
+	// process gone) and released. It must outlast the longest call (ai.timeout, and
+	// ai.stream_max_duration for a stream); default 2 minutes.
 	HoldFor time.Duration
-	// Spent reads the usage log, for the month's spend before its budget document existed.
-	// nil: 0.
+	// Spent reads the usage log, for the month's spend before its document existed. nil: 0.
 	Spent SpentReader
-	Now   func() time.Time // nil: time.Now
+	// InMemory keeps the month's budgets in this process's memory: set it only when no other
+	// process makes AI calls on this database (this process owns the embedded store).
+	InMemory bool
+	// Month reads the month's spend of every user at start (InMemory). nil: 0.
+	Month MonthReader
+	// WriteEvery is how often spend kept in memory is written behind (default 1s).
+	WriteEvery time.Duration
+	Logger     *slog.Logger
+	Now        func() time.Time // nil: time.Now
 }
 
 // Service reserves, settles and reports budgets.
@@ -69,55 +89,60 @@ type Service struct {
 	holdFor time.Duration
 	spent   SpentReader
 	now     func() time.Time
+	log     *slog.Logger
+	limits  *limitTable
+	ledger  *ledger // nil: budgets in the store
 }
 
-// New returns the service on db's ai_budgets collection and creates its index.
+// New returns the service on db's ai_budgets collection and creates its index. With
+// InMemory it reads the month's spend and starts the writer that Close stops.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
 	s := &Service{coll: db.Collection(Collection), def: opts.Default, holdFor: opts.HoldFor, spent: opts.Spent,
-		now: opts.Now}
+		now: opts.Now, log: opts.Logger}
 	if s.holdFor <= 0 {
 		s.holdFor = 2 * time.Minute
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
 	if s.spent == nil {
 		s.spent = func(context.Context, string, int) (float64, error) { return 0, nil }
 	}
+	s.limits = &limitTable{coll: s.coll}
 	if _, err := s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys: bson.D{{Key: "userId", Value: 1}}, Options: options.Index().SetName("userId_1"),
 	}); err != nil {
 		return nil, fmt.Errorf("budget: create index: %w", err)
 	}
+	if opts.InMemory {
+		l, err := openLedger(ctx, s, opts.Month, opts.WriteEvery)
+		if err != nil {
+			return nil, err
+		}
+		s.ledger = l
+	}
 	return s, nil
 }
 
-// month is a budget's month document as stored.
-type month struct {
-	ID       string          `bson:"_id"`
-	UserID   string          `bson:"userId"`
-	Month    string          `bson:"month"`
-	Limit    *float64        `bson:"limit"`
-	Spent    float64         `bson:"spent"`
-	Reserved float64         `bson:"reserved"`
-	Left     float64         `bson:"left"`
-	Holds    map[string]hold `bson:"holds"`
+// Close writes what the memory holds that the store does not have yet and stops the writer.
+// It is a no-op for budgets in the store.
+func (s *Service) Close(ctx context.Context) error {
+	if s.ledger == nil {
+		return nil
+	}
+	return s.ledger.close(ctx)
 }
 
-// hold is one open reservation.
-type hold struct {
-	USD   float64   `bson:"usd"`
-	Until time.Time `bson:"until"`
-}
-
-// userDoc is a user's own budget.
-type userDoc struct {
-	ID     string   `bson:"_id"`
-	UserID string   `bson:"userId"`
-	Limit  *float64 `bson:"limit"`
-}
+// LimitsChanged brings the limits up to date at once; call it when the store reports a write
+// to the collection (a limit set by another process). Without it, a limit set elsewhere takes
+// effect within about a second.
+func (s *Service) LimitsChanged() { s.limits.changed() }
 
 // Status is the body of GET /api/ai/budget. Limit and Remaining are null without a budget.
+// Amounts have at most 10 decimals.
 type Status struct {
 	Limit     *float64  `json:"limit"`
 	Spent     float64   `json:"spent"`
@@ -126,13 +151,29 @@ type Status struct {
 	ResetsAt  time.Time `json:"resetsAt"`
 }
 
+// status builds a Status from amounts in units.
+func status(limit *units, spent, reserved units, resets time.Time) *Status {
+	st := &Status{Spent: spent.USD(), Reserved: reserved.USD(), ResetsAt: resets}
+	if limit != nil {
+		l, left := limit.USD(), max(*limit-spent-reserved, 0).USD()
+		st.Limit, st.Remaining = &l, &left
+	}
+	return st
+}
+
 // Reservation is a held worst-case cost, settled once to the call's real cost.
 type Reservation struct {
-	svc   *Service
-	docID string
-	id    string
-	usd   float64
-	once  sync.Once
+	once   sync.Once
+	settle func(ctx context.Context, actual units)
+}
+
+// Settle turns the reservation into the call's real cost (0 for a call that cost nothing).
+// Only the first call counts. It is a no-op on a nil Reservation.
+func (r *Reservation) Settle(ctx context.Context, actualUSD float64) {
+	if r == nil {
+		return
+	}
+	r.once.Do(func() { r.settle(context.WithoutCancel(ctx), toUnits(actualUSD)) })
 }
 
 // monthKey returns the month of t as YYYY-MM and the start of the next UTC month.
@@ -143,287 +184,81 @@ func monthKey(t time.Time) (string, time.Time) {
 
 func monthID(userID, m string) string { return userID + "|" + m }
 
-// Reserve holds worstCaseUSD of userID's current month for one call, with one conditional
-// atomic update when the month's document exists. Returns PaymentRequired (402) when the
-// budget cannot cover it (the cause is an *Exceeded), Unavailable when the store fails.
-func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float64) (*Reservation, error) {
-	if math.IsNaN(worstCaseUSD) || worstCaseUSD < 0 {
-		worstCaseUSD = 0
-	}
-	now := s.now()
-	m, resets := monthKey(now)
-	r := &Reservation{svc: s, docID: monthID(userID, m), id: uuid.NewString(), usd: worstCaseUSD}
-	filter := bson.D{{Key: "_id", Value: r.docID}, {Key: "$or", Value: bson.A{
-		bson.D{{Key: "limit", Value: nil}},
-		// Room for the worst case, and something left (a call of unknown price is not free
-		// on a spent budget).
-		bson.D{{Key: "left", Value: bson.D{{Key: "$gte", Value: worstCaseUSD - epsilon}, {Key: "$gt", Value: 0}}}},
-	}}}
-	update := bson.D{
-		{Key: "$inc", Value: bson.D{{Key: "reserved", Value: worstCaseUSD}, {Key: "left", Value: -worstCaseUSD}}},
-		{Key: "$set", Value: bson.D{{Key: "holds." + r.id, Value: hold{USD: worstCaseUSD, Until: now.Add(s.holdFor).UTC()}}}},
-	}
-	var d *month
-	for range 3 {
-		matched, err := s.update(ctx, filter, update)
-		if err != nil {
-			return nil, err
-		}
-		if matched {
-			return r, nil
-		}
-		// No document yet, or no room: create the document, or release dead holds, and try
-		// again while that may help.
-		if d, err = s.load(ctx, userID, m, now); err != nil {
-			return nil, err
-		}
-		if d.Limit == nil {
-			continue // created just now, or the budget was cleared meanwhile
-		}
-		released, err := s.releaseDead(ctx, d, now)
-		if err != nil {
-			return nil, err
-		}
-		if released == 0 && (d.Left < worstCaseUSD-epsilon || d.Left <= 0) {
-			return nil, exceeded(*d.Limit, d.Left, worstCaseUSD, resets)
-		}
-	}
-	if d == nil || d.Limit == nil {
-		return nil, apperr.E(apperr.Unavailable, "the AI budget could not be checked; try again")
-	}
-	return nil, exceeded(*d.Limit, d.Left, worstCaseUSD, resets)
-}
-
-// Settle turns the reservation into the call's real cost (0 for a call that cost nothing).
-// Only the first call counts. A hold already released as dead still has its cost counted. When
-// the store does not answer, Settle keeps trying in the background until HoldFor has passed.
-func (r *Reservation) Settle(ctx context.Context, actualUSD float64) {
-	if r == nil {
-		return
-	}
-	r.once.Do(func() {
-		if math.IsNaN(actualUSD) || actualUSD < 0 {
-			actualUSD = 0
-		}
-		ctx = context.WithoutCancel(ctx)
-		first, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := r.settle(first, actualUSD)
-		cancel()
-		if err == nil {
-			return
-		}
-		go func() {
-			ctx, cancel := context.WithTimeout(ctx, r.svc.holdFor)
-			defer cancel()
-			for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-				select {
-				case <-ctx.Done():
-					return // the usage log keeps the cost; the budget misses it
-				case <-time.After(wait):
-				}
-				if r.settle(ctx, actualUSD) == nil {
-					return
-				}
-			}
-		}()
-	})
-}
-
-// settle applies the settlement once, whichever attempt reaches the store: it matches the
-// open hold, else the record of its release as dead, else nothing (an earlier attempt
-// succeeded).
-func (r *Reservation) settle(ctx context.Context, actualUSD float64) error {
-	s := r.svc
-	matched, err := s.update(ctx,
-		bson.D{{Key: "_id", Value: r.docID}, {Key: "holds." + r.id, Value: bson.D{{Key: "$exists", Value: true}}}},
-		bson.D{
-			{Key: "$inc", Value: bson.D{{Key: "reserved", Value: -r.usd}, {Key: "left", Value: r.usd - actualUSD}, {Key: "spent", Value: actualUSD}}},
-			{Key: "$unset", Value: bson.D{{Key: "holds." + r.id, Value: ""}}},
-		})
-	if err != nil || matched {
-		return err
-	}
-	_, err = s.update(ctx,
-		bson.D{{Key: "_id", Value: r.docID}, {Key: "dead." + r.id, Value: bson.D{{Key: "$exists", Value: true}}}},
-		bson.D{
-			{Key: "$inc", Value: bson.D{{Key: "left", Value: -actualUSD}, {Key: "spent", Value: actualUSD}}},
-			{Key: "$unset", Value: bson.D{{Key: "dead." + r.id, Value: ""}}},
-		})
-	return err
-}
-
-// Status returns userID's budget for the current month.
-func (s *Service) Status(ctx context.Context, userID string) (*Status, error) {
-	now := s.now()
-	m, resets := monthKey(now)
-	d, err := s.find(ctx, monthID(userID, m))
-	if err != nil {
-		return nil, err
-	}
-	if d != nil {
-		if _, err := s.releaseDead(ctx, d, now); err != nil {
-			return nil, err
-		}
-		if d, err = s.find(ctx, d.ID); err != nil || d == nil {
-			return nil, apperr.Wrap(apperr.Unavailable, err, "the AI budget could not be read; try again")
-		}
-	} else {
-		limit, err := s.limitOf(ctx, userID)
-		if err != nil {
-			return nil, err
-		}
-		spent, err := s.recorded(ctx, userID, now)
-		if err != nil {
-			return nil, err
-		}
-		d = &month{Limit: limit, Spent: spent}
-		if limit != nil {
-			d.Left = *limit - spent
-		}
-	}
-	st := &Status{Limit: d.Limit, Spent: d.Spent, Reserved: d.Reserved, ResetsAt: resets}
-	if d.Limit != nil {
-		left := max(d.Left, 0)
-		st.Remaining = &left
-	}
-	return st, nil
-}
-
-// SetLimit gives userID a budget of limit USD per month (nil: none of their own, the
-// default applies), effective at once for the current month. Returns Invalid for a limit
-// that is negative, not finite or above MaxLimit.
-func (s *Service) SetLimit(ctx context.Context, userID string, limit *float64) (*Status, error) {
-	if limit != nil && (math.IsNaN(*limit) || *limit < 0 || *limit > MaxLimit) {
-		return nil, apperr.E(apperr.Invalid, fmt.Sprintf("budget must be a number of dollars from 0 to %g", float64(MaxLimit)))
-	}
-	op := bson.D{{Key: "$set", Value: bson.D{{Key: "userId", Value: userID}, {Key: "limit", Value: limit}}}}
-	if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: userID}}, op, options.Update().SetUpsert(true)); err != nil {
-		return nil, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: set limit: %w", err), "the AI budget could not be saved")
-	}
-	effective := limit
-	if effective == nil {
-		effective = s.def
-	}
-	now := s.now()
-	m, _ := monthKey(now)
-	for range 20 {
-		d, err := s.load(ctx, userID, m, now)
-		if err != nil {
-			return nil, err
-		}
-		set := bson.D{{Key: "limit", Value: effective}}
-		if effective != nil {
-			set = append(set, bson.E{Key: "left", Value: *effective - d.Spent - d.Reserved})
-		}
-		// Compare-and-set: the document is replaced only if no call moved it meanwhile.
-		matched, err := s.update(ctx,
-			bson.D{{Key: "_id", Value: d.ID}, {Key: "spent", Value: d.Spent}, {Key: "reserved", Value: d.Reserved}},
-			bson.D{{Key: "$set", Value: set}})
-		if err != nil {
-			return nil, err
-		}
-		if matched {
-			return s.Status(ctx, userID)
-		}
-	}
-	return nil, apperr.E(apperr.Unavailable, "the AI budget is changing too fast to be set; try again")
-}
-
-// limitOf returns the budget that applies to userID: their own, else the default.
-func (s *Service) limitOf(ctx context.Context, userID string) (*float64, error) {
-	var u userDoc
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: userID}}).Decode(&u)
+// limitOf returns the budget that applies to userID: their own, else the default; nil: none.
+func (s *Service) limitOf(ctx context.Context, userID string) (*units, error) {
+	own, ok, err := s.limits.get(ctx, userID)
 	switch {
-	case errors.Is(err, mongo.ErrNoDocuments):
-		return s.def, nil
 	case err != nil:
-		return nil, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: read limit: %w", err), "the AI budget could not be read; try again")
-	case u.Limit == nil:
-		return s.def, nil
+		return nil, err
+	case ok:
+		return &own, nil
+	case s.def != nil:
+		d := toUnits(*s.def)
+		return &d, nil
 	}
-	return u.Limit, nil
+	return nil, nil
 }
 
-// recorded is the user's recorded cost of the current month.
-func (s *Service) recorded(ctx context.Context, userID string, now time.Time) (float64, error) {
-	spent, err := s.spent(ctx, userID, now.UTC().Day())
-	if err != nil {
-		return 0, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: read usage: %w", err), "the AI budget could not be read; try again")
-	}
-	return spent, nil
-}
-
-// load returns the user's month document, creating it when it does not exist yet.
-func (s *Service) load(ctx context.Context, userID, m string, now time.Time) (*month, error) {
-	id := monthID(userID, m)
-	if d, err := s.find(ctx, id); err != nil || d != nil {
-		return d, err
-	}
+// Reserve holds worstCaseUSD of userID's current month for one call. It returns a nil
+// Reservation, at no cost, for a user without a budget on the store path. Returns
+// PaymentRequired (402) when the budget cannot cover it (the cause is an *Exceeded),
+// Unavailable when the store fails.
+func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float64) (*Reservation, error) {
 	limit, err := s.limitOf(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	spent, err := s.recorded(ctx, userID, now)
+	worst := toUnits(worstCaseUSD)
+	if s.ledger != nil {
+		return s.ledger.reserve(userID, limit, worst)
+	}
+	if limit == nil {
+		return nil, nil
+	}
+	return s.reserveInStore(ctx, userID, worst)
+}
+
+// Status returns userID's budget for the current month.
+func (s *Service) Status(ctx context.Context, userID string) (*Status, error) {
+	limit, err := s.limitOf(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	d := &month{ID: id, UserID: userID, Month: m, Limit: limit, Spent: spent, Holds: map[string]hold{}}
-	if limit != nil {
-		d.Left = *limit - spent
+	if s.ledger != nil {
+		return s.ledger.status(userID, limit), nil
 	}
-	if _, err := s.coll.InsertOne(ctx, d); err != nil && !mongo.IsDuplicateKeyError(err) {
-		return nil, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: create month: %w", err), "the AI budget could not be checked; try again")
-	} else if err != nil {
-		return s.find(ctx, id) // another call created it first
-	}
-	return d, nil
+	return s.statusInStore(ctx, userID, limit)
 }
 
-func (s *Service) find(ctx context.Context, id string) (*month, error) {
-	var d month
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, nil
+// SetLimit gives userID a budget of limit USD per month (nil: none of their own, the
+// default applies), effective at once in this process and within about a second in every
+// other. Returns Invalid for a limit that is negative, not finite or above MaxLimit.
+func (s *Service) SetLimit(ctx context.Context, userID string, limit *float64) (*Status, error) {
+	if limit != nil && (math.IsNaN(*limit) || *limit < 0 || *limit > MaxLimit) {
+		return nil, apperr.E(apperr.Invalid, fmt.Sprintf("budget must be a number of dollars from 0 to %g", float64(MaxLimit)))
 	}
-	if err != nil {
-		return nil, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: read: %w", err), "the AI budget could not be checked; try again")
+	if err := s.limits.set(ctx, userID, limit); err != nil {
+		return nil, err
 	}
-	return &d, nil
-}
-
-// releaseDead releases the holds of d whose time has passed, each with its own conditional
-// update (so that two processes cannot release one twice), and returns how many it released.
-// A released hold is remembered under `dead` until its settlement, if it ever comes.
-func (s *Service) releaseDead(ctx context.Context, d *month, now time.Time) (int, error) {
-	n := 0
-	for id, h := range d.Holds {
-		if now.Before(h.Until) {
-			continue
-		}
-		matched, err := s.update(ctx,
-			bson.D{{Key: "_id", Value: d.ID}, {Key: "holds." + id, Value: bson.D{{Key: "$exists", Value: true}}}},
-			bson.D{
-				{Key: "$inc", Value: bson.D{{Key: "reserved", Value: -h.USD}, {Key: "left", Value: h.USD}}},
-				{Key: "$unset", Value: bson.D{{Key: "holds." + id, Value: ""}}},
-				{Key: "$set", Value: bson.D{{Key: "dead." + id, Value: true}}}, // a late settle still counts
-			})
+	if s.ledger == nil {
+		effective, err := s.limitOf(ctx, userID)
 		if err != nil {
-			return n, err
+			return nil, err
 		}
-		if matched {
-			n++
+		if err := s.setMonthLimit(ctx, userID, effective); err != nil {
+			return nil, err
 		}
 	}
-	return n, nil
+	return s.Status(ctx, userID)
 }
 
-// update applies one conditional update and reports whether it matched.
-func (s *Service) update(ctx context.Context, filter, update bson.D) (bool, error) {
-	res, err := s.coll.UpdateOne(ctx, filter, update)
+// recorded is the user's recorded cost of the current month.
+func (s *Service) recorded(ctx context.Context, userID string, now time.Time) (units, error) {
+	spent, err := s.spent(ctx, userID, now.UTC().Day())
 	if err != nil {
-		return false, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: update: %w", err), "the AI budget could not be checked; try again")
+		return 0, apperr.Wrap(apperr.Unavailable, fmt.Errorf("budget: read usage: %w", err), "the AI budget could not be read; try again")
 	}
-	return res.MatchedCount == 1, nil
+	return toUnits(spent), nil
 }
 
 // Exceeded is the refusal of a call the budget cannot cover.

@@ -85,6 +85,8 @@ type AI struct {
 	PricingFile string
 	// StreamIdleTimeout bounds the gap between two events of a streamed answer.
 	StreamIdleTimeout time.Duration
+	// StreamMaxDuration bounds a whole streamed answer.
+	StreamMaxDuration time.Duration
 	// MaxIdleConnsPerHost is the keep-alive pool kept per provider host.
 	MaxIdleConnsPerHost int
 	// DefaultMonthlyBudget is every user's AI budget in USD per UTC month, unless they have
@@ -183,6 +185,7 @@ var keys = []key{
 	{name: "ai.timeout", def: "60s", kind: kDuration, min: 1},
 	{name: "ai.pricing_file"},
 	{name: "ai.stream_idle_timeout", def: "60s", kind: kDuration, min: 1},
+	{name: "ai.stream_max_duration", def: "10m", kind: kDuration, min: 1},
 	{name: "ai.max_idle_conns_per_host", def: "256", kind: kInt, min: 1},
 	{name: "ai.default_monthly_budget", usage: "USD per user per UTC month (empty: no budget)"},
 	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
@@ -407,6 +410,7 @@ func parse(raw map[string]string) (*Config, error) {
 			PricingFile: p.str("ai.pricing_file"),
 
 			StreamIdleTimeout:   p.dur("ai.stream_idle_timeout"),
+			StreamMaxDuration:   p.dur("ai.stream_max_duration"),
 			MaxIdleConnsPerHost: p.int("ai.max_idle_conns_per_host"),
 
 			DefaultMonthlyBudget: p.dollars("ai.default_monthly_budget"),

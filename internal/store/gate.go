@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+
+	"go.mongodb.org/mongo-driver/bson"
 )
 
 // The embedded store (FerretDB v1 on SQLite) applies an update as a read followed by a write,
@@ -46,11 +48,48 @@ type gate struct {
 	backend func() (net.Conn, error)
 	log     *slog.Logger
 	writes  sync.Mutex // held while one write command runs
+	hooksMu sync.RWMutex
+	hooks   []writeHook
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+}
+
+// writeHook is a function called after each write command on one collection.
+type writeHook struct {
+	db, coll string
+	fn       func()
+}
+
+// onWrite adds a hook.
+func (g *gate) onWrite(h writeHook) {
+	g.hooksMu.Lock()
+	g.hooks = append(g.hooks, h)
+	g.hooksMu.Unlock()
+}
+
+// runHooks calls the hooks of the collection that the write command req names.
+func (g *gate) runHooks(req []byte) {
+	g.hooksMu.RLock()
+	hooks := g.hooks
+	g.hooksMu.RUnlock()
+	if len(hooks) == 0 {
+		return
+	}
+	body := bson.Raw(commandBody(req))
+	elem, err := body.IndexErr(0)
+	if err != nil {
+		return
+	}
+	coll, _ := elem.Value().StringValueOK()
+	db, _ := body.Lookup("$db").StringValueOK()
+	for _, h := range hooks {
+		if h.db == db && h.coll == coll {
+			h.fn()
+		}
+	}
 }
 
 // startGate listens on a loopback port and serves until close.
@@ -139,38 +178,37 @@ func (g *gate) serve(client net.Conn) error {
 		if write {
 			g.writes.Lock()
 		}
-		res, err = g.exchange(server, sr, req, res, client)
+		res, err = g.exchange(server, sr, req, res)
 		if write {
 			g.writes.Unlock()
 		}
 		if err != nil {
 			return err
 		}
+		if write {
+			g.runHooks(req) // before the client learns the write is done
+		}
+		if flags(req)&flagMoreToCome != 0 {
+			continue // the client expects no answer
+		}
+		if _, err := client.Write(res); err != nil {
+			return err
+		}
 	}
 }
 
-// exchange sends req and relays its replies to client. A reply flagged moreToCome is
-// followed by another (an exhaust cursor). A request flagged moreToCome expects no reply:
-// the store answers it all the same, and the answer is dropped.
-func (g *gate) exchange(server net.Conn, sr *bufio.Reader, req, res []byte, client net.Conn) ([]byte, error) {
+// exchange sends req and returns the store's reply. The store answers every request, also
+// one flagged moreToCome (whose client expects no answer: serve drops it), and never streams
+// its replies (it does not offer exhaust cursors).
+func (g *gate) exchange(server net.Conn, sr *bufio.Reader, req, res []byte) ([]byte, error) {
 	if _, err := server.Write(req); err != nil {
 		return res, fmt.Errorf("send to the store: %w", err)
 	}
-	relay := flags(req)&flagMoreToCome == 0
-	for {
-		var err error
-		if res, err = readMessage(sr, res); err != nil {
-			return res, fmt.Errorf("read the store's reply: %w", err)
-		}
-		if relay {
-			if _, err := client.Write(res); err != nil {
-				return res, err
-			}
-		}
-		if !relay || flags(res)&flagMoreToCome == 0 {
-			return res, nil
-		}
+	res, err := readMessage(sr, res)
+	if err != nil {
+		return res, fmt.Errorf("read the store's reply: %w", err)
 	}
+	return res, nil
 }
 
 // readMessage reads one wire message into buf (grown as needed) and returns it.
@@ -207,9 +245,24 @@ func isWrite(msg []byte) bool {
 	return writeCommands[string(commandName(msg))]
 }
 
-// commandName returns the name of an OP_MSG's command, the first key of its body (the section
-// of kind 0), or nil when msg is not a well-formed OP_MSG.
+// commandName returns the name of an OP_MSG's command, the first key of its body, or nil when
+// msg is not a well-formed OP_MSG.
 func commandName(msg []byte) []byte {
+	doc := commandBody(msg)
+	if len(doc) < 7 || doc[4] == 0 {
+		return nil
+	}
+	for i := 5; i < len(doc); i++ {
+		if doc[i] == 0 {
+			return doc[5:i]
+		}
+	}
+	return nil
+}
+
+// commandBody returns an OP_MSG's body (the section of kind 0), a BSON document whose length
+// prefix fits msg, or nil when msg is not a well-formed OP_MSG.
+func commandBody(msg []byte) []byte {
 	if len(msg) < headerLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
 		return nil
 	}
@@ -228,17 +281,8 @@ func commandName(msg []byte) []byte {
 			return nil
 		}
 		switch kind {
-		case 0: // the body: int32 size, then the first element: type byte, name, NUL
-			doc := msg[pos : pos+size]
-			if len(doc) < 7 || doc[4] == 0 {
-				return nil
-			}
-			for i := 5; i < len(doc); i++ {
-				if doc[i] == 0 {
-					return doc[5:i]
-				}
-			}
-			return nil
+		case 0:
+			return msg[pos : pos+size]
 		case 1: // a document sequence: int32 size, identifier, documents
 			pos += size
 		default:

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -212,4 +213,52 @@ func sum(xs []int64) int64 {
 		n += x
 	}
 	return n
+}
+
+// Ensure a write hook runs for writes on its collection from any client, before the writer
+// gets its answer, and not for reads or other collections.
+func TestStore_OnWrite(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(context.Background())
+	var calls atomic.Int64
+	if !st.OnWrite("d", "watched", func() { calls.Add(1) }) {
+		t.Fatal("OnWrite refused on the embedded store this process owns")
+	}
+	outside, err := store.Connect(ctx, st.URI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outside.Disconnect(context.Background())
+	watched, other := outside.Database("d").Collection("watched"), outside.Database("d").Collection("other")
+	steps := []struct {
+		name string
+		do   func() error
+		want int64
+	}{
+		{"Insert", func() error { _, err := watched.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); return err }, 1},
+		{"Update", func() error {
+			_, err := watched.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}})
+			return err
+		}, 2},
+		{"Find", func() error { return watched.FindOne(ctx, bson.D{}).Err() }, 2},
+		{"OtherCollection", func() error { _, err := other.InsertOne(ctx, bson.D{}); return err }, 2},
+		{"OtherDatabase", func() error {
+			_, err := outside.Database("e").Collection("watched").InsertOne(ctx, bson.D{})
+			return err
+		}, 2},
+		{"Delete", func() error { _, err := watched.DeleteOne(ctx, bson.D{{Key: "_id", Value: 1}}); return err }, 3},
+	}
+	for _, s := range steps {
+		if err := s.do(); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := calls.Load(); got != s.want { // counted before the answer came back
+			t.Fatalf("after %s: %d hook calls, want %d", s.name, got, s.want)
+		}
+	}
 }

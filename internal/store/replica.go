@@ -25,10 +25,21 @@ const (
 	markerID   = "owner"
 )
 
-// markOwner records in the embedded store that this process owns it.
+// markOwner records in the embedded store that this process owns it, and notes whether the
+// previous owner stopped without saying so (markStopped): killed, or its machine lost power.
 func (s *Store) markOwner(ctx context.Context, dataDir string) error {
+	coll := s.client.Database(markerDB).Collection(markerColl)
+	var prev struct {
+		StoppedAt *time.Time `bson:"stoppedAt"`
+	}
+	switch err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: markerID}}).Decode(&prev); {
+	case err == nil:
+		s.unclean = prev.StoppedAt == nil
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return fmt.Errorf("store: read the embedded store's last owner: %w", err)
+	}
 	host, _ := os.Hostname()
-	_, err := s.client.Database(markerDB).Collection(markerColl).ReplaceOne(ctx,
+	_, err := coll.ReplaceOne(ctx,
 		bson.D{{Key: "_id", Value: markerID}},
 		bson.D{{Key: "pid", Value: os.Getpid()}, {Key: "host", Value: host}, {Key: "dataDir", Value: dataDir},
 			{Key: "startedAt", Value: time.Now().UTC()}},
@@ -38,6 +49,18 @@ func (s *Store) markOwner(ctx context.Context, dataDir string) error {
 	}
 	return nil
 }
+
+// markStopped records that the owner stopped in order, having written what it held.
+func (s *Store) markStopped(ctx context.Context) error {
+	_, err := s.client.Database(markerDB).Collection(markerColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: markerID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "stoppedAt", Value: time.Now().UTC()}}}})
+	return err
+}
+
+// UncleanStop reports whether the embedded store this process owns was last owned by a
+// process that did not stop in order (killed, or its machine lost power): what it held in
+// memory, such as usage records not yet written, may be missing.
+func (s *Store) UncleanStop() bool { return s.unclean }
 
 // checkNotEmbedded returns ErrEmbeddedReplica when the server behind s.client is an embedded
 // store owned by another process. The embedded server lives inside its owner, so a server

@@ -36,6 +36,7 @@ type Store struct {
 	client   *mongo.Client
 	uri      string
 	embedded *embedded // nil unless this process runs the embedded server
+	unclean  bool      // the embedded store's last owner did not stop in order
 	log      *slog.Logger
 }
 
@@ -106,6 +107,20 @@ func (s *Store) URI() string { return s.uri }
 // Embedded reports whether this process runs the embedded server.
 func (s *Store) Embedded() bool { return s.embedded != nil }
 
+// OnWrite has fn called after every write command on collection coll of database db, from
+// any client of the embedded store this process owns, once the write is applied and before
+// its client gets the answer: a process that keeps a copy of that collection's data learns of
+// a change made elsewhere (an operator command) before that change is reported done. fn runs
+// on the writer's connection: keep it short. OnWrite reports false, and never calls fn, for
+// any other store (MongoDB, another process's embedded store): there, poll for changes.
+func (s *Store) OnWrite(db, coll string, fn func()) bool {
+	if s.embedded == nil {
+		return false
+	}
+	s.embedded.gate.onWrite(writeHook{db: db, coll: coll, fn: fn})
+	return true
+}
+
 // Ping checks that the server answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.client.Ping(ctx, readpref.Primary())
@@ -115,7 +130,10 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close(ctx context.Context) error {
 	var err error
 	if s.client != nil {
-		err = s.client.Disconnect(ctx)
+		if s.embedded != nil {
+			err = s.markStopped(ctx)
+		}
+		err = errors.Join(err, s.client.Disconnect(ctx))
 	}
 	s.closeEmbedded()
 	return err

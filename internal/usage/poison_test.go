@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,14 +153,23 @@ func (s *blockedSink) insertLog(ctx context.Context, recs []Record) error {
 	}
 }
 
+// rejectCounter counts the records the recorder reports rejected.
+type rejectCounter struct {
+	nopObserver
+	n atomic.Int64
+}
+
+func (c *rejectCounter) UsageRecordsRejected(n int) { c.n.Add(int64(n)) }
+
 // Ensure a full queue never hangs Record: past the hand-off deadline records go to the
 // overflow (health degraded), and once that is full Record answers ErrFull, Admit refuses new
 // calls with Unavailable and the state says refusing. When the store is back, everything
 // accepted is written, the overflow first.
 func TestRecorder_FullQueueNeverHangs(t *testing.T) {
 	t.Parallel()
+	obs := &rejectCounter{}
 	f := newFixture(t, RecorderOptions{QueueSize: 2, BatchSize: 1, OverflowSize: 3,
-		HandoffTimeout: time.Millisecond, FlushInterval: time.Millisecond})
+		HandoffTimeout: time.Millisecond, FlushInterval: time.Millisecond, Observer: obs})
 	bs := &blockedSink{sink: f.sink, down: make(chan struct{})}
 	f.svc.rec.sink = bs
 	ctx := context.Background()
@@ -176,6 +186,9 @@ func TestRecorder_FullQueueNeverHangs(t *testing.T) {
 	}
 	if !errors.Is(full, ErrFull) {
 		t.Fatalf("Record on a full queue and overflow: err = %v, want ErrFull", full)
+	}
+	if n := obs.n.Load(); n != 1 {
+		t.Fatalf("%d records counted as rejected, want the 1 refused", n)
 	}
 	if err := f.svc.Admit(); apperr.KindOf(err) != apperr.Unavailable {
 		t.Fatalf("Admit = %v, want Unavailable", err)

@@ -209,6 +209,7 @@ func (r *recorder) record(ctx context.Context, rec Record) error {
 	r.ovMu.Lock()
 	defer r.ovMu.Unlock()
 	if len(r.overflow) >= r.opts.OverflowSize {
+		r.opts.Observer.UsageRecordsRejected(1)
 		return ErrFull
 	}
 	r.overflow = append(r.overflow, rec)
@@ -389,7 +390,7 @@ func (r *recorder) writeLog(recs []Record) ([]Record, bool) {
 	case err == nil:
 		return recs, true
 	case errors.Is(err, errHardStop):
-		r.lost += len(recs)
+		r.lose(len(recs))
 		r.log.Error("usage: giving up at the shutdown deadline", "records_lost", len(recs), "err", err)
 		return nil, false
 	case len(recs) == 1:
@@ -399,11 +400,17 @@ func (r *recorder) writeLog(recs []Record) ([]Record, bool) {
 	h := len(recs) / 2
 	a, ok := r.writeLog(recs[:h])
 	if !ok {
-		r.lost += len(recs) - h
+		r.lose(len(recs) - h)
 		return a, false
 	}
 	b, ok := r.writeLog(recs[h:])
 	return append(a, b...), ok
+}
+
+// lose counts n records given up at the shutdown deadline.
+func (r *recorder) lose(n int) {
+	r.lost += n
+	r.opts.Observer.UsageRecordsRejected(n)
 }
 
 // writeDaily adds d to its rollup document, retrying transient failures. An update refused

@@ -14,6 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/store"
@@ -277,6 +278,40 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 		return nil, err
 	}
 	return &Report{Days: opts.Days, From: from, To: to, User: opts.User, Rows: rows, Totals: totals(rows)}, nil
+}
+
+// CostByUser returns every user's cost from the UTC day from to the day to (YYYY-MM-DD, both
+// included), by user id: the month's spend a process keeping budgets in memory starts from.
+func (s *Service) CostByUser(ctx context.Context, from, to string) (map[string]float64, error) {
+	cur, err := s.daily.Find(ctx, bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}},
+		options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "m", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("usage: read rollup: %w", err)
+	}
+	defer cur.Close(ctx)
+	byUser := map[string]accumulator{}
+	for cur.Next(ctx) {
+		user, ok := cur.Current.Lookup("userId").StringValueOK()
+		if !ok {
+			continue
+		}
+		acc := byUser[user]
+		if acc == nil {
+			acc = accumulator{}
+			byUser[user] = acc
+		}
+		if err := acc.add(cur.Current); err != nil {
+			return nil, err
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("usage: read rollup: %w", err)
+	}
+	out := make(map[string]float64, len(byUser))
+	for user, acc := range byUser {
+		out[user] = totals(acc.rows()).TotalCost
+	}
+	return out, nil
 }
 
 // read sums the rollup documents matching filter per provider and model. It is a plain find
