@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -73,13 +72,6 @@ type Service struct {
 	names                                     sync.Map // cell key -> modelName, read from ai_models
 	now                                       func() time.Time
 	log                                       *slog.Logger
-	ferret                                    bool // the server is FerretDB (the embedded store): filters scan and decode everything
-
-	// The embedded store's rollup size, counted at most every rollupCountTTL in the background
-	// (a count is itself a full scan there).
-	bigRollup atomic.Bool
-	countedAt atomic.Int64 // unix nanos
-	counting  atomic.Bool
 }
 
 // New returns the service on db, after creating the indexes a real MongoDB needs, and starts
@@ -114,10 +106,6 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 		models:   db.Collection(ModelsCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
-	}
-	var info bson.M
-	if err := db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
-		_, s.ferret = info["ferretdbVersion"]
 	}
 	if err := store.EnsureIndexes(ctx, s.requests,
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "createdAt", Value: -1}}},
@@ -206,58 +194,7 @@ func (s *Service) ByProvider(ctx context.Context, userID string, days int) ([]Pr
 		return nil, err
 	}
 	from, to := s.window(days)
-	return s.readUser(ctx, userID, from, to)
-}
-
-// smallRollup is the size under which the embedded store reads a filter faster than it does
-// one point lookup per day.
-const smallRollup = 256
-
-// rollupCountTTL is how long a count of the embedded rollup stays fresh.
-const rollupCountTTL = 30 * time.Second
-
-// refreshRollupSize recounts the rollup in the background when the last count is stale.
-func (s *Service) refreshRollupSize() {
-	if time.Since(time.Unix(0, s.countedAt.Load())) < rollupCountTTL || !s.counting.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer s.counting.Store(false)
-		s.countRollup(context.Background())
-	}()
-}
-
-func (s *Service) countRollup(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	// collStats reads the count from the store's metadata; a count command would scan.
-	var stats struct {
-		Count float64 `bson:"count"`
-	}
-	if err := s.daily.Database().RunCommand(ctx, bson.D{{Key: "collStats", Value: s.daily.Name()}}).Decode(&stats); err != nil {
-		return
-	}
-	s.bigRollup.Store(stats.Count > smallRollup)
-	s.countedAt.Store(time.Now().UnixNano())
-}
-
-// readUser sums one user's rollup from..to. MongoDB answers the filter from the {userId, day}
-// index. FerretDB decodes every document of the collection for a filter, so once the rollup
-// is not small it reads the user's days by _id instead (see readDays).
-func (s *Service) readUser(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
-	if s.ferret {
-		if s.countedAt.Load() == 0 {
-			s.countRollup(ctx) // the first read waits for one count
-		}
-		s.refreshRollupSize()
-		if s.bigRollup.Load() {
-			return s.readDays(ctx, userID, from, to)
-		}
-	}
-	return s.read(ctx, bson.D{
-		{Key: "userId", Value: userID},
-		{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}},
-	})
+	return s.readDays(ctx, userID, from, to)
 }
 
 // Report returns usage per provider and model with totals, for one user or all of them.
@@ -270,7 +207,7 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 	var rows []ProviderUsage
 	var err error
 	if opts.UserID != "" {
-		rows, err = s.readUser(ctx, opts.UserID, from, to)
+		rows, err = s.readDays(ctx, opts.UserID, from, to)
 	} else {
 		rows, err = s.read(ctx, bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}})
 	}
