@@ -140,6 +140,7 @@ func newRootCmd(f *factory) *cobra.Command {
 	root.AddCommand(newMongoCmd(f))
 	root.AddCommand(newMockCmd(f))
 	root.AddCommand(newDevCmd(f))
+	root.AddCommand(newStoreCmd(f))
 	conventions(root)
 	return root
 }

@@ -45,7 +45,8 @@ type embedded struct {
 // with the gate in front of it on a random loopback port: the store's URI is the gate's. When
 // dataDir is locked by another process and shared is set, it returns that process's URI
 // instead.
-func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Logger) (*embedded, string, error) {
+func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedded, string, error) {
+	dataDir := opts.DataDir
 	if dataDir == "" {
 		return nil, "", errors.New("store: no mongodb.uri and no data_dir for the embedded store")
 	}
@@ -54,7 +55,7 @@ func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Lo
 	}
 	lock, err := tryLock(filepath.Join(dataDir, lockName))
 	if errors.Is(err, ErrLocked) {
-		if !shared {
+		if !opts.Shared {
 			return nil, "", fmt.Errorf("store: %s: %w", dataDir, ErrLocked)
 		}
 		uri, rerr := os.ReadFile(URIFile(dataDir))
@@ -106,7 +107,7 @@ func openEmbedded(ctx context.Context, dataDir string, shared bool, log *slog.Lo
 		network, address = "tcp", u.Host
 	}
 	backend := func() (net.Conn, error) { return net.Dial(network, address) }
-	if e.gate, err = startGate(backend, log); err != nil {
+	if e.gate, err = startGate(opts.Listen, backend, log); err != nil {
 		e.close()
 		return nil, "", err
 	}

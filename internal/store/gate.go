@@ -92,9 +92,12 @@ func (g *gate) runHooks(req []byte) {
 	}
 }
 
-// startGate listens on a loopback port and serves until close.
-func startGate(backend func() (net.Conn, error), log *slog.Logger) (*gate, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startGate listens on addr (empty: a random loopback port) and serves until close.
+func startGate(addr string, backend func() (net.Conn, error), log *slog.Logger) (*gate, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("store: listen: %w", err)
 	}

@@ -50,6 +50,15 @@ func (s *Store) markOwner(ctx context.Context, dataDir string) error {
 	return nil
 }
 
+// clearOwner removes the owner marker a process that owned this store left in it: the store is
+// now served for others.
+func (s *Store) clearOwner(ctx context.Context) error {
+	if _, err := s.client.Database(markerDB).Collection(markerColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: markerID}}); err != nil {
+		return fmt.Errorf("store: clear the embedded store's owner: %w", err)
+	}
+	return nil
+}
+
 // markStopped records that the owner stopped in order, having written what it held.
 func (s *Store) markStopped(ctx context.Context) error {
 	_, err := s.client.Database(markerDB).Collection(markerColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: markerID}},

@@ -27,17 +27,23 @@ type Options struct {
 	// Without it, a DataDir in use is an error, and so is a URI that names the embedded store
 	// of another process (ErrEmbeddedReplica).
 	Shared bool
+	// Listen is the embedded store's address (host:port); empty: a random loopback port.
+	Listen string
+	// Standalone serves the embedded store for other processes (`app store serve`): it is not
+	// marked as owned by this process, so `app serve` replicas may share it through its URI.
+	Standalone bool
 	// Logger receives the store's own messages; nil discards them.
 	Logger *slog.Logger
 }
 
 // Store is an open MongoDB connection.
 type Store struct {
-	client   *mongo.Client
-	uri      string
-	embedded *embedded // nil unless this process runs the embedded server
-	unclean  bool      // the embedded store's last owner did not stop in order
-	log      *slog.Logger
+	client     *mongo.Client
+	uri        string
+	embedded   *embedded // nil unless this process runs the embedded server
+	unclean    bool      // the embedded store's last owner did not stop in order
+	standalone bool      // the embedded store is served for other processes
+	log        *slog.Logger
 }
 
 // ErrLocked is returned when DataDir is held by another process and Options.Shared is false.
@@ -49,9 +55,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{uri: opts.URI, log: log}
+	s := &Store{uri: opts.URI, log: log, standalone: opts.Standalone}
 	if opts.URI == "" {
-		e, uri, err := openEmbedded(ctx, opts.DataDir, opts.Shared, log)
+		e, uri, err := openEmbedded(ctx, opts, log)
 		if err != nil {
 			return nil, err
 		}
@@ -70,6 +76,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: ping %s: %w", Redact(s.uri), err)
 	}
 	switch {
+	case s.embedded != nil && opts.Standalone:
+		if err := s.clearOwner(pingCtx); err != nil {
+			_ = s.Close(context.Background())
+			return nil, err
+		}
 	case s.embedded != nil:
 		if err := s.markOwner(pingCtx, opts.DataDir); err != nil {
 			_ = s.Close(context.Background())
@@ -130,7 +141,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close(ctx context.Context) error {
 	var err error
 	if s.client != nil {
-		if s.embedded != nil {
+		if s.embedded != nil && !s.standalone {
 			err = s.markStopped(ctx)
 		}
 		err = errors.Join(err, s.client.Disconnect(ctx))
