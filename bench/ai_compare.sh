@@ -1,31 +1,48 @@
 #!/usr/bin/env bash
-# ai_compare.sh: `app serve`'s AI proxy beside the Portkey gateway (@portkey-ai/gateway), both
-# in front of the same fake OpenAI upstream, with wrk at 1 and at 32 connections, interleaved
-# (direct, app, Portkey, direct, app, Portkey, …), and the fake called directly as the base.
+# ai_compare.sh: `app serve` as users run it (the shipped binary, its defaults: embedded store,
+# usage recorder, budgets, keys) beside a do-nothing forwarder (httputil.ReverseProxy) and the
+# Portkey gateway (@portkey-ai/gateway), all in front of the same fake OpenAI upstream.
 #
 #   bash bench/ai_compare.sh [seconds per target (5)] [rounds (3)]
+#   bash bench/ai_compare.sh --guard      the short check .ci/run runs (see below)
 #
-# BASELINE_BIN=/path/to/another/app adds it as a fourth target ("app-baseline": an earlier
-# build, say), measured in the same interleaved rounds.
+# Throughput: wrk at 1 and 32 connections, interleaved rounds (direct, forwarder, app, app with
+# a monthly budget, Portkey, …), the fake called directly as the base. Streams: STREAMS (1000)
+# concurrent streamed calls of PIECES (100) pieces GAP (20ms) apart, through app (as the
+# caller with a budget) and through the forwarder: how many complete, the time to the first
+# piece (p50, p99), the longest gap between two pieces (p99), and app's peak RSS.
 #
-# Needs Go, Node 20 + npm, and wrk (installed with apt-get when missing). Portkey is installed
-# into PEERS_DIR (default /tmp/aibench-peers), never into the repository. The proxies run on
-# CPU SERVER_CPU (0), the fake upstream and wrk on CPU WRK_CPU (1). Every process started here
-# is stopped by its PID. Prints a Markdown table on stdout: median requests/s and p50 of each,
-# and the p50 each proxy adds over calling the fake directly.
+# --guard: 3 rounds of 2 s at 32 connections and 200 streams, no Portkey; exits 1 when app
+# with a budget falls under GUARD_RATIO (0.15) of the forwarder's throughput or a stream
+# through app fails. Far below the target, so a loaded machine does not trip it, and far
+# above a collapse.
+#
+# BASELINE_BIN=/path/to/another/app adds it as a target ("app-baseline": an earlier build).
+# Needs Go, Node 20 + npm (Portkey, not in --guard) and wrk (installed with apt-get when
+# missing). Portkey is installed into PEERS_DIR (default /tmp/aibench-peers), never into the
+# repository. The proxies run on CPU SERVER_CPU (0), the fake and the clients on CPU WRK_CPU (1).
+# Every process started here is stopped by its PID. Prints Markdown tables on stdout.
 set -uo pipefail
 
+GUARD=0
+if [ "${1:-}" = "--guard" ]; then GUARD=1; shift; fi
 DUR="${1:-5}"
 ROUNDS="${2:-3}"
 WARM="${WARM:-2}"
+STREAMS="${STREAMS:-1000}"
+GUARD_RATIO="${GUARD_RATIO:-0.15}"
+CONNS="1 32"
+if [ "$GUARD" = 1 ]; then DUR=2 ROUNDS=3 WARM=1 STREAMS="${GUARD_STREAMS:-200}" CONNS=32; fi
+export PIECES="${PIECES:-100}" GAP="${GAP:-20ms}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-/tmp/aibench-peers}"
 WORK="$(mktemp -d)"
 SERVER_CPU="${SERVER_CPU:-0}"
 WRK_CPU="${WRK_CPU:-1}"
-UP_PORT=18190 APP_PORT=18191 PK_PORT=18192 BASE_PORT=18193
+UP_PORT=18190 APP_PORT=18191 PK_PORT=18192 BASE_PORT=18193 FW_PORT=18194
 BASELINE_BIN="${BASELINE_BIN:-}"
 PIDS=()
+ulimit -n 65536 2>/dev/null || true
 
 descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
 cleanup() {
@@ -42,36 +59,13 @@ if ! command -v wrk >/dev/null; then
   echo "wrk not found: installing it with apt-get" >&2
   apt-get install -y wrk >&2 || { echo "could not install wrk" >&2; exit 1; }
 fi
-if [ ! -f "$PEERS_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" ]; then
+if [ "$GUARD" = 0 ] && [ ! -f "$PEERS_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" ]; then
   echo "installing @portkey-ai/gateway into $PEERS_DIR" >&2
   mkdir -p "$PEERS_DIR"
   npm install --no-audit --no-fund --prefix "$PEERS_DIR" @portkey-ai/gateway >&2 || { echo "npm install failed" >&2; exit 1; }
 fi
 [ -x "$ROOT/bin/app" ] || (cd "$ROOT" && make build >&2) || exit 1
-
-# ---- the fake OpenAI upstream: one fixed chat completion --------------------------------------
-mkdir -p "$WORK/fake"
-cat >"$WORK/fake/main.go" <<'EOF'
-package main
-
-import (
-	"io"
-	"net/http"
-	"os"
-)
-
-const answer = `{"id":"chatcmpl-fake123","object":"chat.completion","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I help you today?","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default"}`
-
-func main() {
-	http.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(answer))
-	})
-	_ = http.ListenAndServe("127.0.0.1:"+os.Args[1], nil)
-}
-EOF
-(cd "$WORK/fake" && go mod init fake >/dev/null 2>&1 && go build -o fake . ) || { echo "could not build the fake upstream" >&2; exit 1; }
+(cd "$ROOT" && go build -o "$WORK/aibench" ./bench/aibench) || { echo "could not build bench/aibench" >&2; exit 1; }
 
 start() { # name cpu cmd...: starts a process in the background, its PID in LAST_PID
   local name="$1" cpu="$2"; shift 2
@@ -87,34 +81,40 @@ wait_port() { # port: until something answers HTTP there (20 s)
   done
   return 1
 }
+APP_ENV=(APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1" APP_AI_OPENAI_API_KEY=sk-bench
+  APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000)
 
-start fake "$WRK_CPU" "$WORK/fake/fake" "$UP_PORT"
+start fake "$WRK_CPU" "$WORK/aibench" fake "$UP_PORT"
 wait_port "$UP_PORT" || { echo "the fake upstream did not start" >&2; exit 1; }
-
-start app "$SERVER_CPU" env APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1" APP_AI_OPENAI_API_KEY=sk-bench \
-  APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
-  "$ROOT/bin/app" serve --addr "127.0.0.1:$APP_PORT" --data-dir "$WORK/data"
+start forwarder "$SERVER_CPU" "$WORK/aibench" forward "$FW_PORT" "http://127.0.0.1:$UP_PORT"
+wait_port "$FW_PORT" || { echo "the forwarder did not start" >&2; exit 1; }
+start app "$SERVER_CPU" env "${APP_ENV[@]}" "$ROOT/bin/app" serve --addr "127.0.0.1:$APP_PORT" --data-dir "$WORK/data"
+APP_PID=$LAST_PID
 wait_port "$APP_PORT" || { echo "app serve did not start: $(tail -3 "$WORK/app.log")" >&2; exit 1; }
-register() { # port: a new user's access token
+register() { # port email: a new user's access token
   curl -s "http://127.0.0.1:$1/api/auth/register" -H 'Content-Type: application/json' \
-    -d '{"email":"bench@example.com","password":"secret1","name":"Bench"}' | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p'
+    -d "{\"email\":\"$2\",\"password\":\"secret1\",\"name\":\"Bench\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p'
 }
-TOKEN="$(register "$APP_PORT")"
-[ -n "$TOKEN" ] || { echo "could not register a user on app" >&2; exit 1; }
-TARGETS="direct app portkey"
+TOKEN="$(register "$APP_PORT" bench@example.com)"
+BUDGET_TOKEN="$(register "$APP_PORT" budget@example.com)"
+[ -n "$TOKEN" ] && [ -n "$BUDGET_TOKEN" ] || { echo "could not register the users on app" >&2; exit 1; }
+# The second user holds a monthly budget, set beside the running server as an operator would.
+env "${APP_ENV[@]}" "$ROOT/bin/app" users budget budget@example.com 1000000 --data-dir "$WORK/data" >/dev/null ||
+  { echo "could not set the budget" >&2; exit 1; }
+TARGETS="direct forwarder app app-budget"
 if [ -n "$BASELINE_BIN" ]; then
-  start app-baseline "$SERVER_CPU" env APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1" APP_AI_OPENAI_API_KEY=sk-bench \
-    APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
-    "$BASELINE_BIN" serve --addr "127.0.0.1:$BASE_PORT" --data-dir "$WORK/data-baseline"
+  start app-baseline "$SERVER_CPU" env "${APP_ENV[@]}" "$BASELINE_BIN" serve --addr "127.0.0.1:$BASE_PORT" --data-dir "$WORK/data-baseline"
   wait_port "$BASE_PORT" || { echo "the baseline app did not start" >&2; exit 1; }
-  BASE_TOKEN="$(register "$BASE_PORT")"
-  TARGETS="direct app app-baseline portkey"
+  BASE_TOKEN="$(register "$BASE_PORT" bench@example.com)"
+  TARGETS="$TARGETS app-baseline"
+fi
+if [ "$GUARD" = 0 ]; then
+  start portkey "$SERVER_CPU" node "$PEERS_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" --port="$PK_PORT" --headless
+  wait_port "$PK_PORT" || { echo "Portkey did not start: $(tail -3 "$WORK/portkey.log")" >&2; exit 1; }
+  TARGETS="$TARGETS portkey"
 fi
 
-start portkey "$SERVER_CPU" node "$PEERS_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" --port="$PK_PORT" --headless
-wait_port "$PK_PORT" || { echo "Portkey did not start: $(tail -3 "$WORK/portkey.log")" >&2; exit 1; }
-
-# ---- the three targets, as wrk scripts ------------------------------------------------------
+# ---- the targets, as wrk scripts --------------------------------------------------------------
 DIRECT_BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.7,"max_completion_tokens":1000}'
 APP_BODY='{"messages":[{"role":"user","content":"Say hello in one short sentence."}],"model":"gpt-4o-mini"}'
 lua() { # file body header-lines...
@@ -127,14 +127,18 @@ lua() { # file body header-lines...
   } >"$f"
 }
 lua "$WORK/direct.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"'
+cp "$WORK/direct.lua" "$WORK/forwarder.lua"
 lua "$WORK/app.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $TOKEN\""
+lua "$WORK/app-budget.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BUDGET_TOKEN\""
 lua "$WORK/portkey.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"' \
   'wrk.headers["x-portkey-provider"] = "openai"' \
   "wrk.headers[\"x-portkey-custom-host\"] = \"http://127.0.0.1:$UP_PORT/v1\""
 [ -n "$BASELINE_BIN" ] && lua "$WORK/app-baseline.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BASE_TOKEN\""
 URL_direct="http://127.0.0.1:$UP_PORT/v1/chat/completions"
-URL_app_baseline="http://127.0.0.1:$BASE_PORT/api/ai/openai/chat"
+URL_forwarder="http://127.0.0.1:$FW_PORT/v1/chat/completions"
 URL_app="http://127.0.0.1:$APP_PORT/api/ai/openai/chat"
+URL_app_budget="$URL_app"
+URL_app_baseline="http://127.0.0.1:$BASE_PORT/api/ai/openai/chat"
 URL_portkey="http://127.0.0.1:$PK_PORT/v1/chat/completions"
 
 # Check every target answers 200 before measuring.
@@ -149,8 +153,8 @@ to_us() { # wrk latency (e.g. 1.23ms, 850.00us, 1.2s) → microseconds
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
-echo "wrk -t1, ${WARM}s warm-up + ${DUR}s per target, $ROUNDS interleaved rounds; proxies on CPU $SERVER_CPU, fake and wrk on CPU $WRK_CPU" >&2
-for c in 1 32; do
+echo "$(date -u +%F): wrk -t1, ${WARM}s warm-up + ${DUR}s per target, $ROUNDS interleaved rounds; proxies on CPU $SERVER_CPU, fake and clients on CPU $WRK_CPU" >&2
+for c in $CONNS; do
   for t in $TARGETS; do
     url="URL_${t//-/_}"
     taskset -c "$WRK_CPU" wrk -t1 -c"$c" -d"${WARM}s" -s "$WORK/$t.lua" "${!url}" >/dev/null 2>&1
@@ -161,6 +165,8 @@ for c in 1 32; do
       out="$(taskset -c "$WRK_CPU" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$WORK/$t.lua" "${!url}")"
       rps="$(echo "$out" | awk '/^Requests\/sec/ { print $2 }')"
       p50="$(to_us "$(echo "$out" | awk '$1 == "50%" { print $2 }')")"
+      non2xx="$(echo "$out" | awk '/Non-2xx/ { print $NF }')"
+      [ -n "$non2xx" ] && echo "c$c round $r $t: $non2xx non-2xx answers" >&2
       echo "$rps" >>"$WORK/rps-$c-$t"
       echo "$p50" >>"$WORK/p50-$c-$t"
       echo "c$c round $r $t: $rps req/s, p50 $p50 µs" >&2
@@ -168,15 +174,48 @@ for c in 1 32; do
   done
 done
 
-echo "| connections | target | requests/s (median) | p50 (median) | added p50 over direct |"
-echo "|---|---|---|---|---|"
-for c in 1 32; do
+echo "| connections | target | requests/s (median) | / forwarder | p50 (median) | added p50 over direct |"
+echo "|---|---|---|---|---|---|"
+for c in $CONNS; do
   base="$(median <"$WORK/p50-$c-direct")"
+  fw="$(median <"$WORK/rps-$c-forwarder")"
   for t in $TARGETS; do
     rps="$(median <"$WORK/rps-$c-$t")"
     p50="$(median <"$WORK/p50-$c-$t")"
     added="—"
     [ "$t" != direct ] && added="$(awk -v a="$p50" -v b="$base" 'BEGIN { printf "+%.0f µs", a - b }')"
-    printf '| %s | %s | %.0f | %.0f µs | %s |\n' "$c" "$t" "$rps" "$p50" "$added"
+    printf '| %s | %s | %.0f | %.2f | %.0f µs | %s |\n' "$c" "$t" "$rps" "$(awk -v a="$rps" -v b="$fw" 'BEGIN { print a / b }')" "$p50" "$added"
   done
 done
+
+# ---- concurrent streams ---------------------------------------------------------------------
+STREAM_BODY='{"messages":[{"role":"user","content":"Count slowly."}],"model":"gpt-4o-mini","stream":true}'
+DIRECT_STREAM_BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Count slowly."}],"stream":true}'
+echo "$STREAMS streams of $PIECES pieces $GAP apart" >&2
+fw_streams="$(taskset -c "$WRK_CPU" "$WORK/aibench" streams "$URL_forwarder" "$STREAMS" "$DIRECT_STREAM_BODY" "Bearer sk-bench")"
+app_streams="$(taskset -c "$WRK_CPU" "$WORK/aibench" streams "$URL_app" "$STREAMS" "$STREAM_BODY" "Bearer $BUDGET_TOKEN")"
+rss_kb="$(awk '/^VmHWM/ { print $2 }' "/proc/$APP_PID/status" 2>/dev/null)"
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+echo
+echo "| streams through | completed | first piece p50 | first piece p99 | piece gap p99 | peak RSS |"
+echo "|---|---|---|---|---|---|"
+printf '| forwarder | %s / %s | %s ms | %s ms | %s ms | — |\n' "$(field "$fw_streams" ok)" "$STREAMS" \
+  "$(field "$fw_streams" first_p50_ms)" "$(field "$fw_streams" first_p99_ms)" "$(field "$fw_streams" gap_p99_ms)"
+printf '| app (caller with a budget) | %s / %s | %s ms | %s ms | %s ms | %s MB |\n' "$(field "$app_streams" ok)" "$STREAMS" \
+  "$(field "$app_streams" first_p50_ms)" "$(field "$app_streams" first_p99_ms)" "$(field "$app_streams" gap_p99_ms)" \
+  "$(awk -v k="${rss_kb:-0}" 'BEGIN { printf "%.0f", k / 1024 }')"
+
+if [ "$GUARD" = 1 ]; then
+  ratio="$(awk -v a="$(median <"$WORK/rps-32-app-budget")" -v b="$(median <"$WORK/rps-32-forwarder")" 'BEGIN { print a / b }')"
+  fail=0
+  if awk -v r="$ratio" -v m="$GUARD_RATIO" 'BEGIN { exit !(r < m) }'; then
+    echo "guard: app with a budget answers $ratio of the forwarder's throughput at 32 connections, under $GUARD_RATIO" >&2
+    fail=1
+  fi
+  if [ "$(field "$app_streams" ok)" != "$STREAMS" ]; then
+    echo "guard: $(field "$app_streams" ok) of $STREAMS streams through app completed" >&2
+    fail=1
+  fi
+  [ "$fail" = 0 ] && echo "guard: ok (app with a budget at $ratio of the forwarder; $STREAMS/$STREAMS streams)" >&2
+  exit "$fail"
+fi
