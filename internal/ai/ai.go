@@ -262,8 +262,8 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if !ok {
 		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
 	}
-	if msgs := in.validate(&ep.spec); len(msgs) > 0 {
-		return nil, apperr.Validation(msgs...)
+	if err := in.validate(&ep.spec); err != nil {
+		return nil, err
 	}
 	if a, ok := s.rec.(interface{ Admit() error }); ok {
 		if err := a.Admit(); err != nil {
