@@ -594,7 +594,6 @@ func transportReason(err error) string {
 		hostname    x509.HostnameError
 		invalidCert x509.CertificateInvalidError
 		record      tls.RecordHeaderError
-		alert       tls.AlertError
 		dns         *net.DNSError
 		ne          net.Error
 		op          *net.OpError
@@ -613,8 +612,6 @@ func transportReason(err error) string {
 		return "TLS certificate invalid: " + strings.TrimPrefix(invalidCert.Error(), "x509: ")
 	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &record):
 		return "TLS handshake failed: the server does not speak TLS (an https:// base_url for a plain-HTTP server?)"
-	case errors.As(err, &alert):
-		return "TLS handshake failed: the server sent " + alert.Error()
 	case errors.As(err, &dns):
 		switch {
 		case dns.IsNotFound:
@@ -635,6 +632,12 @@ func transportReason(err error) string {
 			return "connect timeout"
 		}
 		return "timeout"
+	case strings.Contains(err.Error(), "tls: "): // an alert ("remote error: tls: handshake failure") and the like
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return "TLS handshake failed: " + ue.Err.Error()
+		}
+		return "TLS handshake failed: " + err.Error()
 	case errors.As(err, &op):
 		if op.Err != nil {
 			return op.Op + ": " + op.Err.Error()
@@ -642,8 +645,6 @@ func transportReason(err error) string {
 		return op.Op
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed by the provider"
-	case strings.Contains(err.Error(), "tls: "):
-		return "TLS handshake failed: " + withoutURL(err)
 	}
 	return "network error"
 }

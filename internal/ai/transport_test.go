@@ -58,7 +58,7 @@ func silentAddr(t *testing.T) string {
 }
 
 // Ensure a provider that cannot be reached is reported by what failed: an untrusted or
-// mismatched TLS certificate, a server that does not speak TLS, a failed DNS lookup, a refused
+// mismatched TLS certificate, a server that refuses the handshake or does not speak TLS, a failed DNS lookup, a refused
 // connection, a TLS handshake that never ends, a proxy that refuses, each without the URL; the
 // client's answer stays a 502 Upstream failure, and errors.As still reaches the cause.
 func TestComplete_TransportFailuresSayWhatFailed(t *testing.T) {
@@ -70,6 +70,13 @@ func TestComplete_TransportFailuresSayWhatFailed(t *testing.T) {
 	trusting := ai.NewTransport(0) // trusts tlsSrv's certificate, as for a proxy's CA installed
 	trusting.TLSClientConfig = tlsSrv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	trusting.TLSClientConfig.MinVersion = tls.VersionTLS12
+	certSrv := httptest.NewUnstartedServer(http.NotFoundHandler()) // wants a client certificate
+	certSrv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	certSrv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	certSrv.StartTLS()
+	t.Cleanup(certSrv.Close)
+	trustingCertSrv := ai.NewTransport(0)
+	trustingCertSrv.TLSClientConfig = certSrv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
 	plainSrv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(plainSrv.Close)
 	_, tlsPort, _ := net.SplitHostPort(strings.TrimPrefix(tlsSrv.URL, "https://"))
@@ -90,6 +97,8 @@ func TestComplete_TransportFailuresSayWhatFailed(t *testing.T) {
 			func(err error) bool { var e *tls.CertificateVerificationError; return errors.As(err, &e) }},
 		{"hostname mismatch", "https://localhost:" + tlsPort + "/v1", trusting, "TLS certificate not valid for the host: certificate is valid for",
 			func(err error) bool { var e *tls.CertificateVerificationError; return errors.As(err, &e) }},
+		{"the server refuses the handshake", certSrv.URL + "/v1", trustingCertSrv, "TLS handshake failed: remote error: tls: ",
+			func(err error) bool { var e *net.OpError; return errors.As(err, &e) }},
 		{"plain HTTP server", "https://" + strings.TrimPrefix(plainSrv.URL, "http://") + "/v1", nil,
 			"TLS handshake failed: the server does not speak TLS", func(err error) bool { return errors.Is(err, http.ErrSchemeMismatch) }},
 		{"DNS", "http://nowhere.invalid/v1", nil, "DNS lookup of nowhere.invalid ",
