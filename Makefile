@@ -21,6 +21,8 @@ bench: build
 lint:
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@deps=$$($(GO) list -deps .) || exit 1; out=$$(echo "$$deps" | grep -E '^(testing(/.*)?|net/http/httptest)$$'); \
+	if [ -n "$$out" ]; then echo "the binary links test packages:"; echo "$$out"; exit 1; fi
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -181,3 +181,43 @@ func TestServe_MetricsListener(t *testing.T) {
 		t.Fatalf("scrape = %d:\n%s", code, body)
 	}
 }
+
+// Ensure a service error shown by the CLI prints the messages meant for its caller, not the
+// cause, and keeps its chain: errors.Is and errors.As still reach the service's error and its
+// cause, and the exit code still follows the kind.
+func TestCLIErrorKeepsTheChain(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("server selection timeout: 127.0.0.1:1")
+	for _, tt := range []struct {
+		name     string
+		err      error
+		text     string
+		kind     apperr.Kind
+		exit     int
+		hasCause bool
+	}{
+		{"invalid", apperr.Validation("limit must not be less than 1", "collection should not be empty"),
+			"limit must not be less than 1; collection should not be empty", apperr.Invalid, exitUsage, false},
+		{"unavailable with a cause", fmt.Errorf("query: %w", apperr.Wrap(apperr.Unavailable, cause, "the server could not be reached")),
+			"the server could not be reached", apperr.Unavailable, exitFailure, true},
+		{"no messages", apperr.Wrap(apperr.Upstream, cause), "server selection timeout: 127.0.0.1:1", apperr.Upstream, exitFailure, true},
+		{"not a service error", cause, "server selection timeout: 127.0.0.1:1", apperr.Internal, exitFailure, true},
+	} {
+		got := cliError(tt.err)
+		if got.Error() != tt.text {
+			t.Errorf("%s: text %q, want %q", tt.name, got.Error(), tt.text)
+		}
+		if !errors.Is(got, tt.err) {
+			t.Errorf("%s: errors.Is does not find the service's error in %v", tt.name, got)
+		}
+		if errors.Is(got, cause) != tt.hasCause {
+			t.Errorf("%s: errors.Is(cause) = %t", tt.name, !tt.hasCause)
+		}
+		if e := apperr.As(got); apperr.KindOf(got) != tt.kind || (tt.kind != apperr.Internal && e == nil) {
+			t.Errorf("%s: kind %v, want %v", tt.name, apperr.KindOf(got), tt.kind)
+		}
+		if code := exitCode(got); code != tt.exit {
+			t.Errorf("%s: exit %d, want %d", tt.name, code, tt.exit)
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/ai/fakeprovider"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/demo"
 )
@@ -23,7 +23,7 @@ const builtinRateLimit = 1 << 30
 type builtinAPI struct {
 	handler http.Handler
 	svc     *services
-	fakes   []*aitest.Server
+	fakes   []*fakeprovider.Server
 	dir     string
 	seeded  *demo.Report
 }
@@ -54,7 +54,10 @@ func openBuiltinAPI(ctx context.Context, f *factory, logRequests bool) (_ *built
 	cfg.Auth.BcryptCost = 4
 	cfg.RateLimit.Limit, cfg.RateLimit.AuthLimit = builtinRateLimit, builtinRateLimit
 	for name, p := range map[string]*config.Provider{"openai": &cfg.AI.OpenAI, "anthropic": &cfg.AI.Anthropic, "gemini": &cfg.AI.Gemini} {
-		fake := aitest.Start(name)
+		fake, err := fakeprovider.Start(name)
+		if err != nil {
+			return nil, fmt.Errorf("built-in mock: %w", err)
+		}
 		b.fakes = append(b.fakes, fake)
 		p.BaseURL, p.APIKey = fake.BaseURL(), "mock-"+name+"-key"
 	}

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -190,17 +189,29 @@ func withMongoTarget(ctx context.Context, f *factory, t mongoTarget, fn func(*db
 	return run()
 }
 
-// cliError maps a service error to the CLI's exit codes: bad input is a usage error (exit 2).
+// cliError prepares a service error for the CLI: its text is the messages the service meant
+// for its caller (the cause is for logs), bad input is a usage error (exit 2), and the chain
+// is kept whole, so that errors.Is and errors.As, and exitCode, still see the service's error
+// and its cause.
 func cliError(err error) error {
 	e := apperr.As(err)
 	if e == nil {
 		return err
 	}
 	if len(e.Messages) > 0 {
-		err = errors.New(strings.Join(e.Messages, "; "))
+		err = shownError{text: strings.Join(e.Messages, "; "), err: err}
 	}
 	if e.Kind == apperr.Invalid {
 		return usageError{err}
 	}
 	return err
 }
+
+// shownError is err printed as text.
+type shownError struct {
+	text string
+	err  error
+}
+
+func (s shownError) Error() string { return s.text }
+func (s shownError) Unwrap() error { return s.err }

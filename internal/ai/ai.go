@@ -5,6 +5,7 @@ package ai
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +14,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -270,8 +273,8 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if !ok {
 		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
 	}
-	if msgs := in.validate(&ep.spec); len(msgs) > 0 {
-		return nil, apperr.Validation(msgs...)
+	if err := in.validate(&ep.spec); err != nil {
+		return nil, err
 	}
 	if a, ok := s.rec.(interface{ Admit() error }); ok {
 		if err := a.Admit(); err != nil {
@@ -524,8 +527,8 @@ const maxErrorBytes = 64 << 10
 // provider's message redacted of the API key).
 func (s *Service) send(ctx context.Context, p provider, cfg ProviderConfig, c *call) (*http.Response, *upstreamError) {
 	req, err := newRequest(ctx, p, cfg.BaseURL, cfg.APIKey, c)
-	if err != nil {
-		return nil, &upstreamError{message: "could not build the request"}
+	if err != nil { // nothing was sent: a bug, or a base_url net/http refuses
+		return nil, &upstreamError{unbuilt: true, cause: err, message: "could not " + redact(withoutURL(err), cfg.APIKey)}
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -567,23 +570,88 @@ func transportError(ctx context.Context, err error) *upstreamError {
 	case ctx.Err() != nil:
 		return &upstreamError{canceled: true}
 	}
-	return &upstreamError{retryable: true, message: "connection failed: " + netReason(err)}
+	return &upstreamError{retryable: true, cause: err, message: "connection failed: " + netReason(err)}
 }
 
-// netReason is the failure without the URL (which could carry secrets in a base_url).
-func netReason(err error) string {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "timeout"
+// withoutURL is err's text with the text of a *url.Error's URL (a base_url could carry
+// secrets) left out.
+func withoutURL(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return strings.Replace(err.Error(), ue.Error(), ue.Op+": "+ue.Err.Error(), 1)
 	}
+	return err.Error()
+}
+
+// netReason is a transport failure as an operator needs it, without the URL (a base_url
+// could carry secrets): a certificate the server does not trust (the first thing met behind
+// a proxy that inspects TLS), another TLS failure, a failed DNS lookup, a refused or reset
+// connection, a timeout, and whether it is the proxy (HTTPS_PROXY, HTTP_PROXY) that failed.
+func netReason(err error) string {
+	reason := transportReason(err)
 	var op *net.OpError
-	if errors.As(err, &op) {
+	if errors.As(err, &op) && op.Op == "proxyconnect" {
+		return "the proxy (HTTPS_PROXY or HTTP_PROXY): " + reason
+	}
+	return reason
+}
+
+func transportReason(err error) string {
+	var (
+		unknownCA   x509.UnknownAuthorityError
+		hostname    x509.HostnameError
+		invalidCert x509.CertificateInvalidError
+		record      tls.RecordHeaderError
+		dns         *net.DNSError
+		ne          net.Error
+		op          *net.OpError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		issuer := ""
+		if unknownCA.Cert != nil && unknownCA.Cert.Issuer.String() != "" {
+			issuer = " (" + unknownCA.Cert.Issuer.String() + ")"
+		}
+		return "TLS certificate signed by an unknown authority" + issuer + ": a proxy that inspects TLS needs its CA " +
+			"certificate in the system's trust store or in SSL_CERT_FILE"
+	case errors.As(err, &hostname):
+		return "TLS certificate not valid for the host: " + strings.TrimPrefix(hostname.Error(), "x509: ")
+	case errors.As(err, &invalidCert):
+		return "TLS certificate invalid: " + strings.TrimPrefix(invalidCert.Error(), "x509: ")
+	case errors.Is(err, http.ErrSchemeMismatch), errors.As(err, &record):
+		return "TLS handshake failed: the server does not speak TLS (an https:// base_url for a plain-HTTP server?)"
+	case errors.As(err, &dns):
+		switch {
+		case dns.IsNotFound:
+			return "DNS lookup of " + dns.Name + " failed: no such host"
+		case dns.IsTimeout:
+			return "DNS lookup of " + dns.Name + " timed out"
+		}
+		return "DNS lookup of " + dns.Name + " failed: " + dns.Err
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &ne) && ne.Timeout():
+		switch {
+		case strings.Contains(err.Error(), "TLS handshake timeout"): // net/http's own, an unexported type
+			return "TLS handshake timeout"
+		case errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect"):
+			return "connect timeout"
+		}
+		return "timeout"
+	case strings.Contains(err.Error(), "tls: "): // an alert ("remote error: tls: handshake failure") and the like
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return "TLS handshake failed: " + ue.Err.Error()
+		}
+		return "TLS handshake failed: " + err.Error()
+	case errors.As(err, &op):
 		if op.Err != nil {
 			return op.Op + ": " + op.Err.Error()
 		}
 		return op.Op
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "connection closed by the provider"
 	}
 	return "network error"
@@ -595,6 +663,8 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	switch {
 	case u.canceled:
 		return apperr.Wrap(apperr.Unavailable, u, "the request was canceled")
+	case u.unbuilt:
+		return apperr.Wrap(apperr.Internal, u, name+": "+msg)
 	case u.idle:
 		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s sent nothing for %s (ai.stream_idle_timeout)", name, s.idle))
 	case u.tooLong:

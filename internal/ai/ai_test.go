@@ -365,40 +365,41 @@ func TestComplete_MissingKey(t *testing.T) {
 	}
 }
 
-// Ensure validation follows each endpoint's rules in class-validator's words and sends nothing.
+// Ensure validation follows each endpoint's rules in class-validator's words, names the
+// parameter of the first message, and sends nothing.
 func TestComplete_Validation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name, provider, body string
-		want                 []string
+		name, param, provider, body string // param: the parameter of the first message
+		want                        []string
 	}{
-		{"EmptyMessages", "openai", `{"messages":[]}`, []string{"messages should not be empty"}},
-		{"MissingMessages", "gemini", `{}`, []string{"messages should not be empty", "messages must be an array"}},
-		{"SystemRefusedByAnthropic", "anthropic", `{"messages":[{"role":"system","content":"x"}]}`,
+		{"EmptyMessages", "messages", "openai", `{"messages":[]}`, []string{"messages should not be empty"}},
+		{"MissingMessages", "messages", "gemini", `{}`, []string{"messages should not be empty", "messages must be an array"}},
+		{"SystemRefusedByAnthropic", "messages.0.role", "anthropic", `{"messages":[{"role":"system","content":"x"}]}`,
 			[]string{"messages.0.role must be one of the following values: user, assistant"}},
-		{"SystemRefusedByGemini", "gemini", `{"messages":[{"role":"user","content":"x"},{"role":"system","content":"x"}]}`,
+		{"SystemRefusedByGemini", "messages.1.role", "gemini", `{"messages":[{"role":"user","content":"x"},{"role":"system","content":"x"}]}`,
 			[]string{"messages.1.role must be one of the following values: user, assistant"}},
-		{"BadRoleOpenAI", "openai", `{"messages":[{"role":"tool","content":"x"}]}`,
+		{"BadRoleOpenAI", "messages.0.role", "openai", `{"messages":[{"role":"tool","content":"x"}]}`,
 			[]string{"messages.0.role must be one of the following values: user, assistant, system"}},
-		{"AnthropicTemperature", "anthropic", `{"messages":[{"role":"user","content":"x"}],"temperature":1.5}`,
+		{"AnthropicTemperature", "temperature", "anthropic", `{"messages":[{"role":"user","content":"x"}],"temperature":1.5}`,
 			[]string{"temperature must not be greater than 1"}},
-		{"OpenAITemperature", "openai", `{"messages":[{"role":"user","content":"x"}],"temperature":2.5}`,
+		{"OpenAITemperature", "temperature", "openai", `{"messages":[{"role":"user","content":"x"}],"temperature":2.5}`,
 			[]string{"temperature must not be greater than 2"}},
-		{"NegativeTemperature", "gemini", `{"messages":[{"role":"user","content":"x"}],"temperature":-1}`,
+		{"NegativeTemperature", "temperature", "gemini", `{"messages":[{"role":"user","content":"x"}],"temperature":-1}`,
 			[]string{"temperature must not be less than 0"}},
-		{"TemperatureString", "openai", `{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}`,
+		{"TemperatureString", "temperature", "openai", `{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}`,
 			[]string{"temperature must be a number conforming to the specified constraints"}},
-		{"MaxTokensFraction", "openai", `{"messages":[{"role":"user","content":"x"}],"maxTokens":1.5}`,
+		{"MaxTokensFraction", "maxTokens", "openai", `{"messages":[{"role":"user","content":"x"}],"maxTokens":1.5}`,
 			[]string{"maxTokens must be an integer number"}},
-		{"MaxTokensZero", "openai", `{"messages":[{"role":"user","content":"x"}],"maxTokens":0}`,
+		{"MaxTokensZero", "maxTokens", "openai", `{"messages":[{"role":"user","content":"x"}],"maxTokens":0}`,
 			[]string{"maxTokens must not be less than 1"}},
-		{"ContentNotString", "openai", `{"messages":[{"role":"user","content":5}]}`, []string{"messages.0.content must be a string"}},
-		{"ContentEmpty", "openai", `{"messages":[{"role":"user","content":""}]}`, []string{"messages.0.content should not be empty"}},
-		{"MessageNotObject", "openai", `{"messages":["hi"]}`, []string{"each value in nested property messages must be either object or array",
+		{"ContentNotString", "messages.0.content", "openai", `{"messages":[{"role":"user","content":5}]}`, []string{"messages.0.content must be a string"}},
+		{"ContentEmpty", "messages.0.content", "openai", `{"messages":[{"role":"user","content":""}]}`, []string{"messages.0.content should not be empty"}},
+		{"MessageNotObject", "messages.0", "openai", `{"messages":["hi"]}`, []string{"each value in nested property messages must be either object or array",
 			"messages.0.role must be one of the following values: user, assistant, system", "messages.0.content should not be empty"}},
-		{"ModelPathTraversal", "gemini", `{"messages":[{"role":"user","content":"x"}],"model":"../../etc"}`,
+		{"ModelPathTraversal", "model", "gemini", `{"messages":[{"role":"user","content":"x"}],"model":"../../etc"}`,
 			[]string{"model must match ^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$ regular expression"}},
-		{"ModelNotString", "gemini", `{"messages":[{"role":"user","content":"x"}],"model":7}`, []string{"model must be a string"}},
+		{"ModelNotString", "model", "gemini", `{"messages":[{"role":"user","content":"x"}],"model":7}`, []string{"model must be a string"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,6 +413,9 @@ func TestComplete_Validation(t *testing.T) {
 			}
 			if strings.Join(e.Messages, "|") != strings.Join(tt.want, "|") {
 				t.Errorf("messages %q, want %q", e.Messages, tt.want)
+			}
+			if e.Param != tt.param {
+				t.Errorf("param %q, want %q", e.Param, tt.param)
 			}
 			if len(fake.Calls()) != 0 {
 				t.Errorf("an invalid request reached the provider")

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/acme/app/internal/apperr"
 )
 
 // Message is one chat message of a request.
@@ -42,8 +44,32 @@ type ChatInput struct {
 	// request's X-Request-Id); otherwise a new one is made.
 	RequestID string `json:"-"`
 
-	problems []string // type errors found while decoding
+	problems problems // type errors found while decoding
 	decoded  bool     // set by UnmarshalJSON (which reports a missing messages itself)
+}
+
+// problems are class-validator messages and the parameter the first is about.
+type problems struct {
+	msgs  []string
+	param string // as the message names it: temperature, maxTokens, messages.0.content
+}
+
+// add notes msgs about param.
+func (p *problems) add(param string, msgs ...string) {
+	if len(p.msgs) == 0 {
+		p.param = param
+	}
+	p.msgs = append(p.msgs, msgs...)
+}
+
+// err is the validation failure (nil: none), its Param the first message's parameter.
+func (p *problems) err() error {
+	if len(p.msgs) == 0 {
+		return nil
+	}
+	e := apperr.Validation(p.msgs...)
+	e.Param = p.param
+	return e
 }
 
 // MaxTokensLimit is the largest maxTokens accepted.
@@ -65,28 +91,28 @@ func (in *ChatInput) decodeFields(data []byte) error {
 	isNull := func(raw json.RawMessage) bool { return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 	if raw := fields["messages"]; isNull(raw) {
-		in.problems = append(in.problems, "messages should not be empty", "messages must be an array")
+		in.problems.add("messages", "messages should not be empty", "messages must be an array")
 	} else {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			in.problems = append(in.problems, "messages should not be empty", "messages must be an array")
+			in.problems.add("messages", "messages should not be empty", "messages must be an array")
 		} else {
 			in.Messages = make([]Message, len(items))
 			for i, item := range items {
 				var m map[string]json.RawMessage
 				if err := json.Unmarshal(item, &m); err != nil || m == nil {
-					in.problems = append(in.problems, "each value in nested property messages must be either object or array")
+					in.problems.add(fmt.Sprintf("messages.%d", i), "each value in nested property messages must be either object or array")
 					continue
 				}
 				// A role of the wrong type is reported by the role rule (it is in no list).
 				if err := json.Unmarshal(m["role"], &in.Messages[i].Role); err != nil {
 					in.Messages[i].Role = "\x00"
 				}
+				at := fmt.Sprintf("messages.%d.content", i)
 				if c := m["content"]; isNull(c) {
-					in.problems = append(in.problems, fmt.Sprintf("messages.%d.content should not be empty", i),
-						fmt.Sprintf("messages.%d.content must be a string", i))
+					in.problems.add(at, at+" should not be empty", at+" must be a string")
 				} else if err := json.Unmarshal(c, &in.Messages[i].Content); err != nil {
-					in.problems = append(in.problems, fmt.Sprintf("messages.%d.content must be a string", i))
+					in.problems.add(at, at+" must be a string")
 					in.Messages[i].Content = "\x00" // not empty: one message is enough
 				}
 			}
@@ -94,29 +120,29 @@ func (in *ChatInput) decodeFields(data []byte) error {
 	}
 	if raw := fields["model"]; !isNull(raw) {
 		if err := json.Unmarshal(raw, &in.Model); err != nil {
-			in.problems = append(in.problems, "model must be a string")
+			in.problems.add("model", "model must be a string")
 			in.Model = ""
 		} else if !modelPattern.MatchString(in.Model) {
-			in.problems = append(in.problems, "model must match "+modelPattern.String()+" regular expression")
+			in.problems.add("model", "model must match "+modelPattern.String()+" regular expression")
 		}
 	}
 	if raw := fields["temperature"]; !isNull(raw) {
 		var t float64
 		if err := json.Unmarshal(raw, &t); err != nil || math.IsNaN(t) || math.IsInf(t, 0) {
-			in.problems = append(in.problems, "temperature must be a number conforming to the specified constraints")
+			in.problems.add("temperature", "temperature must be a number conforming to the specified constraints")
 		} else {
 			in.Temperature = &t
 		}
 	}
 	if raw := fields["stream"]; !isNull(raw) {
 		if err := json.Unmarshal(raw, &in.Stream); err != nil {
-			in.problems = append(in.problems, "stream must be a boolean value")
+			in.problems.add("stream", "stream must be a boolean value")
 		}
 	}
 	if raw := fields["maxTokens"]; !isNull(raw) {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			in.problems = append(in.problems, "maxTokens must be an integer number")
+			in.problems.add("maxTokens", "maxTokens must be an integer number")
 		} else {
 			n := int(f)
 			in.MaxTokens = &n
@@ -125,42 +151,43 @@ func (in *ChatInput) decodeFields(data []byte) error {
 	return nil
 }
 
-// validate returns the class-validator messages for in against an endpoint's rules.
-func (in *ChatInput) validate(s *spec) []string {
-	msgs := append([]string(nil), in.problems...)
+// validate returns the Invalid error (class-validator's messages, naming the parameter of the
+// first) of in against an endpoint's rules, or nil.
+func (in *ChatInput) validate(s *spec) error {
+	p := problems{msgs: slices.Clone(in.problems.msgs), param: in.problems.param}
 	switch {
 	case in.Messages == nil && !in.decoded:
-		msgs = append(msgs, "messages should not be empty", "messages must be an array")
+		p.add("messages", "messages should not be empty", "messages must be an array")
 	case in.Messages != nil && len(in.Messages) == 0:
-		msgs = append(msgs, "messages should not be empty")
+		p.add("messages", "messages should not be empty")
 	}
 	for i, m := range in.Messages {
 		if !slices.Contains(s.roles, m.Role) && (m.Role != "system" || !in.SystemAllowed) {
-			msgs = append(msgs, fmt.Sprintf("messages.%d.role must be one of the following values: %s", i,
-				strings.Join(s.roles, ", ")))
+			at := fmt.Sprintf("messages.%d.role", i)
+			p.add(at, at+" must be one of the following values: "+strings.Join(s.roles, ", "))
 		}
 		if m.Content == "" {
-			prefix := fmt.Sprintf("messages.%d.content", i)
-			if !slices.ContainsFunc(in.problems, func(p string) bool { return strings.HasPrefix(p, prefix) }) {
-				msgs = append(msgs, fmt.Sprintf("messages.%d.content should not be empty", i))
+			at := fmt.Sprintf("messages.%d.content", i)
+			if !slices.ContainsFunc(in.problems.msgs, func(msg string) bool { return strings.HasPrefix(msg, at) }) {
+				p.add(at, at+" should not be empty")
 			}
 		}
 	}
 	if t := in.Temperature; t != nil {
 		if *t < 0 {
-			msgs = append(msgs, "temperature must not be less than 0")
+			p.add("temperature", "temperature must not be less than 0")
 		}
 		if *t > s.maxTemperature {
-			msgs = append(msgs, "temperature must not be greater than "+strconv.FormatFloat(s.maxTemperature, 'f', -1, 64))
+			p.add("temperature", "temperature must not be greater than "+strconv.FormatFloat(s.maxTemperature, 'f', -1, 64))
 		}
 	}
 	if n := in.MaxTokens; n != nil {
 		if *n < 1 {
-			msgs = append(msgs, "maxTokens must not be less than 1")
+			p.add("maxTokens", "maxTokens must not be less than 1")
 		}
 		if *n > MaxTokensLimit {
-			msgs = append(msgs, fmt.Sprintf("maxTokens must not be greater than %d", MaxTokensLimit))
+			p.add("maxTokens", fmt.Sprintf("maxTokens must not be greater than %d", MaxTokensLimit))
 		}
 	}
-	return msgs
+	return p.err()
 }

@@ -163,6 +163,8 @@ type upstreamError struct {
 	tooLong      bool          // the stream ran past ai.stream_max_duration
 	canceled     bool          // the caller went away
 	midStream    bool          // the failure came after the stream had started
+	unbuilt      bool          // the request could not be built: nothing was sent
+	cause        error         // the transport's or request builder's error, if any
 }
 
 func (e *upstreamError) Error() string {
@@ -171,6 +173,10 @@ func (e *upstreamError) Error() string {
 	}
 	return "upstream status " + strconv.Itoa(e.status)
 }
+
+// Unwrap returns the transport's or request builder's error (errors.Is and As see it; its text,
+// which may hold the URL, is never shown).
+func (e *upstreamError) Unwrap() error { return e.cause }
 
 // decodeAnswer decodes a provider's JSON answer (or stream event) into v with encoding/json,
 // naming the field of a value of the wrong type.

@@ -73,7 +73,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 				u = &upstreamError{timeout: true, tooLong: true}
 			}
 			if !u.timeout && !u.canceled {
-				u = &upstreamError{message: "the stream broke off: " + netReason(err)}
+				u = &upstreamError{message: "the stream broke off: " + netReason(err), cause: err}
 				if errors.Is(err, io.EOF) {
 					u.message = "the stream ended before its last event"
 				}

@@ -1,5 +1,6 @@
 // Package apperr defines the kinds of failure the services report. The edges translate a kind
-// once: the HTTP layer into a status and the error envelope, the CLI into an exit code.
+// once: the HTTP layer into a status and the error format of the route (the envelope of /api,
+// OpenAI's on /v1), the CLI into an exit code.
 package apperr
 
 import (
@@ -36,6 +37,14 @@ type Error struct {
 	List bool
 	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// Param names the request parameter the failure is about, as the request named it
+	// ("temperature", "messages[0].role"); "" when none or several. Formats that have the
+	// field (OpenAI's param) show it.
+	Param string
+	// Code is a stable, machine-readable reason within the kind ("unsupported_parameter",
+	// "model_not_found"); "" when the kind says all. Formats that have the field (OpenAI's
+	// code) show it.
+	Code string
 	// Err is the cause, for logs only.
 	Err error
 }

@@ -2,6 +2,7 @@ package apperr
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -22,5 +23,23 @@ func TestError_Text(t *testing.T) {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// Ensure a parameter and a code travel with the error through wrapping (the HTTP layer finds
+// them where the service set them) and stay out of its text, which is the messages' alone.
+func TestError_ParamAndCode(t *testing.T) {
+	t.Parallel()
+	e := &Error{Kind: Invalid, Messages: []string{"Invalid 'n': only 1 is supported."}, Param: "n", Code: "unsupported_parameter"}
+	wrapped := fmt.Errorf("parse the request: %w", e)
+	got := As(wrapped)
+	if got == nil || got.Param != "n" || got.Code != "unsupported_parameter" || KindOf(wrapped) != Invalid {
+		t.Fatalf("As(wrapped) = %+v", got)
+	}
+	if e.Error() != "Invalid 'n': only 1 is supported." {
+		t.Errorf("Error() = %q: the parameter or code leaked into the text", e.Error())
+	}
+	if As(errors.New("plain")) != nil || KindOf(errors.New("plain")) != Internal {
+		t.Error("a plain error is not an *Error of kind Internal")
 	}
 }

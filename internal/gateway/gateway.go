@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/apperr"
 )
 
 // Completer is the AI service as the gateway uses it.
@@ -65,21 +66,24 @@ func New(opts Options) *Service {
 // Models returns the models of the configured providers.
 func (s *Service) Models() ModelList { return s.models }
 
-// Model returns one model of the list by its id; ok is false for an unknown one.
-func (s *Service) Model(id string) (Model, bool) {
+// Model returns one model of the list by its id; an unknown one is NotFound (param model,
+// code model_not_found).
+func (s *Service) Model(id string) (Model, error) {
 	for _, m := range s.models.Data {
 		if m.ID == id {
-			return m, true
+			return m, nil
 		}
 	}
-	return Model{}, false
+	return Model{}, &apperr.Error{Kind: apperr.NotFound, Messages: []string{"The model '" + id + "' does not exist or is not served here."},
+		Param: "model", Code: "model_not_found"}
 }
 
-// Complete answers a non-streamed request. Errors are the AI service's (apperr kinds).
+// Complete answers a non-streamed request. Errors are the AI service's (apperr kinds), the
+// parameter they name as this request names it.
 func (s *Service) Complete(ctx context.Context, userID string, req *Request) (*ChatCompletion, error) {
 	c, err := s.ai.Complete(ctx, userID, req.Provider, req.Input)
 	if err != nil {
-		return nil, err
+		return nil, openAIParam(err)
 	}
 	return &ChatCompletion{
 		ID: completionID(c.RequestID), Object: "chat.completion", Created: s.now().Unix(), Model: s.answerModel(req, c),
@@ -90,7 +94,7 @@ func (s *Service) Complete(ctx context.Context, userID string, req *Request) (*C
 
 // Stream answers a streamed request: emit receives each chunk as it is ready, the assistant's
 // role with the first piece, the finish reason last, then the usage chunk when asked for.
-// An error before emit was first called means nothing was sent.
+// An error before emit was first called means nothing was sent. Errors are Complete's.
 func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit func(*Chunk) error) error {
 	chunk := &Chunk{ID: completionID(req.Input.RequestID), Object: "chat.completion.chunk", Created: s.now().Unix(),
 		Model: req.Model, Choices: make([]ChunkChoice, 1)}
@@ -103,7 +107,7 @@ func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit 
 		return emit(chunk)
 	})
 	if err != nil {
-		return err
+		return openAIParam(err)
 	}
 	chunk.Model = s.answerModel(req, c)
 	reason := finish(c)
@@ -132,6 +136,38 @@ func (s *Service) answerModel(req *Request, c *ai.Completion) string {
 		return req.Provider + "/" + m
 	}
 	return m
+}
+
+// openAIParam returns err with the parameter the AI service named (in the /api request's
+// terms: maxTokens, messages.0.content) in this request's terms (max_tokens,
+// messages[0].content). The AI service's own error is copied, never changed.
+func openAIParam(err error) error {
+	e, ok := err.(*apperr.Error)
+	if !ok || e.Param == "" {
+		return err
+	}
+	out := *e
+	out.Param = paramName(e.Param)
+	return &out
+}
+
+// paramName is the AI service's parameter path in OpenAI's notation.
+func paramName(p string) string {
+	parts := strings.Split(p, ".")
+	var b strings.Builder
+	for i, part := range parts {
+		switch {
+		case i == 0 && part == "maxTokens":
+			b.WriteString("max_tokens")
+		case i > 0 && part != "" && strings.Trim(part, "0123456789") == "":
+			b.WriteString("[" + part + "]")
+		case i > 0:
+			b.WriteString("." + part)
+		default:
+			b.WriteString(part)
+		}
+	}
+	return b.String()
 }
 
 // completionID is the answer's id: chatcmpl- and the request id.

@@ -87,5 +87,13 @@ type Model struct {
 
 // ErrorBody is OpenAI's error answer: {"error": {message, type, param, code}}.
 type ErrorBody struct {
-	Error Error `json:"error"`
+	Error ErrorObject `json:"error"`
+}
+
+// ErrorObject is OpenAI's error object. Param and Code are null when there is none.
+type ErrorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
 }

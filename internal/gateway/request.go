@@ -8,33 +8,17 @@ import (
 	"strings"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/apperr"
 )
 
-// Error is an error in OpenAI's format, with the HTTP status it is answered with.
-type Error struct {
-	Status  int     `json:"-"`
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
-func (e *Error) Error() string { return e.Message }
-
-// invalid is a 400 invalid_request_error naming param; code may be "".
-func invalid(param, code, format string, args ...any) *Error {
-	e := &Error{Status: 400, Type: "invalid_request_error", Message: fmt.Sprintf(format, args...)}
-	if param != "" {
-		e.Param = &param
-	}
-	if code != "" {
-		e.Code = &code
-	}
-	return e
+// invalid is a refused parameter: Invalid (OpenAI's 400 invalid_request_error) naming param,
+// with OpenAI's code ("" for none).
+func invalid(param, code, format string, args ...any) *apperr.Error {
+	return &apperr.Error{Kind: apperr.Invalid, Messages: []string{fmt.Sprintf(format, args...)}, Param: param, Code: code}
 }
 
 // unsupported is the 400 of a parameter the gateway cannot honour.
-func unsupported(param, why string) *Error {
+func unsupported(param, why string) *apperr.Error {
 	return invalid(param, "unsupported_parameter", "Unsupported parameter: '%s' %s", param, why)
 }
 
@@ -65,8 +49,9 @@ var neutral = map[string]string{
 	"n": "1", "presence_penalty": "0", "frequency_penalty": "0", "logprobs": "false", "parallel_tool_calls": "true",
 }
 
-// Parse reads a chat-completions body. Anything the gateway cannot honour is an *Error naming
-// the parameter; nothing is dropped silently.
+// Parse reads a chat-completions body. Anything the gateway cannot honour is an Invalid
+// *apperr.Error naming the parameter (its Param, in OpenAI's notation) with OpenAI's code;
+// nothing is dropped silently.
 func (s *Service) Parse(body []byte) (*Request, error) {
 	var fields chatRequest
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
@@ -166,9 +151,8 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 	}
 	p, ok := s.prices.ProviderOf(model)
 	if !ok {
-		return &Error{Status: 400, Type: "invalid_request_error", Param: ptr("model"), Code: ptr("model_not_found"),
-			Message: fmt.Sprintf("The model '%s' is not known to this gateway: name it with its provider: openai/MODEL, "+
-				"anthropic/MODEL or gemini/MODEL.", model)}
+		return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: "+
+			"openai/MODEL, anthropic/MODEL or gemini/MODEL.", model)
 	}
 	req.Provider, req.Input.Model = p, model
 	return nil
@@ -338,5 +322,3 @@ func compact(raw json.RawMessage) string {
 	}
 	return b.String()
 }
-
-func ptr(s string) *string { return &s }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/apperr"
 )
 
 func newTestService(t *testing.T) *Service {
@@ -100,21 +102,17 @@ func TestParseRefused(t *testing.T) {
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"user":5}`, "user", "invalid_type"},
 	} {
 		_, err := s.Parse([]byte(tc.body))
-		e, ok := err.(*Error)
-		if !ok {
-			t.Errorf("%s: err %v, want *Error", tc.body, err)
+		e := apperr.As(err)
+		if e == nil {
+			t.Errorf("%s: err %v, want an *apperr.Error", tc.body, err)
 			continue
 		}
-		code := ""
-		if e.Code != nil {
-			code = *e.Code
-		}
-		if e.Status != 400 || e.Type != "invalid_request_error" || e.Param == nil || *e.Param != tc.param || code != tc.code || e.Message == "" {
-			t.Errorf("%s: got %d %s param %v code %q (%s), want param %q code %q", tc.body, e.Status, e.Type, deref(e.Param), code, e.Message, tc.param, tc.code)
+		if e.Kind != apperr.Invalid || e.Param != tc.param || e.Code != tc.code || len(e.Messages) != 1 || e.Messages[0] == "" {
+			t.Errorf("%s: got kind %d param %q code %q %q, want param %q code %q", tc.body, e.Kind, e.Param, e.Code, e.Messages, tc.param, tc.code)
 		}
 	}
-	if _, err := s.Parse([]byte(`[1]`)); err == nil {
-		t.Error("a JSON array was accepted")
+	if _, err := s.Parse([]byte(`[1]`)); apperr.KindOf(err) != apperr.Invalid || apperr.As(err).Param != "" {
+		t.Errorf("a JSON array: %v", err)
 	}
 }
 
@@ -135,14 +133,58 @@ func TestModels(t *testing.T) {
 	if !seen["openai/gpt-4o-mini"] || !seen["gemini/gemini-3.1-flash-lite"] {
 		t.Fatalf("defaults missing from %v", seen)
 	}
-	if _, ok := s.Model("openai/gpt-4o-mini"); !ok {
-		t.Fatal("Model(openai/gpt-4o-mini) not found")
+	if _, err := s.Model("openai/gpt-4o-mini"); err != nil {
+		t.Fatalf("Model(openai/gpt-4o-mini): %v", err)
+	}
+	_, err := s.Model("anthropic/claude-haiku-4-5") // anthropic is not configured
+	if e := apperr.As(err); e == nil || e.Kind != apperr.NotFound || e.Param != "model" || e.Code != "model_not_found" {
+		t.Fatalf("Model of an unconfigured provider: %v", err)
 	}
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return "<nil>"
+// failing is an AI service that refuses every call with err.
+type failing struct{ err error }
+
+func (f failing) Complete(context.Context, string, string, ai.ChatInput) (*ai.Completion, error) {
+	return nil, f.err
+}
+
+func (f failing) Stream(context.Context, string, string, ai.ChatInput, func(string) error) (*ai.Completion, error) {
+	return nil, f.err
+}
+
+// Ensure the AI service's refusals name the parameter as the OpenAI request names it, keep
+// their kind, messages and code, and leave the service's error as it was.
+func TestServiceErrorsNameOpenAIParams(t *testing.T) {
+	t.Parallel()
+	prices, err := ai.LoadPrices("", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return *p
+	for _, tc := range []struct{ param, want string }{
+		{"temperature", "temperature"},
+		{"maxTokens", "max_tokens"},
+		{"messages", "messages"},
+		{"messages.0.content", "messages[0].content"},
+		{"messages.12.role", "messages[12].role"},
+		{"", ""},
+	} {
+		cause := &apperr.Error{Kind: apperr.Invalid, Messages: []string{"x must be y"}, List: true, Param: tc.param}
+		s := New(Options{AI: failing{cause}, Prices: prices, Providers: map[string]string{"openai": ""}})
+		req, err := s.Parse([]byte(`{"model":"openai/m","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, cerr := s.Complete(context.Background(), "u", req)
+		serr := s.Stream(context.Background(), "u", req, func(*Chunk) error { return nil })
+		for _, err := range []error{cerr, serr} {
+			e := apperr.As(err)
+			if e == nil || e.Param != tc.want || e.Kind != apperr.Invalid || !e.List || e.Messages[0] != "x must be y" {
+				t.Errorf("param %q: got %+v, want param %q", tc.param, e, tc.want)
+			}
+		}
+		if cause.Param != tc.param {
+			t.Errorf("the AI service's error was changed: param %q", cause.Param)
+		}
+	}
 }

@@ -157,8 +157,7 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, svc *ai.Service, userI
 		writeError(w, r, err)
 		return
 	default:
-		env, _ := envelopeOf(r, err)
-		_ = sw.event("error", env)
+		_ = sw.event("error", failureBody(r, err))
 	}
 	sw.flushNow()
 }

@@ -37,6 +37,9 @@ type requestInfo struct {
 	pattern string
 	handler http.Handler
 	route   string
+	// format answers the route's failures (nil: the envelope), set by route from the
+	// handler's group (withFormat).
+	format errorFormat
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -158,7 +161,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 				loggerFrom(ctx).Error("panic serving request", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path,
 					"stack", string(debug.Stack()))
 				if rec.status == 0 {
-					writeEnvelope(rec, http.StatusInternalServerError, "Internal server error")
+					writeFailure(rec, formatFrom(ctx), apperr.E(apperr.Internal)) // logged above
 				}
 			}
 			if logAccess {
@@ -196,8 +199,8 @@ func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *reco
 }
 
 // route finds the request's route once, before the limits run, and keeps its pattern (the
-// metrics' route label) and handler in the request's info. A CORS preflight is labelled with
-// the route of the method it asks about.
+// metrics' route label), handler and error format in the request's info. A CORS preflight is
+// labelled with the route of the method it asks about.
 func route(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri := infoFrom(r.Context())
@@ -207,6 +210,9 @@ func route(mux *http.ServeMux, next http.Handler) http.Handler {
 		}
 		ri.handler, ri.pattern = mux.Handler(r)
 		ri.route = ri.pattern
+		if f, ok := ri.handler.(formatted); ok {
+			ri.format = f.format
+		}
 		if ri.route == "" && isPreflight(r) {
 			probe := *r
 			probe.Method = r.Header.Get("Access-Control-Request-Method")
@@ -352,8 +358,7 @@ func requireAuth(a *authenticator, keysAllowed bool, next http.Handler) http.Han
 		c, err := a.authenticate(r, keysAllowed)
 		if err != nil {
 			if apperr.KindOf(err) == apperr.Unauthorized {
-				writeEnvelope(w, http.StatusUnauthorized, "Unauthorized")
-				return
+				err = errUnauthorized // every authentication failure is answered alike
 			}
 			writeError(w, r, err)
 			return

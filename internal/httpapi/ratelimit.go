@@ -14,6 +14,9 @@ import (
 	"github.com/acme/app/internal/ratelimit"
 )
 
+// errTooManyRequests is the answer of a request over a limit.
+var errTooManyRequests = apperr.E(apperr.RateLimited, "Too Many Requests")
+
 // rateLimiter applies per-client limits and sets the X-RateLimit-* headers.
 type rateLimiter struct {
 	limiter ratelimit.Limiter
@@ -55,11 +58,7 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 				h["X-Ratelimit-Remaining"] = counts[0]
 				h["X-Ratelimit-Reset"] = reset
 				rl.metrics.RateLimited(label)
-				if strings.HasPrefix(r.URL.Path, "/v1/") { // the OpenAI-compatible routes answer in OpenAI's format
-					writeOpenAI(w, openAIError(http.StatusTooManyRequests, apperr.RateLimited, "Too Many Requests"))
-					return
-				}
-				writeEnvelope(w, http.StatusTooManyRequests, "Too Many Requests")
+				writeError(w, r, errTooManyRequests) // in the format of the route's group
 				return
 			}
 			// The global limit's headers are the ones a client sees; a stricter route limit

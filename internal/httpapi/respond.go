@@ -14,7 +14,8 @@ import (
 	"github.com/acme/app/internal/apperr"
 )
 
-// envelope is the body of every non-2xx answer.
+// envelope is the body of every non-2xx answer of /api, and of requests no route matched
+// (envelopeFormat).
 type envelope struct {
 	StatusCode int    `json:"statusCode"`
 	Message    any    `json:"message"` // string, or []string for validation failures
@@ -69,44 +70,6 @@ func reasonOf(status int) string {
 		return reason
 	}
 	return "Error"
-}
-
-// writeError answers err in the envelope. Internal errors are logged and never show their text.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	env, retryAfter := envelopeOf(r, err)
-	if retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-	}
-	writeEnvelope(w, env.StatusCode, env.Message)
-}
-
-// envelopeOf returns the envelope answering err (with the Retry-After seconds, 0: none), and
-// logs it as writeError does.
-func envelopeOf(r *http.Request, err error) (envelope, int) {
-	status := StatusOf(err)
-	e := apperr.As(err)
-	var message any
-	switch {
-	case e == nil || status == http.StatusInternalServerError:
-		message = "Internal server error"
-		loggerFrom(r.Context()).Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path)
-	case e.List:
-		message = e.Messages
-	case len(e.Messages) == 0:
-		message = http.StatusText(status)
-	case len(e.Messages) == 1:
-		message = e.Messages[0]
-	default:
-		message = e.Messages
-	}
-	if status >= 500 && status != http.StatusInternalServerError {
-		loggerFrom(r.Context()).Warn("request failed", "status", status, "err", err)
-	}
-	retryAfter := 0
-	if e != nil {
-		retryAfter = e.RetryAfter
-	}
-	return envelope{StatusCode: status, Message: message, Error: reasonOf(status)}, retryAfter
 }
 
 // decodeFields reads the JSON request body into a map of raw fields, so that services can validate

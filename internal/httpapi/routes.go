@@ -55,9 +55,10 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 		mux.Handle("DELETE /api/keys/{id}", protect(handleKeyRevoke(deps.Keys)))
 	}
 
-	// The OpenAI-compatible endpoint (gateway), outside /api, errors in OpenAI's format.
+	// The OpenAI-compatible endpoint (gateway), outside /api: every failure of its routes, the
+	// middleware's refusals included, in OpenAI's error format.
 	if gw := deps.Gateway; gw != nil {
-		v1 := openAIFailures(protectAI)
+		v1 := func(h http.Handler) http.Handler { return withFormat(openAIFormat, protectAI(h)) }
 		mux.Handle("POST /v1/chat/completions", v1(handleV1Chat(gw)))
 		mux.Handle("GET /v1/models", v1(handleV1Models(gw)))
 		mux.Handle("GET /v1/models/{provider}/{model...}", v1(handleV1Model(gw)))

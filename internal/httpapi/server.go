@@ -1,5 +1,6 @@
 // Package httpapi is the HTTP face of the services: routes, middleware (request id, access
-// log, panic recovery, rate limits, authentication) and the error envelope.
+// log, panic recovery, rate limits, authentication) and the error format of each group of
+// routes (the envelope of /api, OpenAI's on /v1).
 package httpapi
 
 import (

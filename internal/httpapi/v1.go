@@ -2,30 +2,27 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/acme/app/internal/ai"
-	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/gateway"
 )
 
 // handleV1Chat answers POST /v1/chat/completions: OpenAI's request in, OpenAI's
-// chat.completion (or its chunk stream ending with [DONE]) out, errors in OpenAI's format.
+// chat.completion (or its chunk stream ending with [DONE]) out; its failures are answered in
+// the error format of its group (OpenAI's, see openAIFormat).
 func handleV1Chat(gw *gateway.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		caller, _ := CallerFrom(r.Context())
 		body, err := readJSONBody(w, r)
 		if err != nil {
-			writeV1Error(w, r, err)
+			writeError(w, r, err)
 			return
 		}
 		req, err := gw.Parse(body)
 		if err != nil {
-			writeV1Error(w, r, err)
+			writeError(w, r, err)
 			return
 		}
 		req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
@@ -38,7 +35,7 @@ func handleV1Chat(gw *gateway.Service) http.Handler {
 		}
 		c, err := gw.Complete(r.Context(), caller.ID, req)
 		if err != nil {
-			writeV1Error(w, r, err)
+			writeError(w, r, err)
 			return
 		}
 		encode(w, http.StatusOK, c)
@@ -61,10 +58,10 @@ func streamV1(w http.ResponseWriter, r *http.Request, gw *gateway.Service, userI
 	case err == nil:
 		_ = sw.raw("[DONE]")
 	case !sw.started:
-		writeV1Error(w, r, err)
+		writeError(w, r, err)
 		return
 	default:
-		_ = sw.data(gateway.ErrorBody{Error: *v1Error(r, err)})
+		_ = sw.data(failureBody(r, err))
 	}
 	sw.flushNow()
 }
@@ -104,57 +101,11 @@ func handleV1Models(gw *gateway.Service) http.Handler {
 // handleV1Model answers GET /v1/models/{provider}/{model...}.
 func handleV1Model(gw *gateway.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("provider") + "/" + r.PathValue("model")
-		m, ok := gw.Model(id)
-		if !ok {
-			code, param := "model_not_found", "model"
-			writeOpenAI(w, &gateway.Error{Status: http.StatusNotFound, Type: "invalid_request_error", Param: &param, Code: &code,
-				Message: "The model '" + id + "' does not exist or is not served here."})
+		m, err := gw.Model(r.PathValue("provider") + "/" + r.PathValue("model"))
+		if err != nil {
+			writeError(w, r, err)
 			return
 		}
 		encode(w, http.StatusOK, m)
 	})
-}
-
-// writeV1Error answers err in OpenAI's format.
-func writeV1Error(w http.ResponseWriter, r *http.Request, err error) {
-	e := v1Error(r, err)
-	if a := apperr.As(err); a != nil && a.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(a.RetryAfter))
-	}
-	writeOpenAI(w, e)
-}
-
-// v1Error is err as OpenAI's error: the gateway's own errors as they are, the services' by
-// their kind (logged as writeError logs them).
-func v1Error(r *http.Request, err error) *gateway.Error {
-	var ge *gateway.Error
-	if errors.As(err, &ge) {
-		return ge
-	}
-	env, _ := envelopeOf(r, err)
-	var msg string
-	switch m := env.Message.(type) {
-	case string:
-		msg = m
-	case []string:
-		msg = strings.Join(m, "; ")
-	}
-	e := openAIError(env.StatusCode, apperr.KindOf(err), msg)
-	if env.StatusCode == http.StatusBadRequest && msg != "" {
-		// A service's validation message starts with the field it is about.
-		field, _, _ := strings.Cut(msg, " ")
-		field, _, _ = strings.Cut(field, ".")
-		switch field {
-		case "maxTokens":
-			field = "max_tokens"
-		case "temperature", "messages", "model":
-		default:
-			field = ""
-		}
-		if field != "" {
-			e.Param = &field
-		}
-	}
-	return e
 }

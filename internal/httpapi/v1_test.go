@@ -242,10 +242,10 @@ func TestV1StreamFailure(t *testing.T) {
 
 func openAIErr(t testing.TB, rec interface {
 	Result() *http.Response
-}, body []byte) gateway.Error {
+}, body []byte) gateway.ErrorObject {
 	t.Helper()
 	var b struct {
-		Error *gateway.Error `json:"error"`
+		Error *gateway.ErrorObject `json:"error"`
 	}
 	if err := json.Unmarshal(body, &b); err != nil || b.Error == nil || b.Error.Message == "" || b.Error.Type == "" {
 		t.Fatalf("not OpenAI's error format: %s", body)
@@ -253,7 +253,7 @@ func openAIErr(t testing.TB, rec interface {
 	return *b.Error
 }
 
-func code(e gateway.Error) string {
+func code(e gateway.ErrorObject) string {
 	if e.Code == nil {
 		return ""
 	}
@@ -285,6 +285,7 @@ func TestV1Errors(t *testing.T) {
 		{"n", "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"n":3}`, tok, 400, "invalid_request_error", "unsupported_parameter", "n"},
 		{"malformed JSON", "POST", "/v1/chat/completions", `{"model":`, tok, 400, "invalid_request_error", "", ""},
 		{"temperature past the provider's", "POST", "/v1/chat/completions", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"temperature":1.5}`, tok, 400, "invalid_request_error", "", "temperature"},
+		{"empty content (the AI service's rule)", "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"},{"role":"user","content":""}]}`, tok, 400, "invalid_request_error", "", "messages[1].content"},
 		{"spent budget", "POST", "/v1/chat/completions", chat, spentTok, 429, "insufficient_quota", "insufficient_quota", ""},
 		{"unknown model", "GET", "/v1/models/openai/nope", "", tok, 404, "invalid_request_error", "model_not_found", "model"},
 	} {

@@ -1,43 +1,29 @@
-// Package aitest runs fake AI providers on httptest servers. Each speaks its provider's real
-// wire format (paths, headers, bodies, error shapes), records what it received and answers
-// from a script of responders, so tests can assert what was sent and how failures are handled.
-// Stream answers a streamed request in the provider's own event format.
+// Package aitest starts the fake AI providers of package fakeprovider for a test: each is
+// closed when the test ends, and Last fails the test when the fake received nothing. The
+// responders and answers are fakeprovider's, under the same names.
 package aitest
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/acme/app/internal/ai/fakeprovider"
 )
 
 // Call is one request a fake received.
-type Call struct {
-	Method, Path string
-	Query        url.Values
-	Header       http.Header
-	Raw          []byte
-	Body         map[string]any // nil when the body is not a JSON object
-}
+type Call = fakeprovider.Call
 
-// Responder answers one request; n counts from 0.
-type Responder func(w http.ResponseWriter, r *http.Request, call Call)
+// Responder answers one request.
+type Responder = fakeprovider.Responder
 
-// Server is a fake provider.
+// StreamOptions shape a streamed answer (see Stream).
+type StreamOptions = fakeprovider.StreamOptions
+
+// Server is a fake provider started for a test.
 type Server struct {
-	*httptest.Server
-	provider string
-	tb       testing.TB // nil when started by Start
-
-	mu     sync.Mutex
-	calls  []Call
-	script []Responder
+	*fakeprovider.Server
+	tb testing.TB
 }
 
 // New starts a fake of provider ("openai", "anthropic" or "gemini") that answers its requests
@@ -45,222 +31,83 @@ type Server struct {
 // It is closed when the test ends.
 func New(tb testing.TB, provider string, script ...Responder) *Server {
 	tb.Helper()
-	s := Start(provider, script...)
-	s.tb = tb
+	s, err := fakeprovider.Start(provider, script...)
+	if err != nil {
+		tb.Fatalf("aitest: %v", err)
+	}
 	tb.Cleanup(s.Close)
-	return s
+	return &Server{Server: s, tb: tb}
 }
 
-// Start starts a fake of provider outside a test (the built-in mock server's AI providers);
-// the caller closes it.
-func Start(provider string, script ...Responder) *Server {
-	s := &Server{provider: provider, script: script}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	return s
-}
-
-// BaseURL is the value for ai.<provider>.base_url.
-func (s *Server) BaseURL() string {
-	if s.provider == "gemini" {
-		return s.URL + "/v1beta"
-	}
-	return s.URL + "/v1"
-}
-
-// Calls returns the requests received so far.
-func (s *Server) Calls() []Call {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
-}
-
-// Last returns the last request received (failing the test if none).
+// Last returns the last request received, failing the test if none.
 func (s *Server) Last() Call {
-	calls := s.Calls()
-	if len(calls) == 0 {
-		if s.tb == nil {
-			panic("aitest: the fake " + s.provider + " received no request")
-		}
-		s.tb.Helper()
-		s.tb.Fatalf("aitest: the fake %s received no request", s.provider)
+	s.tb.Helper()
+	c, ok := s.Server.Last()
+	if !ok {
+		s.tb.Fatalf("aitest: the fake %s received no request", s.Provider())
 	}
-	return calls[len(calls)-1]
+	return c
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	c := Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: r.Header.Clone(), Raw: raw}
-	_ = json.Unmarshal(raw, &c.Body)
-	s.mu.Lock()
-	n := len(s.calls)
-	s.calls = append(s.calls, c)
-	var resp Responder
-	if len(s.script) > 0 {
-		resp = s.script[min(n, len(s.script)-1)]
-	}
-	s.mu.Unlock()
-	if !s.pathOK(r) {
-		http.Error(w, `{"error":{"message":"aitest: unexpected path `+r.URL.Path+`"}}`, http.StatusNotFound)
-		return
-	}
-	if resp == nil {
-		resp = Answer()
-	}
-	resp(w, r, c)
-}
+// OK answers a success in the server's own format (fakeprovider.OK).
+func OK(text string) Responder { return fakeprovider.OK(text) }
 
-func (s *Server) pathOK(r *http.Request) bool {
-	if r.Method != http.MethodPost {
-		return false
-	}
-	switch s.provider {
-	case "openai":
-		return r.URL.Path == "/v1/chat/completions"
-	case "anthropic":
-		return r.URL.Path == "/v1/messages"
-	case "gemini":
-		return strings.HasPrefix(r.URL.Path, "/v1beta/models/") &&
-			(strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent"))
-	}
-	return false
-}
+// Answer answers as the provider does when all goes well (fakeprovider.Answer).
+func Answer() Responder { return fakeprovider.Answer() }
 
-// Model returns the model a call named (Gemini: from the path).
-func (c Call) Model() string {
-	if strings.HasPrefix(c.Path, "/v1beta/models/") {
-		m := strings.TrimPrefix(c.Path, "/v1beta/models/")
-		return strings.TrimSuffix(strings.TrimSuffix(m, ":generateContent"), ":streamGenerateContent")
-	}
-	m, _ := c.Body["model"].(string)
-	return m
-}
+// Stream answers a streamed request in the server's own format (fakeprovider.Stream).
+func Stream(o StreamOptions) Responder { return fakeprovider.Stream(o) }
 
-// JSON answers status with body (any JSON value or a raw string) and header pairs.
+// JSON answers status with body and header pairs (fakeprovider.JSON).
 func JSON(status int, body any, headerPairs ...string) Responder {
-	return func(w http.ResponseWriter, _ *http.Request, _ Call) {
-		for i := 0; i+1 < len(headerPairs); i += 2 {
-			w.Header().Set(headerPairs[i], headerPairs[i+1])
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		switch b := body.(type) {
-		case string:
-			_, _ = io.WriteString(w, b)
-		default:
-			_ = json.NewEncoder(w).Encode(b)
-		}
-	}
+	return fakeprovider.JSON(status, body, headerPairs...)
 }
 
-// Hang waits until the request is canceled (or d passes), then answers nothing useful.
-func Hang(d time.Duration) Responder {
-	return func(w http.ResponseWriter, r *http.Request, _ Call) {
-		select {
-		case <-r.Context().Done():
-		case <-time.After(d):
-		}
-	}
+// Error answers status with provider's error body for message (fakeprovider.Error).
+func Error(provider string, status int, code, message string, headerPairs ...string) Responder {
+	return fakeprovider.Error(provider, status, code, message, headerPairs...)
 }
 
-// Reset closes the connection without an answer (a connection reset).
-func Reset() Responder {
-	return func(w http.ResponseWriter, _ *http.Request, _ Call) {
-		hj, ok := w.(http.Hijacker)
-		if !ok {
-			panic("aitest: cannot hijack")
-		}
-		conn, _, err := hj.Hijack()
-		if err == nil {
-			conn.Close()
-		}
-	}
+// Hang waits until the request is canceled or d passes (fakeprovider.Hang).
+func Hang(d time.Duration) Responder { return fakeprovider.Hang(d) }
+
+// Reset closes the connection without an answer (fakeprovider.Reset).
+func Reset() Responder { return fakeprovider.Reset() }
+
+// OpenAIAnswer is a chat.completion with usage (fakeprovider.OpenAIAnswer).
+func OpenAIAnswer(model, text string, prompt, completion, cached int) map[string]any {
+	return fakeprovider.OpenAIAnswer(model, text, prompt, completion, cached)
 }
 
-// OK answers a success in the server's own format: text (default "Hello from the fake") with
-// 11 prompt and 7 completion tokens, the model echoed (OpenAI as a dated snapshot).
-func OK(text string) Responder {
-	if text == "" {
-		text = "Hello from the fake"
-	}
-	return func(w http.ResponseWriter, r *http.Request, c Call) {
-		var body any
-		switch {
-		case r.URL.Path == "/v1/chat/completions":
-			body = OpenAIAnswer(c.Model()+"-2024-07-18", text, 11, 7, 0)
-		case r.URL.Path == "/v1/messages":
-			body = AnthropicAnswer(c.Model(), text, 11, 7, 0, 0)
-		default:
-			body = GeminiAnswer(c.Model(), text, 11, 7, 0, 0)
-		}
-		JSON(http.StatusOK, body, "x-request-id", "req_fake")(w, r, c)
-	}
+// AnthropicAnswer is a message with one text block and usage (fakeprovider.AnthropicAnswer).
+func AnthropicAnswer(model, text string, input, output, cacheRead, cacheWrite int) map[string]any {
+	return fakeprovider.AnthropicAnswer(model, text, input, output, cacheRead, cacheWrite)
 }
 
-// Answer answers as the provider does when all goes well: a stream (Stream with its default
-// pieces) when the request asks for one — "stream": true for OpenAI and Anthropic, the
-// streamGenerateContent method for Gemini — else OK's single answer with the same text and
-// usage.
-func Answer() Responder {
-	ok, stream := OK(""), Stream(StreamOptions{})
-	return func(w http.ResponseWriter, r *http.Request, c Call) {
-		if c.Body["stream"] == true || strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
-			stream(w, r, c)
+// GeminiAnswer is a GenerateContentResponse with usage (fakeprovider.GeminiAnswer).
+func GeminiAnswer(model, text string, prompt, candidates, thoughts, cached int) map[string]any {
+	return fakeprovider.GeminiAnswer(model, text, prompt, candidates, thoughts, cached)
+}
+
+// HoldAfterFirst returns a Sent hook that holds a stream after its first piece until release
+// is called (any number of times, from any goroutine) or wait has passed. The channel it
+// returns gets one value when the hold ends: true when the wait ran out, which is what a proxy
+// that buffers pieces causes (its client sees nothing until the provider sends more).
+func HoldAfterFirst(wait time.Duration) (sent func(int, time.Time), release func(), timedOut <-chan bool) {
+	released := make(chan struct{})
+	var once sync.Once
+	out := make(chan bool, 1)
+	sent = func(i int, _ time.Time) {
+		if i != 0 {
 			return
 		}
-		ok(w, r, c)
+		select {
+		case <-released:
+			out <- false
+		case <-time.After(wait):
+			out <- true
+		}
 	}
+	release = func() { once.Do(func() { close(released) }) }
+	return sent, release, out
 }
-
-// OpenAIAnswer is a chat.completion with usage (cached = prompt_tokens_details.cached_tokens).
-func OpenAIAnswer(model, text string, prompt, completion, cached int) map[string]any {
-	return map[string]any{
-		"id": "chatcmpl-fake123", "object": "chat.completion", "created": 1763800000, "model": model,
-		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "refusal": nil},
-			"logprobs": nil, "finish_reason": "stop"}},
-		"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-			"prompt_tokens_details":     map[string]any{"cached_tokens": cached, "audio_tokens": 0},
-			"completion_tokens_details": map[string]any{"reasoning_tokens": 0}},
-		"service_tier": "default",
-	}
-}
-
-// AnthropicAnswer is a message with one text block and usage.
-func AnthropicAnswer(model, text string, input, output, cacheRead, cacheWrite int) map[string]any {
-	return map[string]any{
-		"id": "msg_fake123", "type": "message", "role": "assistant", "model": model,
-		"content":     []any{map[string]any{"type": "text", "text": text}},
-		"stop_reason": "end_turn", "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": input, "output_tokens": output,
-			"cache_read_input_tokens": cacheRead, "cache_creation_input_tokens": cacheWrite},
-	}
-}
-
-// GeminiAnswer is a GenerateContentResponse with one candidate and usageMetadata.
-func GeminiAnswer(model, text string, prompt, candidates, thoughts, cached int) map[string]any {
-	return map[string]any{
-		"candidates": []any{map[string]any{"content": map[string]any{"role": "model",
-			"parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP", "index": 0}},
-		"usageMetadata": map[string]any{"promptTokenCount": prompt, "candidatesTokenCount": candidates,
-			"thoughtsTokenCount": thoughts, "cachedContentTokenCount": cached,
-			"totalTokenCount": prompt + candidates + thoughts},
-		"modelVersion": model, "responseId": "resp-fake123",
-	}
-}
-
-// Error answers status with provider's error body for message (code: OpenAI code / Anthropic
-// type / Gemini status).
-func Error(provider string, status int, code, message string, headerPairs ...string) Responder {
-	var body any
-	switch provider {
-	case "anthropic":
-		body = map[string]any{"type": "error", "error": map[string]any{"type": code, "message": message}, "request_id": "req_x"}
-	case "gemini":
-		body = map[string]any{"error": map[string]any{"code": status, "message": message, "status": code}}
-	default:
-		body = map[string]any{"error": map[string]any{"message": message, "type": code, "param": nil, "code": code}}
-	}
-	return JSON(status, body, headerPairs...)
-}
-
-// String renders a call for failure messages.
-func (c Call) String() string { return fmt.Sprintf("%s %s %s", c.Method, c.Path, c.Raw) }

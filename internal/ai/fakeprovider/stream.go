@@ -1,10 +1,9 @@
-package aitest
+package fakeprovider
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -233,27 +232,4 @@ func geminiFormat(c Call, o StreamOptions) streamPlan {
 				"modelVersion": c.Model(), "responseId": "resp-fake123"}}
 		},
 	}
-}
-
-// HoldAfterFirst returns a Sent hook that holds a stream after its first piece until release
-// is called (any number of times, from any goroutine) or wait has passed. The channel it
-// returns gets one value when the hold ends: true when the wait ran out, which is what a proxy
-// that buffers pieces causes (its client sees nothing until the provider sends more).
-func HoldAfterFirst(wait time.Duration) (sent func(int, time.Time), release func(), timedOut <-chan bool) {
-	released := make(chan struct{})
-	var once sync.Once
-	out := make(chan bool, 1)
-	sent = func(i int, _ time.Time) {
-		if i != 0 {
-			return
-		}
-		select {
-		case <-released:
-			out <- false
-		case <-time.After(wait):
-			out <- true
-		}
-	}
-	release = func() { once.Do(func() { close(released) }) }
-	return sent, release, out
 }
