@@ -220,7 +220,9 @@ func TestNoBudgetNoStoreWork(t *testing.T) {
 }
 
 // Ensure a limit set by another process (another Service on the same database, as `app users
-// budget` beside a running serve) takes effect in memory within a few seconds.
+// budget` beside replicas) takes effect in memory once the limits are read again (about a
+// second; the bound allowed here is loose, for a loaded machine), and at once when the store
+// reports the write (LimitsChanged).
 func TestLimitSetElsewhereTakesEffect(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -235,7 +237,7 @@ func TestLimitSetElsewhereTakesEffect(t *testing.T) {
 	if _, err := other.SetLimit(ctx, "u", ptr(0.75)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := s.Status(ctx, "u")
 		if err != nil {
@@ -245,12 +247,20 @@ func TestLimitSetElsewhereTakesEffect(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status %+v 5 s after the limit was set elsewhere", st)
+			t.Fatalf("status %+v 30 s after the limit was set elsewhere", st)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the figure an operator would read
 	}
 	if _, err := s.Reserve(ctx, "u", 0.5); err == nil {
 		t.Fatal("a call over the limit set elsewhere was admitted")
+	}
+	// Told of the write, the service reads the limits again before it answers.
+	if _, err := other.SetLimit(ctx, "u", ptr(2)); err != nil {
+		t.Fatal(err)
+	}
+	s.LimitsChanged()
+	if st, err := s.Status(ctx, "u"); err != nil || st.Limit == nil || *st.Limit != 2 {
+		t.Fatalf("status %+v %v right after LimitsChanged, want the limit of 2 set elsewhere", st, err)
 	}
 }
 
