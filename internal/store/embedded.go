@@ -190,21 +190,46 @@ func unlock(f *os.File) {
 // ferretLogger passes on FerretDB's errors only: its info and warning lines describe every
 // connection and unsupported command (the driver's endSessions) and would drown the program's log.
 func ferretLogger(log *slog.Logger) *slog.Logger {
-	return slog.New(levelFilter{h: log.Handler(), min: slog.LevelError}).With("component", "ferretdb")
+	return slog.New(errorsOnly{h: log.Handler(), attrs: []slog.Attr{slog.String("component", "ferretdb")}})
 }
 
-type levelFilter struct {
-	h   slog.Handler
-	min slog.Level
+// errorsOnly passes on records at slog.LevelError and above. FerretDB derives a logger with
+// attributes for every connection and command; formatting those costs as much as a small
+// query, so the attributes and groups are kept as given and applied only to the rare record
+// that is passed on.
+type errorsOnly struct {
+	h     slog.Handler
+	attrs []slog.Attr
+	group []string // groups opened after attrs, innermost last
 }
 
-func (l levelFilter) Enabled(ctx context.Context, lv slog.Level) bool {
-	return lv >= l.min && l.h.Enabled(ctx, lv)
+func (e errorsOnly) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= slog.LevelError && e.h.Enabled(ctx, lv)
 }
-func (l levelFilter) Handle(ctx context.Context, r slog.Record) error { return l.h.Handle(ctx, r) }
-func (l levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
-	return levelFilter{h: l.h.WithAttrs(a), min: l.min}
+
+func (e errorsOnly) Handle(ctx context.Context, r slog.Record) error {
+	return e.resolved().Handle(ctx, r)
 }
-func (l levelFilter) WithGroup(n string) slog.Handler {
-	return levelFilter{h: l.h.WithGroup(n), min: l.min}
+
+func (e errorsOnly) WithAttrs(a []slog.Attr) slog.Handler {
+	if len(e.group) > 0 { // attributes inside a group: apply what is pending now
+		return errorsOnly{h: e.resolved().WithAttrs(a)}
+	}
+	return errorsOnly{h: e.h, attrs: append(e.attrs[:len(e.attrs):len(e.attrs)], a...)}
+}
+
+func (e errorsOnly) WithGroup(n string) slog.Handler {
+	return errorsOnly{h: e.h, attrs: e.attrs, group: append(e.group[:len(e.group):len(e.group)], n)}
+}
+
+// resolved returns the wrapped handler with the pending attributes and groups applied.
+func (e errorsOnly) resolved() slog.Handler {
+	h := e.h
+	if len(e.attrs) > 0 {
+		h = h.WithAttrs(e.attrs)
+	}
+	for _, g := range e.group {
+		h = h.WithGroup(g)
+	}
+	return h
 }
