@@ -1,14 +1,14 @@
 package ai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/acme/app/internal/validate"
 )
 
 // Message is one chat message of a request.
@@ -62,61 +62,63 @@ func (in *ChatInput) decodeFields(data []byte) error {
 		return err
 	}
 	*in = ChatInput{decoded: true}
-	isNull := func(raw json.RawMessage) bool { return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
-	if raw := fields["messages"]; isNull(raw) {
-		in.problems = append(in.problems, "messages should not be empty", "messages must be an array")
+	if raw := fields["messages"]; validate.IsNull(raw) {
+		in.problems = append(in.problems, validate.NotEmpty("messages"), validate.IsArray("messages"))
 	} else {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			in.problems = append(in.problems, "messages should not be empty", "messages must be an array")
+			in.problems = append(in.problems, validate.NotEmpty("messages"), validate.IsArray("messages"))
 		} else {
 			in.Messages = make([]Message, len(items))
 			for i, item := range items {
 				var m map[string]json.RawMessage
 				if err := json.Unmarshal(item, &m); err != nil || m == nil {
-					in.problems = append(in.problems, "each value in nested property messages must be either object or array")
+					in.problems = append(in.problems, validate.EachNested("messages"))
 					continue
 				}
 				// A role of the wrong type is reported by the role rule (it is in no list).
 				if err := json.Unmarshal(m["role"], &in.Messages[i].Role); err != nil {
-					in.Messages[i].Role = "\x00"
+					in.Messages[i].Role = validate.Reported
 				}
-				if c := m["content"]; isNull(c) {
-					in.problems = append(in.problems, fmt.Sprintf("messages.%d.content should not be empty", i),
-						fmt.Sprintf("messages.%d.content must be a string", i))
-				} else if err := json.Unmarshal(c, &in.Messages[i].Content); err != nil {
-					in.problems = append(in.problems, fmt.Sprintf("messages.%d.content must be a string", i))
-					in.Messages[i].Content = "\x00" // not empty: one message is enough
+				content := fmt.Sprintf("messages.%d.content", i)
+				if c := m["content"]; validate.IsNull(c) {
+					in.problems = append(in.problems, validate.NotEmpty(content), validate.IsString(content))
+				} else if s, ok := validate.String(c); !ok {
+					in.problems = append(in.problems, validate.IsString(content))
+					in.Messages[i].Content = validate.Reported // not empty: one message is enough
+				} else {
+					in.Messages[i].Content = s
 				}
 			}
 		}
 	}
-	if raw := fields["model"]; !isNull(raw) {
-		if err := json.Unmarshal(raw, &in.Model); err != nil {
-			in.problems = append(in.problems, "model must be a string")
-			in.Model = ""
-		} else if !modelPattern.MatchString(in.Model) {
-			in.problems = append(in.problems, "model must match "+modelPattern.String()+" regular expression")
+	if raw := fields["model"]; !validate.IsNull(raw) {
+		if model, ok := validate.String(raw); !ok {
+			in.problems = append(in.problems, validate.IsString("model"))
+		} else {
+			in.Model = model
+			if !modelPattern.MatchString(model) {
+				in.problems = append(in.problems, validate.Matches("model", modelPattern))
+			}
 		}
 	}
-	if raw := fields["temperature"]; !isNull(raw) {
+	if raw := fields["temperature"]; !validate.IsNull(raw) {
 		var t float64
 		if err := json.Unmarshal(raw, &t); err != nil || math.IsNaN(t) || math.IsInf(t, 0) {
-			in.problems = append(in.problems, "temperature must be a number conforming to the specified constraints")
+			in.problems = append(in.problems, validate.IsNumber("temperature"))
 		} else {
 			in.Temperature = &t
 		}
 	}
-	if raw := fields["stream"]; !isNull(raw) {
+	if raw := fields["stream"]; !validate.IsNull(raw) {
 		if err := json.Unmarshal(raw, &in.Stream); err != nil {
-			in.problems = append(in.problems, "stream must be a boolean value")
+			in.problems = append(in.problems, validate.IsBoolean("stream"))
 		}
 	}
-	if raw := fields["maxTokens"]; !isNull(raw) {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			in.problems = append(in.problems, "maxTokens must be an integer number")
+	if raw := fields["maxTokens"]; !validate.IsNull(raw) {
+		if f, ok := validate.Integer(raw); !ok || math.Abs(f) > 1<<53 {
+			in.problems = append(in.problems, validate.IsInt("maxTokens"))
 		} else {
 			n := int(f)
 			in.MaxTokens = &n
@@ -130,36 +132,35 @@ func (in *ChatInput) validate(s *spec) []string {
 	msgs := append([]string(nil), in.problems...)
 	switch {
 	case in.Messages == nil && !in.decoded:
-		msgs = append(msgs, "messages should not be empty", "messages must be an array")
+		msgs = append(msgs, validate.NotEmpty("messages"), validate.IsArray("messages"))
 	case in.Messages != nil && len(in.Messages) == 0:
-		msgs = append(msgs, "messages should not be empty")
+		msgs = append(msgs, validate.NotEmpty("messages"))
 	}
 	for i, m := range in.Messages {
 		if !slices.Contains(s.roles, m.Role) && (m.Role != "system" || !in.SystemAllowed) {
-			msgs = append(msgs, fmt.Sprintf("messages.%d.role must be one of the following values: %s", i,
-				strings.Join(s.roles, ", ")))
+			msgs = append(msgs, validate.IsIn(fmt.Sprintf("messages.%d.role", i), s.roles))
 		}
 		if m.Content == "" {
 			prefix := fmt.Sprintf("messages.%d.content", i)
 			if !slices.ContainsFunc(in.problems, func(p string) bool { return strings.HasPrefix(p, prefix) }) {
-				msgs = append(msgs, fmt.Sprintf("messages.%d.content should not be empty", i))
+				msgs = append(msgs, validate.NotEmpty(prefix))
 			}
 		}
 	}
 	if t := in.Temperature; t != nil {
 		if *t < 0 {
-			msgs = append(msgs, "temperature must not be less than 0")
+			msgs = append(msgs, validate.Min("temperature", 0.0))
 		}
 		if *t > s.maxTemperature {
-			msgs = append(msgs, "temperature must not be greater than "+strconv.FormatFloat(s.maxTemperature, 'f', -1, 64))
+			msgs = append(msgs, validate.Max("temperature", s.maxTemperature))
 		}
 	}
 	if n := in.MaxTokens; n != nil {
 		if *n < 1 {
-			msgs = append(msgs, "maxTokens must not be less than 1")
+			msgs = append(msgs, validate.Min("maxTokens", 1))
 		}
 		if *n > MaxTokensLimit {
-			msgs = append(msgs, fmt.Sprintf("maxTokens must not be greater than %d", MaxTokensLimit))
+			msgs = append(msgs, validate.Max("maxTokens", MaxTokensLimit))
 		}
 	}
 	return msgs
