@@ -2,6 +2,9 @@
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/acme/app/internal/version.Version=$(VERSION)
 GO ?= go
+# The black-box acceptance suite is not part of this repository: ACCEPTANCE names its run.py
+# and AREAS the areas to run (see docs/operations.md#tests).
+ACCEPTANCE ?=
 
 .PHONY: build run test bench lint fmt cover acceptance clean
 
@@ -31,8 +34,13 @@ cover:
 	$(GO) test -count=1 -coverprofile=coverage.out ./...
 	$(GO) tool cover -func=coverage.out | tail -1
 
-acceptance: build
-	python3 ../shared/acceptance/run.py --bin bin/app --areas $(AREAS) --skip-file .ci/acceptance-skip
+acceptance:
+	@if [ -z "$(ACCEPTANCE)" ]; then \
+		echo "make acceptance: set ACCEPTANCE to the acceptance suite's run.py, e.g. make acceptance ACCEPTANCE=path/to/run.py AREAS=health,auth" >&2; \
+		exit 2; \
+	fi
+	$(MAKE) build
+	python3 $(ACCEPTANCE) --bin bin/app --areas $(AREAS) --skip-file .ci/acceptance-skip
 
 clean:
 	rm -rf bin coverage.out

@@ -50,17 +50,43 @@ type server struct {
 	logs   *lockedBuffer
 }
 
+// lockedBuffer is a log sink safe for serve's goroutines, which can tell when a line is logged.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	waiters []logWaiter
+}
+
+type logWaiter struct {
+	text   string
+	logged chan struct{}
 }
 
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	waiting := l.waiters[:0]
+	for _, w := range l.waiters {
+		if bytes.Contains(p, []byte(w.text)) {
+			close(w.logged)
+		} else {
+			waiting = append(waiting, w)
+		}
+	}
+	l.waiters = waiting
 	return l.b.Write(p)
 }
 func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+// logged returns a channel closed when a write from now on contains text (a log line: each
+// is one write).
+func (l *lockedBuffer) logged(text string) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := logWaiter{text: text, logged: make(chan struct{})}
+	l.waiters = append(l.waiters, w)
+	return w.logged
+}
 
 // startServe runs `app serve` on a random port with dataDir and waits until health answers 200.
 func startServe(t *testing.T, dataDir string, getenv func(string) string) *server {
@@ -111,9 +137,13 @@ func TestServe_GracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	// Expect: 100-continue makes the server say when the handler starts reading the body.
+	fmt.Fprintf(conn, "POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n%s",
 		len(body), body[:10])
-	time.Sleep(200 * time.Millisecond) // the handler is now blocked reading the body
+	br := bufio.NewReader(conn)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("before the body: %v, %v; want 100 Continue", resp, err)
+	} // the handler is now blocked reading the rest of the body
 
 	s.cancel()
 	deadline := time.Now().Add(5 * time.Second)
@@ -129,7 +159,7 @@ func TestServe_GracefulShutdown(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	fmt.Fprint(conn, body[10:])
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("in-flight request got no answer: %v", err)
 	}

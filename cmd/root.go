@@ -19,8 +19,8 @@ import (
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/suggest"
 	"github.com/acme/app/internal/version"
-	"github.com/acme/app/mock"
 )
 
 // Exit codes of every command.
@@ -181,7 +181,7 @@ func unknownSubcommand(group *cobra.Command, name string) error {
 	if s := group.SuggestionsFor(name); len(s) > 0 {
 		// cobra lists every name within the distance in its own order: name the nearest.
 		best := slices.MinFunc(s, func(a, b string) int {
-			return cmp.Compare(mock.EditDistance(name, a), mock.EditDistance(name, b))
+			return cmp.Compare(suggest.Distance(name, a), suggest.Distance(name, b))
 		})
 		msg += fmt.Sprintf(" (did you mean %q?)", best)
 	}

@@ -23,10 +23,23 @@ import (
 // in ai_requests after serve returns, the rollup agrees with the log, and `usage report`
 // (alone on the data directory) reports the same totals.
 func TestServe_ShutdownUnderLoadLosesNoRecord(t *testing.T) {
+	// From the load-th call on, the provider holds its answers until the shutdown has begun,
+	// so that requests are in flight when it starts.
+	const load = 100
+	var received atomic.Int64
+	loaded, shuttingDown := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(shuttingDown) }) }
 	fake := aitest.New(t, "openai", func(w http.ResponseWriter, r *http.Request, c aitest.Call) {
-		time.Sleep(20 * time.Millisecond) // keep requests in flight when the shutdown starts
+		if n := received.Add(1); n >= load {
+			if n == load {
+				close(loaded)
+			}
+			<-shuttingDown
+		}
 		aitest.OK("")(w, r, c)
 	})
+	t.Cleanup(release) // before the fake closes, which waits for the calls it holds
 	dir := t.TempDir()
 	env := testEnv("APP_AI_OPENAI_API_KEY", "sk-test", "APP_AI_OPENAI_BASE_URL", fake.BaseURL(), "APP_RATELIMIT_LIMIT", "1000000")
 	s := startServe(t, dir, env)
@@ -71,12 +84,16 @@ func TestServe_ShutdownUnderLoadLosesNoRecord(t *testing.T) {
 			}
 		}()
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(fake.Calls()) < 100; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			close(stop)
-			t.Fatalf("the provider received %d calls in 30s; %d answered 200", len(fake.Calls()), answered.Load())
-		}
+	select {
+	case <-loaded:
+	case <-time.After(30 * time.Second):
+		close(stop)
+		t.Fatalf("the provider received %d calls in 30s; %d answered 200", len(fake.Calls()), answered.Load())
 	}
+	go func() {
+		<-s.logs.logged("shutting down")
+		release()
+	}()
 	if code := s.stop(t); code != 0 { // SIGTERM's path: cancel, Shutdown, close services
 		t.Fatalf("serve exit %d: %s", code, s.logs.String())
 	}

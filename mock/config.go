@@ -8,11 +8,10 @@ import (
 	"time"
 )
 
-// Config configures an [Interceptor] (the TypeScript mock library's GlobalInterceptorConfig).
-// Start from [DefaultConfig]: the zero value of a bool field is false, while
-// several of the TypeScript mock library's boolean defaults are true. Zero-valued non-boolean
-// fields (ParameterPrefix, TTL, MaxCacheSize, Storage, Level) take their
-// defaults in [New].
+// Config configures an [Interceptor]. Start from [DefaultConfig]: the zero value of a
+// bool field is false, while several boolean defaults are true (Enabled,
+// FallbackToNetwork, …). Zero-valued non-boolean fields (ParameterPrefix, TTL,
+// MaxCacheSize, Storage, Level) take their defaults in [New].
 type Config struct {
 	// Enabled turns interception on. A disabled interceptor passes every
 	// request to the network (RoundTripper) or the proxy target (Handler).
@@ -77,7 +76,7 @@ type LoggingConfig struct {
 // Storage names where the response cache keeps its entries.
 type Storage string
 
-// The four storages of the TypeScript mock library library.
+// The four storages of the response cache.
 const (
 	// StorageMemory keeps entries in process memory only.
 	StorageMemory Storage = "memory"
@@ -144,7 +143,8 @@ type RouteMatchingConfig struct {
 	SupportWildcards bool
 }
 
-// DefaultConfig returns the TypeScript mock library's defaults.
+// DefaultConfig returns the defaults: interception on, network fallback on, JSON default
+// headers, original headers kept when proxying, the default matcher and a disabled cache.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:                 true,
@@ -158,7 +158,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// DefaultPersistenceConfig returns the TypeScript mock library's cache defaults (disabled).
+// DefaultPersistenceConfig returns the cache defaults: disabled; when enabled, in
+// memory, at most 100 entries kept 5 minutes, expired ones swept.
 func DefaultPersistenceConfig() PersistenceConfig {
 	return PersistenceConfig{
 		TTL:          5 * time.Minute,
@@ -168,7 +169,8 @@ func DefaultPersistenceConfig() PersistenceConfig {
 	}
 }
 
-// DefaultRouteMatchingConfig returns the TypeScript mock library's matcher defaults.
+// DefaultRouteMatchingConfig returns the matcher defaults: URLs normalized, ":" before a
+// parameter, "*" a wildcard.
 func DefaultRouteMatchingConfig() RouteMatchingConfig {
 	return RouteMatchingConfig{NormalizeURLs: true, ParameterPrefix: ":", SupportWildcards: true}
 }

@@ -98,8 +98,8 @@ func (ic *Interceptor) update(f func(cfg *Config, defs Definitions) error) error
 	return nil
 }
 
-// Configure replaces the configuration and the definitions at once (the
-// TypeScript mock library's configureMockInterceptor). On error nothing changes.
+// Configure replaces the configuration and the definitions at once. On error
+// nothing changes.
 func (ic *Interceptor) Configure(cfg Config, defs Definitions) error {
 	return ic.update(func(c *Config, d Definitions) error {
 		*c = cfg.clone()
@@ -109,9 +109,8 @@ func (ic *Interceptor) Configure(cfg Config, defs Definitions) error {
 	})
 }
 
-// SetMocks replaces every definition with defs, atomically (the TypeScript mock library's
-// updateMocks). It returns an [*Error] with [CodeInvalidMockDefinition]
-// and changes nothing if defs is invalid.
+// SetMocks replaces every definition with defs, atomically. It returns an [*Error] with
+// [CodeInvalidMockDefinition] and changes nothing if defs is invalid.
 func (ic *Interceptor) SetMocks(defs Definitions) error {
 	return ic.update(func(_ *Config, d Definitions) error {
 		clear(d)
@@ -120,8 +119,8 @@ func (ic *Interceptor) SetMocks(defs Definitions) error {
 	})
 }
 
-// AddMocks adds defs, replacing definitions with the same route key (the
-// TypeScript mock library's addMocks). On error nothing changes.
+// AddMocks adds defs, replacing definitions with the same route key. On error
+// nothing changes.
 func (ic *Interceptor) AddMocks(defs Definitions) error {
 	return ic.update(func(_ *Config, d Definitions) error {
 		maps.Copy(d, defs)
@@ -134,8 +133,8 @@ func (ic *Interceptor) AddMock(route string, h Handler) error {
 	return ic.AddMocks(Definitions{route: h})
 }
 
-// RemoveMocks removes the definitions with the given route keys (the
-// TypeScript mock library's removeMocks); unknown keys are ignored.
+// RemoveMocks removes the definitions with the given route keys; unknown keys
+// are ignored.
 func (ic *Interceptor) RemoveMocks(routes ...string) {
 	_ = ic.update(func(_ *Config, d Definitions) error {
 		for _, r := range routes {
@@ -145,7 +144,7 @@ func (ic *Interceptor) RemoveMocks(routes ...string) {
 	})
 }
 
-// ClearMocks removes every definition (the TypeScript mock library's clearMocks).
+// ClearMocks removes every definition.
 func (ic *Interceptor) ClearMocks() {
 	_ = ic.update(func(_ *Config, d Definitions) error { clear(d); return nil })
 }
@@ -158,39 +157,35 @@ func (ic *Interceptor) Mocks() []string {
 // Definitions returns a copy of the registered definitions.
 func (ic *Interceptor) Definitions() Definitions { return ic.state.Load().t.definitions() }
 
-// SetEnabled turns interception on or off (the TypeScript mock library's setEnabled).
+// SetEnabled turns interception on or off.
 func (ic *Interceptor) SetEnabled(enabled bool) {
 	_ = ic.update(func(c *Config, _ Definitions) error { c.Enabled = enabled; return nil })
 }
 
-// Enabled reports whether interception is on (the TypeScript mock library's isEnabled and
-// getEnabled).
+// Enabled reports whether interception is on.
 func (ic *Interceptor) Enabled() bool { return ic.state.Load().cfg.Enabled }
 
-// SetDelay sets the delay of every mocked response (the TypeScript mock library's setDelay).
+// SetDelay sets the delay of every mocked response.
 func (ic *Interceptor) SetDelay(d Delay) {
 	_ = ic.update(func(c *Config, _ Definitions) error { c.Delay = d; return nil })
 }
 
-// Delay returns the configured delay (the TypeScript mock library's getDelay).
+// Delay returns the configured delay.
 func (ic *Interceptor) Delay() Delay { return ic.state.Load().cfg.Delay }
 
-// SetFallbackToNetwork turns network fallback on or off (the TypeScript mock library's
-// setFallbackToNetwork).
+// SetFallbackToNetwork turns network fallback on or off.
 func (ic *Interceptor) SetFallbackToNetwork(on bool) {
 	_ = ic.update(func(c *Config, _ Definitions) error { c.FallbackToNetwork = on; return nil })
 }
 
-// FallbackToNetwork reports whether network fallback is on (the TypeScript mock library's
-// getFallbackToNetwork).
+// FallbackToNetwork reports whether network fallback is on.
 func (ic *Interceptor) FallbackToNetwork() bool { return ic.state.Load().cfg.FallbackToNetwork }
 
-// Config returns a copy of the configuration (the TypeScript mock library's getConfig).
+// Config returns a copy of the configuration.
 func (ic *Interceptor) Config() Config { return ic.state.Load().cfg.clone() }
 
-// UpdateConfig changes part of the configuration (the TypeScript mock library's
-// updateConfig): f receives a copy to modify. The result is applied
-// atomically; if the definitions become invalid under a new matching
+// UpdateConfig changes part of the configuration: f receives a copy to modify. The
+// result is applied atomically; if the definitions become invalid under a new matching
 // configuration, it returns the error and nothing changes.
 func (ic *Interceptor) UpdateConfig(f func(*Config)) error {
 	return ic.update(func(c *Config, _ Definitions) error { f(c); return nil })

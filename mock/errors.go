@@ -8,7 +8,7 @@ import (
 // ErrorCode names the kind of failure carried by an [*Error].
 type ErrorCode string
 
-// The five error codes of the TypeScript mock library library.
+// The five error codes: every [*Error] carries one.
 const (
 	// CodeInvalidMockDefinition means a mock definition failed validation.
 	CodeInvalidMockDefinition ErrorCode = "INVALID_MOCK_DEFINITION"
@@ -32,7 +32,8 @@ var (
 	ErrPersistence           = &Error{Code: CodePersistence, Message: "cache storage failed"}
 )
 
-// Error is the error type of the package (the TypeScript mock library's MockInterceptorError).
+// Error is the error type of the package: a code, a message and, when a request
+// failed, the request's method, URL and route.
 // Use errors.As to get at its fields, or errors.Is with one of the
 // sentinels such as [ErrRouteMatchFailed] to test its code.
 type Error struct {

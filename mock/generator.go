@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// Generator produces realistic fake data (the TypeScript mock library's data generator). A
-// generator built with the same seed yields the same values in the same
-// order. It is safe for concurrent use (the order of values between
-// goroutines is then up to the scheduler).
+// Generator produces realistic fake data: numbers, strings, dates, names, e-mails,
+// phone numbers, addresses, users and products. A generator built with the same seed
+// yields the same values in the same order. It is safe for concurrent use (the order of
+// values between goroutines is then up to the scheduler).
 type Generator struct {
 	mu sync.Mutex
 	r  *rand.Rand
@@ -28,8 +28,8 @@ var (
 	defaultGen     *Generator
 )
 
-// DefaultGenerator returns the process-wide generator (the TypeScript mock library's
-// getInstance), seeded from the time of first use.
+// DefaultGenerator returns the process-wide generator, seeded from the time of
+// first use.
 func DefaultGenerator() *Generator {
 	defaultGenOnce.Do(func() { defaultGen = NewGenerator(uint64(time.Now().UnixNano())) })
 	return defaultGen
@@ -106,7 +106,7 @@ func (g *Generator) intn(n int) int {
 
 func pick[T any](g *Generator, s []T) T { return s[g.intn(len(s))] }
 
-// Int returns a uniform integer in [min, max] (the TypeScript mock library's generateInt).
+// Int returns a uniform integer in [min, max].
 // The bounds are swapped if min > max.
 func (g *Generator) Int(min, max int) int {
 	if min > max {
@@ -118,7 +118,7 @@ func (g *Generator) Int(min, max int) int {
 }
 
 // String returns n characters drawn from charset, or from [Alphanumeric]
-// when charset is empty (the TypeScript mock library's generateString).
+// when charset is empty.
 func (g *Generator) String(n int, charset string) string {
 	if charset == "" {
 		charset = Alphanumeric
@@ -133,17 +133,15 @@ func (g *Generator) String(n int, charset string) string {
 	return b.String()
 }
 
-// Bool returns true with probability p, clamped to [0, 1] (the TypeScript mock library's
-// generateBoolean; the TypeScript mock library's default is 0.5).
+// Bool returns true with probability p, clamped to [0, 1]; 0.5 gives a fair coin.
 func (g *Generator) Bool(p float64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.r.Float64() < p
 }
 
-// Date returns a time uniformly drawn from [start, end] (the TypeScript mock library's
-// generateDate). Zero start means one year before end; zero end means
-// now.
+// Date returns a time uniformly drawn from [start, end]. Zero start means one year
+// before end; zero end means now.
 func (g *Generator) Date(start, end time.Time) time.Time {
 	if end.IsZero() {
 		end = time.Now()
@@ -163,8 +161,7 @@ func (g *Generator) Date(start, end time.Time) time.Time {
 	return start.Add(time.Duration(g.r.Int64N(int64(span) + 1))).Truncate(time.Second)
 }
 
-// Phone returns a phone number such as "+1 (555) 123-4567" (the TypeScript mock library's
-// generatePhone).
+// Phone returns a phone number such as "+1 (555) 123-4567".
 func (g *Generator) Phone() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -212,7 +209,7 @@ func email(first, last string, n int, domain string) string {
 }
 
 // Address returns an address; the non-zero fields of override replace
-// the generated ones (the TypeScript mock library's generateAddress(overrides)).
+// the generated ones.
 func (g *Generator) Address(override Address) Address {
 	g.mu.Lock()
 	a := g.address()
@@ -233,7 +230,7 @@ func (g *Generator) address() Address {
 }
 
 // User returns a user; the non-zero fields of override replace the
-// generated ones (the TypeScript mock library's generateUser(overrides)).
+// generated ones.
 func (g *Generator) User(override User) User {
 	g.mu.Lock()
 	first, last := pick(g, firstNames), pick(g, lastNames)
@@ -259,7 +256,7 @@ func (g *Generator) User(override User) User {
 }
 
 // Product returns a product; the non-zero fields of override replace the
-// generated ones (the TypeScript mock library's generateProduct(overrides)). InStock follows
+// generated ones. InStock follows
 // Stock unless override sets Stock.
 func (g *Generator) Product(override Product) Product {
 	g.mu.Lock()
@@ -281,8 +278,8 @@ func (g *Generator) Product(override Product) Product {
 	return p
 }
 
-// Array returns count values made by gen, which receives the index (the
-// TypeScript mock library's generateArray).
+// Array returns count values made by gen, which receives the index (none when
+// count is not positive).
 func Array[T any](count int, gen func(i int) T) []T {
 	out := make([]T, max(count, 0))
 	for i := range out {
@@ -292,7 +289,7 @@ func Array[T any](count int, gen func(i int) T) []T {
 }
 
 // Pick returns a random element of items, or the zero value when items
-// is empty (the TypeScript mock library's pickRandom). g nil means [DefaultGenerator].
+// is empty. g nil means [DefaultGenerator].
 func Pick[T any](g *Generator, items []T) T {
 	var zero T
 	if len(items) == 0 {
@@ -306,13 +303,13 @@ func Pick[T any](g *Generator, items []T) T {
 	return items[g.intn(len(items))]
 }
 
-// FuncMap returns the generator's functions for text/template and
-// html/template: user, product, address, phone, name, email, uuid, int
-// (min max), string (n [charset]), bool (p), date (start end, RFC 3339
-// strings; "" for the defaults), pick (values...) and seq (n: 0..n-1, to range over).
+// FuncMap returns the generator's functions for text/template and html/template: user,
+// product, address, phone, name, email, uuid, int (min max), string (n [charset]), bool
+// (p), date (start end, RFC 3339 strings; "" for the defaults), pick (values...) and
+// seq (n: 0..n-1, to range over).
 //
-// The functions that take a count (seq, string) refuse one above [MaxTemplateCount] or below
-// zero with an error, which stops the template.
+// The functions that take a count (seq, string) refuse one above [MaxTemplateCount] or
+// below zero with an error, which stops the template.
 func (g *Generator) FuncMap() template.FuncMap {
 	return template.FuncMap{
 		"user":    func() User { return g.User(User{}) },
@@ -355,8 +352,8 @@ func (g *Generator) FuncMap() template.FuncMap {
 	}
 }
 
-// MaxTemplateCount is the largest count a template function (seq, string) accepts: a template
-// cannot make the process allocate without bound.
+// MaxTemplateCount is the largest count a template function (seq, string) accepts: a
+// template cannot make the process allocate without bound.
 const MaxTemplateCount = 10000
 
 // CountFuncs are the template functions whose first argument is a count bounded by

@@ -139,13 +139,12 @@ func Default() *Interceptor {
 	return defaultIC
 }
 
-// Stats returns a snapshot of the usage statistics (the TypeScript mock library's getStats).
+// Stats returns a snapshot of the usage statistics.
 func (ic *Interceptor) Stats() UsageStats {
 	return ic.stats.snapshot(ic.state.Load().cfg.Persistence.Enabled)
 }
 
-// ResetStats zeroes the statistics and the call counts (the TypeScript mock library's
-// resetStats).
+// ResetStats zeroes the statistics and the call counts.
 func (ic *Interceptor) ResetStats() { ic.stats.reset(ic.now()) }
 
 // Calls returns how many requests the route answered since the last

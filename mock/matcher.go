@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Matcher matches URLs against route patterns (the TypeScript mock library's route matcher).
+// Matcher matches URLs against route patterns ("GET /users/:id", "* /files/*").
 // It is safe for concurrent use.
 type Matcher struct {
 	cfg RouteMatchingConfig

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Middleware runs around mocked requests (the TypeScript mock library's MockMiddleware).
+// Middleware runs around mocked requests.
 // Middleware with a higher Priority runs earlier, for every hook; equal
 // priorities keep their order in Config.Middleware. A hook that returns an
 // error or panics fails the request with [CodeMiddleware].
@@ -64,8 +64,7 @@ type LoggingOptions struct {
 }
 
 // LoggingMiddleware returns middleware that logs every request, response
-// and failure (the TypeScript mock library's createLoggingMiddleware). Its priority is 1000,
-// so it runs first.
+// and failure. Its priority is 1000, so it runs first.
 func LoggingMiddleware(opts LoggingOptions) Middleware {
 	l := opts.Logger
 	if l == nil {
@@ -192,9 +191,9 @@ func isPreflight(method string, h http.Header) bool {
 
 // CORSMiddleware returns middleware that answers CORS preflight requests
 // (OPTIONS with Access-Control-Request-Method) with 204 and adds the CORS
-// headers to every response (the TypeScript mock library's createCorsMiddleware). A
-// preflight is answered only for a route that has a mock: register
-// "OPTIONS /path" or "* /path" routes, or use a catch-all "OPTIONS /*"; or
+// headers to every response. A preflight is answered only for a route that
+// has a mock: register "OPTIONS /path" or "* /path" routes, or use a
+// catch-all "OPTIONS /*"; or
 // put [CORSHandler] in front of the whole server. Priority 900.
 func CORSMiddleware(opts CORSOptions) Middleware {
 	p := newCORSPolicy(opts)
@@ -262,9 +261,8 @@ func cloneHeaders(h map[string]string) map[string]string {
 	return out
 }
 
-// DelayMiddleware returns middleware that waits d before each handler runs
-// (the TypeScript mock library's createDelayMiddleware), in addition to the configured
-// delay. The wait ends early when the request's context is done.
+// DelayMiddleware returns middleware that waits d before each handler runs, in addition
+// to the configured delay. The wait ends early when the request's context is done.
 // Priority 100.
 func DelayMiddleware(d Delay) Middleware {
 	return Middleware{
@@ -294,8 +292,8 @@ type AuthOptions struct {
 
 // AuthMiddleware returns middleware that answers 401 with
 // {"statusCode":401,"message":"Unauthorized","error":"Unauthorized"} when
-// the bearer token (or the configured header) is missing or not accepted
-// (the TypeScript mock library's createAuthMiddleware). CORS preflight requests pass.
+// the bearer token (or the configured header) is missing or not accepted.
+// CORS preflight requests (OPTIONS with Access-Control-Request-Method) pass.
 // Priority 800.
 func AuthMiddleware(opts AuthOptions) Middleware {
 	if opts.Header == "" {
@@ -364,8 +362,7 @@ type RateLimitOptions struct {
 // RateLimitMiddleware returns middleware that answers 429 with
 // {"statusCode":429,"message":"Too Many Requests","error":"ThrottlerException"}
 // and a Retry-After header once a key exceeds Limit requests in the
-// current window (the TypeScript mock library's createRateLimitMiddleware). Its memory is
-// bounded by MaxKeys. Priority 700.
+// current window. Its memory is bounded by MaxKeys. Priority 700.
 func RateLimitMiddleware(opts RateLimitOptions) Middleware {
 	if opts.Limit <= 0 {
 		opts.Limit = 100

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/acme/app/internal/suggest"
 )
 
 // lookup is the outcome of routing one request.
@@ -117,34 +119,8 @@ func closestRoutes(keys []string, want string, n int) []string {
 }
 
 // EditDistance is the Levenshtein distance of a and b, counted in bytes over at most their
-// first 128 bytes (enough to rank route keys and suggest field names). It is the one edit
-// distance of the module: the mock file reader, the WireMock loader, the configuration's key
-// suggestions and the CLI's command suggestions use it.
-func EditDistance(a, b string) int {
-	if len(a) > 128 {
-		a = a[:128]
-	}
-	if len(b) > 128 {
-		b = b[:128]
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// first 128 bytes (enough to rank route keys and suggest field names).
+func EditDistance(a, b string) int { return suggest.Distance(a, b) }
 
 // Explain reports which route would answer method and rawURL (absolute or
 // a path), without running anything or counting it in the stats.

@@ -21,9 +21,9 @@ const (
 // bounds in [UsageStats].
 const OtherKey = "(other)"
 
-// UsageStats is a snapshot of the interceptor's usage (the TypeScript mock library's
-// MockUsageStats). Its JSON form uses the TypeScript mock library's field names, with
-// durations in milliseconds and LastReset in Unix milliseconds.
+// UsageStats is a snapshot of the interceptor's usage. Its JSON form has camelCase field
+// names (totalRequests, requestsByRoute, …), durations in milliseconds and LastReset in
+// Unix milliseconds.
 type UsageStats struct {
 	// TotalRequests counts every request that reached the route lookup.
 	TotalRequests int64
@@ -64,7 +64,8 @@ func (r RouteUsage) MarshalJSON() ([]byte, error) {
 	}{r.Route, r.Count, ms(r.AverageTime)})
 }
 
-// MarshalJSON encodes the stats with the TypeScript mock library's field names.
+// MarshalJSON encodes the stats with camelCase field names, durations in milliseconds and
+// LastReset in Unix milliseconds.
 func (s UsageStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		TotalRequests       int64            `json:"totalRequests"`

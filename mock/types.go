@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// HTTP status codes named by the TypeScript mock library library. They equal the net/http
+// HTTP status codes that mocks answer most, named for short. They equal the net/http
 // constants of the same meaning.
 const (
 	StatusOK                  = http.StatusOK                  // 200
@@ -23,7 +23,8 @@ const (
 	StatusInternalServerError = http.StatusInternalServerError // 500
 )
 
-// Request is the request a [Handler] sees (the TypeScript mock library's MockRequest).
+// Request is the request a [Handler] sees: the matched route, its parameters, the query,
+// the headers and the decoded body.
 // Handlers and middleware must treat Header and Query as read-only unless
 // they own the request.
 type Request struct {
@@ -59,7 +60,7 @@ type Request struct {
 // Param returns the path parameter name, or "" if there is none.
 func (r *Request) Param(name string) string { return r.Params[name] }
 
-// Response is what a [Handler] answers (the TypeScript mock library's MockResponse).
+// Response is what a [Handler] answers.
 type Response struct {
 	// Status is the HTTP status code; 0 means 200.
 	Status int
@@ -77,16 +78,14 @@ type Response struct {
 	StatusText string
 }
 
-// Handler answers a mocked request (the TypeScript mock library's MockHandler). A handler that
-// answers later blocks until its answer is ready and returns early with
-// ctx.Err() when ctx is done. A returned error, or a panic, surfaces as
-// [CodeHandlerExecution].
+// Handler answers a mocked request. A handler that answers later blocks until its
+// answer is ready and returns early with ctx.Err() when ctx is done. A returned error,
+// or a panic, surfaces as [CodeHandlerExecution].
 type Handler func(ctx context.Context, req *Request) (*Response, error)
 
-// Definitions maps route keys to handlers (the TypeScript mock library's MockDefinition). A
-// route key is a method, a space and a path pattern: "GET /users/:id",
-// "POST /orders", "* /health" (any method), "GET /files/*" (trailing
-// wildcard).
+// Definitions maps route keys to handlers. A route key is a method, a space and a path
+// pattern: "GET /users/:id", "POST /orders", "* /health" (any method), "GET /files/*"
+// (trailing wildcard).
 type Definitions map[string]Handler
 
 // JSON returns a handler that always answers status with data encoded as
@@ -115,8 +114,8 @@ func Fail(err error) Handler {
 var errChanClosed = errors.New("response channel closed without a response")
 
 // FromChan adapts a handler that delivers its response later on a channel
-// (the TypeScript mock library's promise and observable handlers). The first value received
-// is the answer; a channel closed without a value is a handler error, and
+// (a result computed in another goroutine, a stream of updates). The first value
+// received is the answer; a channel closed without a value is a handler error, and
 // a done ctx ends the wait with ctx.Err().
 func FromChan(h func(ctx context.Context, req *Request) <-chan *Response) Handler {
 	return func(ctx context.Context, req *Request) (*Response, error) {
@@ -134,7 +133,7 @@ func FromChan(h func(ctx context.Context, req *Request) <-chan *Response) Handle
 }
 
 // Delay is a response delay: fixed when Max is not above Min, otherwise
-// uniform in [Min, Max] (the TypeScript mock library's number or [min, max] pair).
+// uniform in [Min, Max].
 type Delay struct {
 	Min, Max time.Duration
 }

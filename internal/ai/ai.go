@@ -139,7 +139,7 @@ type Service struct {
 	maxTok  int
 	now     func() time.Time
 
-	noTemperature syncMap[modelKey, bool] // models that refuse a non-default temperature
+	noTemperature *modelCache[bool] // models that refuse a non-default temperature
 }
 
 // NewTransport returns the HTTP transport for provider calls: net/http's, with HTTP/2 where
@@ -183,6 +183,7 @@ func New(opts Options) *Service {
 		cfg: opts.Providers, timeout: opts.Timeout, idle: opts.StreamIdleTimeout, prices: opts.Prices,
 		rec: opts.Recorder, budget: opts.Budget, obs: opts.Observer, log: opts.Logger, retries: opts.MaxRetries, base: opts.RetryBase,
 		cap: opts.RetryCap, maxTok: opts.DefaultMaxTok, now: opts.Now,
+		noTemperature: newModelCache[bool](),
 	}
 	if s.timeout <= 0 {
 		s.timeout = 60 * time.Second
@@ -297,7 +298,7 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if in.MaxTokens != nil {
 		c.maxTokens = *in.MaxTokens
 	}
-	_, refuses := s.noTemperature.get(modelKey{providerName, c.model})
+	_, refuses := s.noTemperature.Get(modelKey{providerName, c.model})
 	c.sendTemperature = !refuses
 	id := RequestIDFor(in.RequestID)
 
@@ -476,7 +477,7 @@ func (s *Service) retry(parent, ctx context.Context, deadline time.Time, ep *end
 		}
 		if uerr.dropParam == "temperature" && c.sendTemperature {
 			// The model only takes its default temperature: remember it and resend at once.
-			s.noTemperature.add(modelKey{ep.spec.name, c.model}, true)
+			s.noTemperature.Add(modelKey{ep.spec.name, c.model}, true)
 			s.log.Info("ai: model refuses a non-default temperature; it is no longer sent", "provider", ep.spec.name, "model", c.model)
 			c.sendTemperature = false
 			continue

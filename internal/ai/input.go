@@ -1,16 +1,15 @@
 package ai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/validate"
 )
 
 // Message is one chat message of a request.
@@ -88,61 +87,63 @@ func (in *ChatInput) decodeFields(data []byte) error {
 		return err
 	}
 	*in = ChatInput{decoded: true}
-	isNull := func(raw json.RawMessage) bool { return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
-	if raw := fields["messages"]; isNull(raw) {
-		in.problems.add("messages", "messages should not be empty", "messages must be an array")
+	if raw := fields["messages"]; validate.IsNull(raw) {
+		in.problems.add("messages", validate.NotEmpty("messages"), validate.IsArray("messages"))
 	} else {
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			in.problems.add("messages", "messages should not be empty", "messages must be an array")
+			in.problems.add("messages", validate.NotEmpty("messages"), validate.IsArray("messages"))
 		} else {
 			in.Messages = make([]Message, len(items))
 			for i, item := range items {
 				var m map[string]json.RawMessage
 				if err := json.Unmarshal(item, &m); err != nil || m == nil {
-					in.problems.add(fmt.Sprintf("messages.%d", i), "each value in nested property messages must be either object or array")
+					in.problems.add(fmt.Sprintf("messages.%d", i), validate.EachNested("messages"))
 					continue
 				}
 				// A role of the wrong type is reported by the role rule (it is in no list).
 				if err := json.Unmarshal(m["role"], &in.Messages[i].Role); err != nil {
-					in.Messages[i].Role = "\x00"
+					in.Messages[i].Role = validate.Reported
 				}
-				at := fmt.Sprintf("messages.%d.content", i)
-				if c := m["content"]; isNull(c) {
-					in.problems.add(at, at+" should not be empty", at+" must be a string")
-				} else if err := json.Unmarshal(c, &in.Messages[i].Content); err != nil {
-					in.problems.add(at, at+" must be a string")
-					in.Messages[i].Content = "\x00" // not empty: one message is enough
+				content := fmt.Sprintf("messages.%d.content", i)
+				if c := m["content"]; validate.IsNull(c) {
+					in.problems.add(content, validate.NotEmpty(content), validate.IsString(content))
+				} else if s, ok := validate.String(c); !ok {
+					in.problems.add(content, validate.IsString(content))
+					in.Messages[i].Content = validate.Reported // not empty: one message is enough
+				} else {
+					in.Messages[i].Content = s
 				}
 			}
 		}
 	}
-	if raw := fields["model"]; !isNull(raw) {
-		if err := json.Unmarshal(raw, &in.Model); err != nil {
-			in.problems.add("model", "model must be a string")
-			in.Model = ""
-		} else if !modelPattern.MatchString(in.Model) {
-			in.problems.add("model", "model must match "+modelPattern.String()+" regular expression")
+	if raw := fields["model"]; !validate.IsNull(raw) {
+		if model, ok := validate.String(raw); !ok {
+			in.problems.add("model", validate.IsString("model"))
+		} else {
+			in.Model = model
+			if !modelPattern.MatchString(model) {
+				in.problems.add("model", validate.Matches("model", modelPattern))
+			}
 		}
 	}
-	if raw := fields["temperature"]; !isNull(raw) {
+	if raw := fields["temperature"]; !validate.IsNull(raw) {
 		var t float64
 		if err := json.Unmarshal(raw, &t); err != nil || math.IsNaN(t) || math.IsInf(t, 0) {
-			in.problems.add("temperature", "temperature must be a number conforming to the specified constraints")
+			in.problems.add("temperature", validate.IsNumber("temperature"))
 		} else {
 			in.Temperature = &t
 		}
 	}
-	if raw := fields["stream"]; !isNull(raw) {
+	if raw := fields["stream"]; !validate.IsNull(raw) {
 		if err := json.Unmarshal(raw, &in.Stream); err != nil {
-			in.problems.add("stream", "stream must be a boolean value")
+			in.problems.add("stream", validate.IsBoolean("stream"))
 		}
 	}
-	if raw := fields["maxTokens"]; !isNull(raw) {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			in.problems.add("maxTokens", "maxTokens must be an integer number")
+	if raw := fields["maxTokens"]; !validate.IsNull(raw) {
+		if f, ok := validate.Integer(raw); !ok || math.Abs(f) > 1<<53 {
+			in.problems.add("maxTokens", validate.IsInt("maxTokens"))
 		} else {
 			n := int(f)
 			in.MaxTokens = &n
@@ -157,36 +158,36 @@ func (in *ChatInput) validate(s *spec) error {
 	p := problems{msgs: slices.Clone(in.problems.msgs), param: in.problems.param}
 	switch {
 	case in.Messages == nil && !in.decoded:
-		p.add("messages", "messages should not be empty", "messages must be an array")
+		p.add("messages", validate.NotEmpty("messages"), validate.IsArray("messages"))
 	case in.Messages != nil && len(in.Messages) == 0:
-		p.add("messages", "messages should not be empty")
+		p.add("messages", validate.NotEmpty("messages"))
 	}
 	for i, m := range in.Messages {
 		if !slices.Contains(s.roles, m.Role) && (m.Role != "system" || !in.SystemAllowed) {
 			at := fmt.Sprintf("messages.%d.role", i)
-			p.add(at, at+" must be one of the following values: "+strings.Join(s.roles, ", "))
+			p.add(at, validate.IsIn(at, s.roles))
 		}
 		if m.Content == "" {
 			at := fmt.Sprintf("messages.%d.content", i)
 			if !slices.ContainsFunc(in.problems.msgs, func(msg string) bool { return strings.HasPrefix(msg, at) }) {
-				p.add(at, at+" should not be empty")
+				p.add(at, validate.NotEmpty(at))
 			}
 		}
 	}
 	if t := in.Temperature; t != nil {
 		if *t < 0 {
-			p.add("temperature", "temperature must not be less than 0")
+			p.add("temperature", validate.Min("temperature", 0.0))
 		}
 		if *t > s.maxTemperature {
-			p.add("temperature", "temperature must not be greater than "+strconv.FormatFloat(s.maxTemperature, 'f', -1, 64))
+			p.add("temperature", validate.Max("temperature", s.maxTemperature))
 		}
 	}
 	if n := in.MaxTokens; n != nil {
 		if *n < 1 {
-			p.add("maxTokens", "maxTokens must not be less than 1")
+			p.add("maxTokens", validate.Min("maxTokens", 1))
 		}
 		if *n > MaxTokensLimit {
-			p.add("maxTokens", fmt.Sprintf("maxTokens must not be greater than %d", MaxTokensLimit))
+			p.add("maxTokens", validate.Max("maxTokens", MaxTokensLimit))
 		}
 	}
 	return p.err()

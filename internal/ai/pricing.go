@@ -46,7 +46,7 @@ type Prices struct {
 	entries map[string]Price
 	log     *slog.Logger
 
-	cache syncMap[modelKey, lookup] // max: maxPriceCache, set by LoadPrices
+	cache *modelCache[lookup] // the lookups of the models last priced
 }
 
 type lookup struct {
@@ -55,8 +55,6 @@ type lookup struct {
 	ok    bool
 }
 
-const maxPriceCache = 4096
-
 var tierField = regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost)_above_(\d+)k_tokens$`)
 
 // LoadPrices returns the embedded table, with the entries of file (if not empty) laid over it.
@@ -64,8 +62,7 @@ func LoadPrices(file string, log *slog.Logger) (*Prices, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Prices{entries: map[string]Price{}, log: log}
-	p.cache.max = maxPriceCache
+	p := &Prices{entries: map[string]Price{}, log: log, cache: newModelCache[lookup]()}
 	if err := p.add(embeddedPrices); err != nil {
 		return nil, fmt.Errorf("ai: embedded price table: %w", err)
 	}
@@ -153,14 +150,16 @@ var snapshotSuffix = regexp.MustCompile(`(-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{3}|-late
 
 // Lookup returns the table entry for a provider's model: the exact name, the provider-prefixed
 // name (LiteLLM's "gemini/…"), then the family of a dated snapshot
-// (gpt-4o-mini-2024-07-18 → gpt-4o-mini).
+// (gpt-4o-mini-2024-07-18 → gpt-4o-mini). A model without a price is logged when it enters
+// the cache of the models last looked up.
 func (p *Prices) Lookup(provider, model string) (string, Price, bool) {
 	k := modelKey{provider, model}
-	if l, ok := p.cache.get(k); ok {
+	if l, ok := p.cache.Get(k); ok {
 		return l.key, l.price, l.ok
 	}
 	l := p.find(provider, model)
-	if p.cache.add(k, l) && !l.ok {
+	p.cache.Add(k, l)
+	if !l.ok {
 		p.log.Warn("ai: no price for model: its cost is 0; add it to ai.pricing_file", "provider", provider, "model", model)
 	}
 	return l.key, l.price, l.ok

@@ -1,6 +1,7 @@
 package ai
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,5 +62,44 @@ func TestPrices_TiersAndOverride(t *testing.T) {
 	}
 	if _, err := LoadPrices(filepath.Join(t.TempDir(), "missing.json"), nil); err == nil {
 		t.Error("a missing pricing file is not an error")
+	}
+}
+
+// Ensure made-up model names cannot stop the price cache from caching real models: once more
+// names than the cache holds have been looked up, a model in use is still cached, the
+// made-up names looked up longest ago are gone, and a real model seen for the first time is
+// cached.
+func TestPrices_CacheKeepsRealModels(t *testing.T) {
+	t.Parallel()
+	p, err := LoadPrices("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inUse := modelKey{"openai", "gpt-4o-mini"}
+	for i := range 2 * maxModels {
+		if i%100 == 0 {
+			if _, _, ok := p.Lookup(inUse.provider, inUse.model); !ok {
+				t.Fatalf("%s has no price", inUse.model)
+			}
+		}
+		if _, _, ok := p.Lookup("openai", fmt.Sprintf("made-up-%d", i)); ok {
+			t.Fatalf("made-up-%d has a price", i)
+		}
+	}
+	if !p.cache.Contains(inUse) {
+		t.Errorf("%v, in use, was evicted by made-up names", inUse)
+	}
+	if p.cache.Contains(modelKey{"openai", "made-up-0"}) {
+		t.Error("the first made-up name is still cached after 2×maxModels others")
+	}
+	if n := p.cache.Len(); n != maxModels {
+		t.Errorf("the cache holds %d entries, want its bound %d", n, maxModels)
+	}
+	late := modelKey{"anthropic", "claude-haiku-4-5"}
+	if key, _, ok := p.Lookup(late.provider, late.model); !ok || key != "claude-haiku-4-5" {
+		t.Fatalf("Lookup(%v) = %q, %v", late, key, ok)
+	}
+	if !p.cache.Contains(late) {
+		t.Errorf("%v, looked up after the made-up names, was not cached", late)
 	}
 }

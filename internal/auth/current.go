@@ -3,9 +3,10 @@ package auth
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
 	"go.mongodb.org/mongo-driver/mongo"
@@ -19,7 +20,7 @@ import (
 // the change.
 const CallerCacheTTL = 30 * time.Second
 
-// maxCachedCallers bounds the cache; past it, an arbitrary entry is forgotten.
+// maxCachedCallers bounds the cache; past it, the user read longest ago is forgotten.
 const maxCachedCallers = 100_000
 
 // Current returns the caller with the user id of a verified token as the user is stored now
@@ -58,16 +59,13 @@ func (s *Service) Current(ctx context.Context, userID string) (Caller, error) {
 // SetCallerTTL shortens how long a caller's state is reused (0: read on every request); it
 // never lengthens it past CallerCacheTTL. Call it before serving.
 func (s *Service) SetCallerTTL(d time.Duration) {
-	s.callers.mu.Lock()
-	defer s.callers.mu.Unlock()
-	s.callers.ttl = min(max(d, 0), CallerCacheTTL)
+	s.callers.ttl.Store(int64(min(max(d, 0), CallerCacheTTL)))
 }
 
 // callerCache maps user ids to their state when last read (found false: no such user).
 type callerCache struct {
-	ttl time.Duration
-	mu  sync.RWMutex
-	m   map[string]cachedCaller
+	ttl atomic.Int64 // a time.Duration: how long an entry is reused, at most CallerCacheTTL
+	lru *expirable.LRU[string, cachedCaller]
 }
 
 type cachedCaller struct {
@@ -76,38 +74,26 @@ type cachedCaller struct {
 	at     time.Time
 }
 
+// init makes the cache, entries reused for ttl. An entry also leaves the cache
+// CallerCacheTTL after it was read by the clock of the process (the service's clock may be
+// another, in tests), or when maxCachedCallers users were read since.
 func (c *callerCache) init(ttl time.Duration) {
-	c.ttl = ttl
-	c.m = make(map[string]cachedCaller)
+	c.ttl.Store(int64(ttl))
+	c.lru = expirable.NewLRU[string, cachedCaller](maxCachedCallers, nil, CallerCacheTTL)
 }
 
 // get returns the entry for id if it is younger than the TTL (ok false otherwise).
 func (c *callerCache) get(id string, now time.Time) (Caller, bool, bool) {
-	c.mu.RLock()
-	e, ok := c.m[id]
-	ttl := c.ttl
-	c.mu.RUnlock()
-	if !ok || now.Sub(e.at) >= ttl || now.Before(e.at) {
+	e, ok := c.lru.Get(id)
+	if ttl := time.Duration(c.ttl.Load()); !ok || now.Sub(e.at) >= ttl || now.Before(e.at) {
 		return Caller{}, false, false
 	}
 	return e.caller, e.found, true
 }
 
 func (c *callerCache) put(id string, caller Caller, found bool, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[id]; !ok && len(c.m) >= maxCachedCallers {
-		for k := range c.m {
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[id] = cachedCaller{caller: caller, found: found, at: now}
+	c.lru.Add(id, cachedCaller{caller: caller, found: found, at: now})
 }
 
 // forget drops id, so that this process sees a change it made at once.
-func (c *callerCache) forget(id string) {
-	c.mu.Lock()
-	delete(c.m, id)
-	c.mu.Unlock()
-}
+func (c *callerCache) forget(id string) { c.lru.Remove(id) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/validate"
 )
 
 // UsersCollection is the collection this package owns.
@@ -157,7 +158,7 @@ func (s *Service) Register(ctx context.Context, in RegisterInput) (*AuthResult, 
 	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), s.cost)
 	if err != nil {
 		if errors.Is(err, bcrypt.ErrPasswordTooLong) {
-			return nil, apperr.Validation("password must be shorter than or equal to 72 characters")
+			return nil, apperr.Validation(validate.MaxLength("password", maxPasswordBytes))
 		}
 		return nil, fmt.Errorf("auth: hash password: %w", err)
 	}
@@ -255,7 +256,7 @@ func (s *Service) Revoke(ctx context.Context, email, role string) (*UserView, er
 
 func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*UserView, error) {
 	if role == "" {
-		return nil, apperr.E(apperr.Invalid, "role should not be empty")
+		return nil, apperr.E(apperr.Invalid, validate.NotEmpty("role"))
 	}
 	u, err := s.knownEmail(ctx, email)
 	if err != nil {

@@ -371,6 +371,42 @@ func TestTokens_CacheHonoursExpiry(t *testing.T) {
 	}
 }
 
+// Ensure the verified-token cache keeps the tokens in use: after maxVerified other tokens were
+// verified, a token used all along is still answered from the cache (it verifies even once the
+// secret has changed), and the first of the others was forgotten (it no longer does).
+func TestTokens_CacheKeepsTokensInUse(t *testing.T) {
+	t.Parallel()
+	tok := NewTokens(testSecret, time.Hour)
+	verify := func(c Caller) string {
+		t.Helper()
+		s, err := tok.Issue(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tok.Verify(s); err != nil {
+			t.Fatalf("verify %s: %v", c.ID, err)
+		}
+		return s
+	}
+	inUse := verify(Caller{ID: "in-use"})
+	first := verify(Caller{ID: "other-0"})
+	for i := 1; i <= maxVerified; i++ {
+		verify(Caller{ID: fmt.Sprintf("other-%d", i)})
+		if i%1000 == 0 {
+			if _, err := tok.Verify(inUse); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tok.secret = []byte("another secret, another MAC: only cached tokens pass")
+	if c, err := tok.Verify(inUse); err != nil || c.ID != "in-use" {
+		t.Errorf("token in use: %+v, %v; want it answered from the cache", c, err)
+	}
+	if _, err := tok.Verify(first); !errors.Is(err, ErrInvalidToken) {
+		t.Errorf("first of %d other tokens: err = %v, want it forgotten (ErrInvalidToken)", maxVerified, err)
+	}
+}
+
 // Ensure Current answers the stored user's roles, not the token's, and that a deletion or a
 // role change applies once the cache entry is CallerCacheTTL old (never later).
 func TestCurrent_FollowsTheAccount(t *testing.T) {

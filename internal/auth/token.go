@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 )
 
 // Caller is the authenticated user a request acts for, as carried by its access token.
@@ -37,10 +37,10 @@ type Tokens struct {
 	now    func() time.Time
 	parser *jwt.Parser
 
-	// verified remembers tokens that passed a full check, by their exact text, so that a
-	// client's repeated requests skip the parse and MAC; expiry is still checked every time.
-	mu       sync.RWMutex
-	verified map[string]verifiedToken
+	// verified remembers the maxVerified tokens last used that passed a full check, by their
+	// exact text, so that a client's repeated requests skip the parse and MAC; expiry is
+	// still checked every time.
+	verified *expirable.LRU[string, verifiedToken]
 }
 
 type verifiedToken struct {
@@ -48,12 +48,14 @@ type verifiedToken struct {
 	exp    time.Time
 }
 
-// maxVerified bounds the verified-token cache.
+// maxVerified bounds the verified-token cache; past it, the token used longest ago goes.
 const maxVerified = 10_000
 
 // NewTokens returns a token issuer/verifier with the given secret and lifetime.
 func NewTokens(secret []byte, ttl time.Duration) *Tokens {
-	t := &Tokens{secret: secret, ttl: ttl, now: time.Now, verified: make(map[string]verifiedToken)}
+	// A verified token is forgotten at the latest a token lifetime after its last use (0: no
+	// lifetime), so that the cache does not keep expired tokens until they are crowded out.
+	t := &Tokens{secret: secret, ttl: ttl, now: time.Now, verified: expirable.NewLRU[string, verifiedToken](maxVerified, nil, max(ttl, 0))}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
@@ -90,16 +92,11 @@ func (t *Tokens) Issue(c Caller) (string, error) {
 // its caller. Every failure is ErrInvalidToken.
 func (t *Tokens) Verify(token string) (Caller, error) {
 	now := t.now()
-	t.mu.RLock()
-	v, ok := t.verified[token]
-	t.mu.RUnlock()
-	if ok {
+	if v, ok := t.verified.Get(token); ok {
 		if now.Before(v.exp) {
 			return v.caller, nil
 		}
-		t.mu.Lock()
-		delete(t.verified, token)
-		t.mu.Unlock()
+		t.verified.Remove(token)
 		return Caller{}, ErrInvalidToken
 	}
 	var c claims
@@ -108,14 +105,6 @@ func (t *Tokens) Verify(token string) (Caller, error) {
 		return Caller{}, ErrInvalidToken
 	}
 	caller := Caller{ID: c.Subject, Email: c.Email, Roles: c.Roles}
-	t.mu.Lock()
-	if len(t.verified) >= maxVerified {
-		for k := range t.verified { // full: forget an arbitrary entry
-			delete(t.verified, k)
-			break
-		}
-	}
-	t.verified[token] = verifiedToken{caller: caller, exp: c.ExpiresAt.Time}
-	t.mu.Unlock()
+	t.verified.Add(token, verifiedToken{caller: caller, exp: c.ExpiresAt.Time})
 	return caller, nil
 }

@@ -4,44 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acme/app/internal/validate"
 )
-
-// field is one JSON property of a request body: absent, null, a string, or another type.
-type field struct {
-	present  bool
-	isString bool
-	isNull   bool
-	str      string
-}
-
-func getField(fields map[string]json.RawMessage, name string) field {
-	raw, ok := fields[name] // exact, case-sensitive, as in JSON
-	if !ok {
-		return field{}
-	}
-	f := field{present: true}
-	if strings.TrimSpace(string(raw)) == "null" {
-		f.isNull = true
-		return f
-	}
-	if err := json.Unmarshal(raw, &f.str); err == nil {
-		f.isString = true
-	}
-	return f
-}
-
-// nonEmptyString applies @IsString() @IsNotEmpty() to the field named name, in the order
-// class-validator reports them (bottom-to-top): absent, null and "" are empty.
-func (f field) nonEmptyString(name string) []string {
-	var msgs []string
-	if !f.present || f.isNull || (f.isString && f.str == "") {
-		msgs = append(msgs, name+" should not be empty")
-	}
-	if !f.isString {
-		msgs = append(msgs, name+" must be a string")
-	}
-	return msgs
-}
 
 // length counts characters as class-validator does: runes, not counting variation selectors.
 func length(s string) int {
@@ -141,39 +106,46 @@ type LoginInput struct {
 	Password string
 }
 
-// maxPasswordBytes is bcrypt's input limit: longer passwords are refused, never truncated.
-const maxPasswordBytes = 72
+// Bounds of a password: maxPasswordBytes is bcrypt's input limit (longer passwords are
+// refused, never truncated).
+const (
+	minPasswordLength = 6
+	maxPasswordBytes  = 72
+)
 
 // ParseRegister checks a register body field by field and returns every failure in
 // class-validator's wording, properties in declaration order, each property's rules
 // bottom-to-top as class-validator runs them.
 func ParseRegister(fields map[string]json.RawMessage) (RegisterInput, []string) {
 	var msgs []string
-	email, password, name := getField(fields, "email"), getField(fields, "password"), getField(fields, "name")
-	in := RegisterInput{Email: strings.TrimSpace(email.str), Password: password.str, Name: name.str}
-	if !email.isString || !IsEmail(in.Email) {
-		msgs = append(msgs, "email must be an email")
+	email, emailOK := validate.String(fields["email"])
+	password, passwordOK := validate.String(fields["password"])
+	in := RegisterInput{Email: strings.TrimSpace(email), Password: password}
+	if !emailOK || !IsEmail(in.Email) {
+		msgs = append(msgs, validate.IsEmail("email"))
 	}
 	switch {
-	case !password.isString:
-		msgs = append(msgs, "password must be longer than or equal to 6 characters", "password must be a string")
-	case length(in.Password) < 6:
-		msgs = append(msgs, "password must be longer than or equal to 6 characters")
+	case !passwordOK:
+		msgs = append(msgs, validate.MinLength("password", minPasswordLength), validate.IsString("password"))
+	case length(in.Password) < minPasswordLength:
+		msgs = append(msgs, validate.MinLength("password", minPasswordLength))
 	case len(in.Password) > maxPasswordBytes:
-		msgs = append(msgs, "password must be shorter than or equal to 72 characters")
+		msgs = append(msgs, validate.MaxLength("password", maxPasswordBytes))
 	}
-	msgs = append(msgs, name.nonEmptyString("name")...)
-	return in, msgs
+	var nameMsgs []string
+	in.Name, nameMsgs = validate.RequiredString("name", fields["name"])
+	return in, append(msgs, nameMsgs...)
 }
 
 // ParseLogin checks a login body as ParseRegister does.
 func ParseLogin(fields map[string]json.RawMessage) (LoginInput, []string) {
 	var msgs []string
-	email, password := getField(fields, "email"), getField(fields, "password")
-	in := LoginInput{Email: strings.TrimSpace(email.str), Password: password.str}
-	if !email.isString || !IsEmail(in.Email) {
-		msgs = append(msgs, "email must be an email")
+	email, emailOK := validate.String(fields["email"])
+	in := LoginInput{Email: strings.TrimSpace(email)}
+	if !emailOK || !IsEmail(in.Email) {
+		msgs = append(msgs, validate.IsEmail("email"))
 	}
-	msgs = append(msgs, password.nonEmptyString("password")...)
-	return in, msgs
+	var passwordMsgs []string
+	in.Password, passwordMsgs = validate.RequiredString("password", fields["password"])
+	return in, append(msgs, passwordMsgs...)
 }

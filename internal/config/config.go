@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
-	"github.com/acme/app/mock"
+	"github.com/acme/app/internal/suggest"
 )
 
 // Config is the typed configuration shared by every command.
@@ -289,7 +289,7 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 func checkFileKeys(fileKeys []string, file string) error {
 	for _, name := range fileKeys {
 		if _, ok := lookup(name); !ok {
-			return &Error{Key: name, Reason: "unknown key in " + file + suggest(name)}
+			return &Error{Key: name, Reason: "unknown key in " + file + didYouMean(name)}
 		}
 	}
 	return nil
@@ -332,8 +332,8 @@ func lookup(name string) (key, bool) {
 	return key{}, false
 }
 
-// suggest words the closest key to name as " (did you mean K?)", or "" when none is close.
-func suggest(name string) string {
+// didYouMean words the closest key to name as " (did you mean K?)", or "" when none is close.
+func didYouMean(name string) string {
 	if c := closest(name); c != "" {
 		return fmt.Sprintf(" (did you mean %s?)", c)
 	}
@@ -346,7 +346,7 @@ func closest(name string) string {
 	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), ".", "_") }
 	best, bestD := "", -1
 	for _, k := range keys {
-		d := mock.EditDistance(norm(name), norm(k.name))
+		d := suggest.Distance(norm(name), norm(k.name))
 		if bestD < 0 || d < bestD {
 			best, bestD = k.name, d
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/bson"
+
+	"github.com/acme/app/internal/validate"
 )
 
 // TestInput is the body of POST /api/storage/mongodb/test.
@@ -65,20 +67,16 @@ func parseQuery(fields map[string]json.RawMessage, maxLimit int) (QueryInput, []
 	in.ConnectionString = str(fields, "connectionString", &msgs)
 	in.Database = str(fields, "database", &msgs)
 	in.Collection = str(fields, "collection", &msgs)
-	if raw, ok := fields["filter"]; ok {
-		t := bytes.TrimSpace(raw)
-		switch {
-		case bytes.Equal(t, []byte("null")):
-		case len(t) > 0 && t[0] == '{':
+	if raw := fields["filter"]; !validate.IsNull(raw) {
+		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
 			in.Filter = t
-		default:
-			msgs = append(msgs, "filter must be an object")
+		} else {
+			msgs = append(msgs, validate.IsObject("filter"))
 		}
 	}
-	if raw, ok := fields["limit"]; ok && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
-			msgs = append(msgs, "limit must be an integer number")
+	if raw := fields["limit"]; !validate.IsNull(raw) {
+		if f, ok := validate.Integer(raw); !ok {
+			msgs = append(msgs, validate.IsInt("limit"))
 		} else {
 			n := int(max(min(f, math.MaxInt32), math.MinInt32))
 			in.Limit = &n
@@ -88,14 +86,16 @@ func parseQuery(fields map[string]json.RawMessage, maxLimit int) (QueryInput, []
 	return in, dedupe(msgs)
 }
 
+// str returns the string property name of fields ("" when it is missing or null), reporting
+// any other JSON type.
 func str(fields map[string]json.RawMessage, name string, msgs *[]string) string {
-	raw, ok := fields[name]
-	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	raw := fields[name]
+	if validate.IsNull(raw) {
 		return ""
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		*msgs = append(*msgs, name+" must be a string")
+	s, ok := validate.String(raw)
+	if !ok {
+		*msgs = append(*msgs, validate.IsString(name))
 	}
 	return s
 }
@@ -116,7 +116,7 @@ func dedupe(msgs []string) []string {
 func (in TestInput) validate() []string {
 	var msgs []string
 	if in.ConnectionString == "" {
-		msgs = append(msgs, "connectionString should not be empty")
+		msgs = append(msgs, validate.NotEmpty("connectionString"))
 	} else if !strings.HasPrefix(in.ConnectionString, "mongodb://") && !strings.HasPrefix(in.ConnectionString, "mongodb+srv://") {
 		msgs = append(msgs, "connectionString must start with mongodb:// or mongodb+srv://")
 	}
@@ -131,9 +131,9 @@ func (in *QueryInput) validate(maxLimit int) []string {
 	msgs = append(msgs, collectionRules(in.Collection)...)
 	if in.Limit != nil {
 		if *in.Limit < 1 {
-			msgs = append(msgs, "limit must not be less than 1")
+			msgs = append(msgs, validate.Min("limit", 1))
 		} else if *in.Limit > maxLimit {
-			msgs = append(msgs, fmt.Sprintf("limit must not be greater than %d", maxLimit))
+			msgs = append(msgs, validate.Max("limit", maxLimit))
 		}
 	}
 	if in.filter == nil || !bytes.Equal(in.filterText, in.Filter) {
@@ -150,7 +150,7 @@ func (in *QueryInput) validate(maxLimit int) []string {
 func databaseRules(name string) []string {
 	switch {
 	case name == "":
-		return []string{"database should not be empty"}
+		return []string{validate.NotEmpty("database")}
 	case len(name) >= 64:
 		return []string{"database must be shorter than 64 characters"}
 	case strings.ContainsAny(name, "/\\. \"$\x00"):
@@ -163,7 +163,7 @@ func databaseRules(name string) []string {
 func collectionRules(name string) []string {
 	switch {
 	case name == "":
-		return []string{"collection should not be empty"}
+		return []string{validate.NotEmpty("collection")}
 	case len(name) > 255:
 		return []string{"collection must be shorter than 256 characters"}
 	case strings.ContainsAny(name, "$\x00"):

@@ -54,6 +54,8 @@ type liveAI struct {
 	db              *mongo.Database
 	log             *syncBuffer
 	metrics         *metrics.Metrics
+	srv             *httptest.Server
+	usage           *usage.Service
 }
 
 func newLiveAI(t *testing.T, provider string, script ...aitest.Responder) *liveAI {
@@ -73,7 +75,7 @@ func newLiveAI(t *testing.T, provider string, script ...aitest.Responder) *liveA
 	srv := httptest.NewServer(NewServer(Options{Logger: logger, RateLimit: 1 << 20, RateWindow: time.Minute, Metrics: lv.metrics},
 		Deps{Tokens: tokens, AI: svc, Usage: us}))
 	t.Cleanup(srv.Close)
-	lv.url = srv.URL
+	lv.url, lv.srv, lv.usage = srv.URL, srv, us
 	lv.token, _ = tokens.Issue(auth.Caller{ID: "64b000000000000000000001", Email: "a@example.com", Roles: []string{"user"}})
 	return lv
 }
@@ -108,6 +110,16 @@ func (lv *liveAI) records(t *testing.T, n int) []bson.M {
 		}
 	}
 	return out
+}
+
+// settle waits until the server has finished every request and the recorder has written
+// every record, then closes both.
+func (lv *liveAI) settle(t *testing.T) {
+	t.Helper()
+	lv.srv.Close() // returns once every handler has returned
+	if err := lv.usage.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type sse struct{ name, data string }
@@ -255,10 +267,9 @@ func TestAIStream_ClientLeaves(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("the fake did not see its connection closed within 1 s")
 	}
-	recs := lv.records(t, 1)
-	time.Sleep(50 * time.Millisecond) // a second record would be flushed by now
+	lv.settle(t) // every record the call makes is written now
 	// "in" is the stored name of usage.Record.PromptTokens.
-	if recs = lv.records(t, 1); len(recs) != 1 || recs[0]["status"] != usage.StatusCanceled || recs[0]["in"] != int64(11) {
+	if recs := lv.records(t, 1); len(recs) != 1 || recs[0]["status"] != usage.StatusCanceled || recs[0]["in"] != int64(11) {
 		t.Fatalf("records %v, want one canceled with 11 prompt tokens", recs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/acme/app/docs"
+	"github.com/acme/app/mock/mockfile"
 )
 
 // openAPIJSON converts the embedded YAML description to JSON once.
@@ -20,35 +21,11 @@ func OpenAPIJSON(src []byte) ([]byte, error) {
 	if err := yaml.Unmarshal(src, &doc); err != nil {
 		return nil, fmt.Errorf("openapi: parse: %w", err)
 	}
-	out, err := json.Marshal(jsonable(doc))
+	out, err := json.Marshal(mockfile.JSONValue(doc))
 	if err != nil {
 		return nil, fmt.Errorf("openapi: encode: %w", err)
 	}
 	return out, nil
-}
-
-// jsonable turns the maps YAML decodes with non-string keys (a status code such as 200) into
-// maps with string keys.
-func jsonable(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = jsonable(e)
-		}
-		return t
-	case map[any]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range t {
-			t[i] = jsonable(e)
-		}
-		return t
-	}
-	return v
 }
 
 // handleOpenAPI answers the OpenAPI 3.1 description of the API as JSON.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/templates"
+	"github.com/acme/app/internal/validate"
 )
 
 // sourceHeader tells a client whether a template read came from core or, core being
@@ -125,7 +126,7 @@ func queryBool(r *http.Request, name string, def bool) (bool, error) {
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, apperr.Validation(name + " must be a boolean value")
+		return false, apperr.Validation(validate.IsBoolean(name))
 	}
 	return b, nil
 }

@@ -2,10 +2,11 @@ package keys
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acme/app/internal/validate"
 )
 
 // Bounds of a creation.
@@ -25,19 +26,18 @@ type CreateInput struct {
 func ParseCreate(fields map[string]json.RawMessage) (CreateInput, []string) {
 	var in CreateInput
 	var msgs []string
-	isNull := func(raw json.RawMessage) bool { return raw == nil || strings.TrimSpace(string(raw)) == "null" }
-	if raw := fields["name"]; isNull(raw) || json.Unmarshal(raw, &in.Name) != nil {
-		if !isNull(raw) {
-			msgs = append(msgs, "name must be a string")
-		} else {
-			msgs = append(msgs, "name should not be empty", "name must be a string")
-		}
-		in.Name = "\x00" // reported already
+	if raw := fields["name"]; validate.IsNull(raw) {
+		msgs = append(msgs, validate.NotEmpty("name"), validate.IsString("name"))
+		in.Name = validate.Reported
+	} else if name, ok := validate.String(raw); !ok {
+		msgs = append(msgs, validate.IsString("name"))
+		in.Name = validate.Reported
+	} else {
+		in.Name = name
 	}
-	if raw := fields["expiresInDays"]; !isNull(raw) {
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<31 {
-			msgs = append(msgs, "expiresInDays must be an integer number")
+	if raw := fields["expiresInDays"]; !validate.IsNull(raw) {
+		if f, ok := validate.Integer(raw); !ok || math.Abs(f) > 1<<31 {
+			msgs = append(msgs, validate.IsInt("expiresInDays"))
 		} else {
 			n := int(f)
 			in.ExpiresInDays = &n
@@ -55,18 +55,18 @@ func (in CreateInput) Validate() []string {
 	name := strings.TrimSpace(in.Name)
 	switch {
 	case name == "":
-		msgs = append(msgs, "name should not be empty")
+		msgs = append(msgs, validate.NotEmpty("name"))
 	case utf8.RuneCountInString(in.Name) > MaxNameLength:
-		msgs = append(msgs, fmt.Sprintf("name must be shorter than or equal to %d characters", MaxNameLength))
+		msgs = append(msgs, validate.MaxLength("name", MaxNameLength))
 	case !utf8.ValidString(in.Name) || strings.ContainsFunc(in.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		msgs = append(msgs, "name must not contain control characters")
 	}
 	if d := in.ExpiresInDays; d != nil {
 		if *d < 1 {
-			msgs = append(msgs, "expiresInDays must not be less than 1")
+			msgs = append(msgs, validate.Min("expiresInDays", 1))
 		}
 		if *d > MaxExpiryDays {
-			msgs = append(msgs, fmt.Sprintf("expiresInDays must not be greater than %d", MaxExpiryDays))
+			msgs = append(msgs, validate.Max("expiresInDays", MaxExpiryDays))
 		}
 	}
 	return msgs

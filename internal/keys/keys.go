@@ -13,10 +13,10 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
@@ -46,7 +46,7 @@ const CacheTTL = 30 * time.Second
 // lastUsedEvery is how often, at most, a key's lastUsedAt is written (per process).
 const lastUsedEvery = time.Minute
 
-// cacheMax bounds the cache; past it, the cache starts over.
+// cacheMax bounds the cache; past it, the key used longest ago is forgotten.
 const cacheMax = 10_000
 
 // doc is a key as stored.
@@ -103,8 +103,10 @@ type Service struct {
 	now  func() time.Time
 	ttl  time.Duration
 
-	mu    sync.Mutex
-	cache map[string]cached // by digest
+	// cache holds resolved keys by digest. An entry is trusted for ttl after it was read and
+	// kept lastUsedEvery after the key's last use, so that usedAt still spaces the writes of
+	// lastUsedAt.
+	cache *expirable.LRU[string, cached]
 }
 
 // cached is a resolved key and when it was read.
@@ -117,7 +119,8 @@ type cached struct {
 
 // New returns the service on db's api_keys collection and creates its indexes.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
-	s := &Service{coll: db.Collection(Collection), now: opts.Now, ttl: opts.TTL, cache: map[string]cached{}}
+	s := &Service{coll: db.Collection(Collection), now: opts.Now, ttl: opts.TTL,
+		cache: expirable.NewLRU[string, cached](cacheMax, nil, lastUsedEvery)}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -196,9 +199,7 @@ func (s *Service) Revoke(ctx context.Context, userID, id string) error {
 	if err != nil {
 		return fmt.Errorf("keys: revoke: %w", err)
 	}
-	s.mu.Lock()
-	delete(s.cache, d.Digest)
-	s.mu.Unlock()
+	s.cache.Remove(d.Digest)
 	return nil
 }
 
@@ -210,14 +211,12 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Owner, error) {
 	}
 	digest := Digest(key)
 	now := s.now()
-	s.mu.Lock()
-	c, ok := s.cache[digest]
-	s.mu.Unlock()
+	c, ok := s.cache.Get(digest)
 	if !ok || now.Sub(c.readAt) >= s.ttl || now.Before(c.readAt) {
 		var d doc
 		err := s.coll.FindOne(ctx, bson.D{{Key: "digest", Value: digest}}).Decode(&d)
 		if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && d.RevokedAt != nil) {
-			s.forget(digest)
+			s.cache.Remove(digest)
 			return Owner{}, errUnauthorized
 		}
 		if err != nil {
@@ -235,12 +234,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Owner, error) {
 	if touch {
 		c.usedAt = now
 	}
-	s.mu.Lock()
-	if len(s.cache) >= cacheMax {
-		clear(s.cache)
-	}
-	s.cache[digest] = c
-	s.mu.Unlock()
+	s.cache.Add(digest, c)
 	if touch {
 		// In the background: the request does not wait for it (at most one a minute per key).
 		go s.touch(context.WithoutCancel(ctx), c.owner.KeyID, now)
@@ -253,12 +247,6 @@ func (s *Service) touch(ctx context.Context, id string, now time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, _ = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "lastUsedAt", Value: now.UTC()}}}})
-}
-
-func (s *Service) forget(digest string) {
-	s.mu.Lock()
-	delete(s.cache, digest)
-	s.mu.Unlock()
 }
 
 var errUnauthorized = apperr.E(apperr.Unauthorized, "Unauthorized")

@@ -221,7 +221,7 @@ func TestParse_Warnings(t *testing.T) {
 	}
 }
 
-// Ensure the config section maps onto mock.Config with the TypeScript mock library's names.
+// Ensure the config section maps onto mock.Config under its camelCase names.
 func TestParse_Config(t *testing.T) {
 	t.Parallel()
 	set, err := mockfile.Parse([]byte(`

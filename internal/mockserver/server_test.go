@@ -1,9 +1,11 @@
 package mockserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -400,10 +402,17 @@ func TestOptionsRefused(t *testing.T) {
 // and the next request by the new one.
 func TestReload_InFlightFinishesOnOldSet(t *testing.T) {
 	t.Parallel()
-	s, hs, path := newTestServer(t, "m.yaml", "mocks:\n  \"GET /slow\": {delay: 400, data: {v: 1}}\n", nil)
+	started := &logSignal{msg: "mock: mock request", c: make(chan struct{})}
+	s, hs, path := newTestServer(t, "m.yaml", "mocks:\n  \"GET /slow\": {delay: 400, data: {v: 1}}\n", func(o *Options) {
+		o.LogRequests, o.Logger = true, slog.New(started)
+	})
 	got := make(chan answer, 1)
 	go func() { got <- do(t, "GET", hs.URL+"/slow", "") }()
-	time.Sleep(100 * time.Millisecond) // the request is now waiting out its delay
+	select { // the request has been routed on the old set and waits out its delay
+	case <-started.c:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was not logged as started within 10 s")
+	}
 	writeAtomically(t, path, "mocks:\n  \"GET /slow\": {data: {v: 2}}\n")
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
@@ -627,3 +636,20 @@ func TestReload_WireMockOnly(t *testing.T) {
 		t.Fatalf("after reload: %q", a.body)
 	}
 }
+
+// logSignal is a slog handler that closes c at the first record whose message is msg.
+type logSignal struct {
+	msg  string
+	c    chan struct{}
+	once sync.Once
+}
+
+func (h *logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logSignal) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(func() { close(h.c) })
+	}
+	return nil
+}
+func (h *logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logSignal) WithGroup(string) slog.Handler      { return h }

@@ -1,13 +1,13 @@
 package templates
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+
+	"github.com/acme/app/internal/validate"
 )
 
 // Template is a property template as the API, the CLI's --json and the database agree on it.
@@ -50,42 +50,40 @@ type Input struct {
 func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 	var in Input
 	var msgs []string
-	str := func(name string, required bool) (string, bool) {
-		raw, ok := fields[name]
-		if !ok || isNull(raw) {
-			if required {
-				msgs = append(msgs, name+" should not be empty", name+" must be a string")
-			}
+	// optional reads an optional string property: ok is false when it is missing, null or not
+	// a string (reported).
+	optional := func(name string) (s string, ok bool) {
+		raw := fields[name]
+		if validate.IsNull(raw) {
 			return "", false
 		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			msgs = append(msgs, name+" must be a string")
-			return "", false
+		if s, ok = validate.String(raw); !ok {
+			msgs = append(msgs, validate.IsString(name))
 		}
-		if required && s == "" {
-			msgs = append(msgs, name+" should not be empty")
-		}
-		return s, true
+		return s, ok
 	}
-	if id, ok := str("id", false); ok {
+	required := func(name string) string {
+		s, failed := validate.RequiredString(name, fields[name])
+		msgs = append(msgs, failed...)
+		return s
+	}
+	if id, ok := optional("id"); ok {
 		switch {
 		case id == "":
-			msgs = append(msgs, "id should not be empty")
+			msgs = append(msgs, validate.NotEmpty("id"))
 		case len(id) > maxIDLength:
-			msgs = append(msgs, fmt.Sprintf("id must be shorter than or equal to %d characters", maxIDLength))
+			msgs = append(msgs, validate.MaxLength("id", maxIDLength))
 		}
 		in.ID = id
 	}
-	in.Name, _ = str("name", true)
-	in.WidgetType, _ = str("widgetType", true)
-	if d, ok := str("description", false); ok {
+	in.Name = required("name")
+	in.WidgetType = required("widgetType")
+	if d, ok := optional("description"); ok {
 		in.Description = &d
 	}
-	raw, ok := fields["properties"]
 	var props []json.RawMessage
-	if !ok || isNull(raw) || json.Unmarshal(raw, &props) != nil {
-		msgs = append(msgs, "properties must be an array")
+	if raw := fields["properties"]; validate.IsNull(raw) || json.Unmarshal(raw, &props) != nil {
+		msgs = append(msgs, validate.IsArray("properties"))
 	} else {
 		in.Properties = make([]Value, 0, len(props))
 		objects := true
@@ -98,7 +96,7 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 			in.Properties = append(in.Properties, v)
 		}
 		if !objects {
-			msgs = append(msgs, "each value in properties must be an object")
+			msgs = append(msgs, validate.EachObject("properties"))
 		}
 	}
 	if len(msgs) > 0 {
@@ -106,8 +104,6 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 	}
 	return in, nil
 }
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // fromRaw reads a stored template leniently: space databases may hold older, looser documents.
 // space selects the identifier rule: in a space, `id` when present, else `_id`; in core, `_id`.

@@ -1,7 +1,9 @@
-// Package usage records AI requests and answers questions about them. It owns two
-// collections: ai_requests (one document per AI request, success or failure) and
-// ai_usage_daily (the rollup every read uses: one document per user and UTC day, holding
-// per-provider/model counters), and usage_rejected (records set aside: see Service.Record).
+// Package usage records AI requests and answers questions about them. It owns five
+// collections: ai_requests (one document per AI request, success or failure), ai_usage_daily
+// (the rollup every read uses: one document per user and UTC day, holding
+// per-provider/model counters), ai_prices (the unit prices records were costed with, once
+// each), ai_models (the provider and model of each rollup cell key) and usage_rejected
+// (records set aside: see Service.Record).
 package usage
 
 import (

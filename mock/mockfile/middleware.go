@@ -48,7 +48,7 @@ func (p *parser) middleware(n *yaml.Node) {
 			cfg.Middleware = append(cfg.Middleware, mw)
 			var src any
 			_ = item.Decode(&src)
-			p.set.MiddlewareSpec = append(p.set.MiddlewareSpec, jsonable(src))
+			p.set.MiddlewareSpec = append(p.set.MiddlewareSpec, JSONValue(src))
 		}
 	}
 }

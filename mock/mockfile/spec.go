@@ -39,7 +39,7 @@ func (p *parser) mocks(n *yaml.Node) {
 		_ = v.Decode(&src)
 		p.dynamic, p.cache = false, nil
 		h := p.route(key, v)
-		src = jsonable(src)
+		src = JSONValue(src)
 		rc := mock.RouteCache{Digest: digest(key, src), Off: p.dynamic}
 		if p.cache != nil {
 			rc.Off = !*p.cache
@@ -394,24 +394,26 @@ func cleanTemplateErr(key string, err error) string {
 	return "template: " + strings.TrimPrefix(err.Error(), "template: "+key+":")
 }
 
-// jsonable turns a YAML-decoded value into one encoding/json can encode (maps with
-// non-string keys become string-keyed).
-func jsonable(v any) any {
+// JSONValue returns v, a value decoded from YAML into an any, in a form encoding/json can
+// encode: YAML allows mapping keys that are not strings (a status code such as 200), which
+// decode into map[any]any; those maps become map[string]any, keys printed with fmt.Sprint.
+// Maps and slices are converted in place, at any depth; other values are returned as they are.
+func JSONValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, vv := range x {
-			x[k] = jsonable(vv)
+			x[k] = JSONValue(vv)
 		}
 		return x
 	case map[any]any:
 		m := make(map[string]any, len(x))
 		for k, vv := range x {
-			m[fmt.Sprint(k)] = jsonable(vv)
+			m[fmt.Sprint(k)] = JSONValue(vv)
 		}
 		return m
 	case []any:
 		for i, vv := range x {
-			x[i] = jsonable(vv)
+			x[i] = JSONValue(vv)
 		}
 		return x
 	default:
