@@ -6,8 +6,10 @@
 #   bash bench/ai_compare.sh [seconds per target (5)] [rounds (3)]
 #   bash bench/ai_compare.sh --guard      the short check .ci/run runs (see below)
 #
-# Throughput: wrk at 1 and 32 connections, interleaved rounds (direct, forwarder, app, app with
-# a monthly budget, Portkey, …), the fake called directly as the base. Streams: STREAMS (1000)
+# Throughput: wrk at 1 and 32 connections, interleaved rounds (direct, forwarder, floor, app,
+# app with a monthly budget, Portkey, …), the fake called directly as the base. The floor is
+# the forwarder plus the work an AI proxy that records usage cannot skip: the answer's usage
+# decoded and one record per call handed to the same usage recorder on an embedded store. Streams: STREAMS (1000)
 # concurrent streamed calls of PIECES (100) pieces GAP (20ms) apart, through app (as the
 # caller with a budget) and through the forwarder: how many complete, the time to the first
 # piece (p50, p99), the longest gap between two pieces (p99), and app's peak RSS.
@@ -39,7 +41,7 @@ PEERS_DIR="${PEERS_DIR:-/tmp/aibench-peers}"
 WORK="$(mktemp -d)"
 SERVER_CPU="${SERVER_CPU:-0}"
 WRK_CPU="${WRK_CPU:-1}"
-UP_PORT=18190 APP_PORT=18191 PK_PORT=18192 BASE_PORT=18193 FW_PORT=18194
+UP_PORT=18190 APP_PORT=18191 PK_PORT=18192 BASE_PORT=18193 FW_PORT=18194 FLOOR_PORT=18195
 BASELINE_BIN="${BASELINE_BIN:-}"
 PIDS=()
 ulimit -n 65536 2>/dev/null || true
@@ -88,6 +90,8 @@ start fake "$WRK_CPU" "$WORK/aibench" fake "$UP_PORT"
 wait_port "$UP_PORT" || { echo "the fake upstream did not start" >&2; exit 1; }
 start forwarder "$SERVER_CPU" "$WORK/aibench" forward "$FW_PORT" "http://127.0.0.1:$UP_PORT"
 wait_port "$FW_PORT" || { echo "the forwarder did not start" >&2; exit 1; }
+start floor "$SERVER_CPU" "$WORK/aibench" floor "$FLOOR_PORT" "http://127.0.0.1:$UP_PORT" "$WORK/floor-data"
+wait_port "$FLOOR_PORT" || { echo "the floor did not start: $(tail -3 "$WORK/floor.log")" >&2; exit 1; }
 start app "$SERVER_CPU" env "${APP_ENV[@]}" "$ROOT/bin/app" serve --addr "127.0.0.1:$APP_PORT" --data-dir "$WORK/data"
 APP_PID=$LAST_PID
 wait_port "$APP_PORT" || { echo "app serve did not start: $(tail -3 "$WORK/app.log")" >&2; exit 1; }
@@ -101,7 +105,7 @@ BUDGET_TOKEN="$(register "$APP_PORT" budget@example.com)"
 # The second user holds a monthly budget, set beside the running server as an operator would.
 env "${APP_ENV[@]}" "$ROOT/bin/app" users budget budget@example.com 1000000 --data-dir "$WORK/data" >/dev/null ||
   { echo "could not set the budget" >&2; exit 1; }
-TARGETS="direct forwarder app app-budget"
+TARGETS="direct forwarder floor app app-budget"
 if [ -n "$BASELINE_BIN" ]; then
   start app-baseline "$SERVER_CPU" env "${APP_ENV[@]}" "$BASELINE_BIN" serve --addr "127.0.0.1:$BASE_PORT" --data-dir "$WORK/data-baseline"
   wait_port "$BASE_PORT" || { echo "the baseline app did not start" >&2; exit 1; }
@@ -128,6 +132,7 @@ lua() { # file body header-lines...
 }
 lua "$WORK/direct.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"'
 cp "$WORK/direct.lua" "$WORK/forwarder.lua"
+cp "$WORK/direct.lua" "$WORK/floor.lua"
 lua "$WORK/app.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $TOKEN\""
 lua "$WORK/app-budget.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BUDGET_TOKEN\""
 lua "$WORK/portkey.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"' \
@@ -136,6 +141,7 @@ lua "$WORK/portkey.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer s
 [ -n "$BASELINE_BIN" ] && lua "$WORK/app-baseline.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BASE_TOKEN\""
 URL_direct="http://127.0.0.1:$UP_PORT/v1/chat/completions"
 URL_forwarder="http://127.0.0.1:$FW_PORT/v1/chat/completions"
+URL_floor="http://127.0.0.1:$FLOOR_PORT/v1/chat/completions"
 URL_app="http://127.0.0.1:$APP_PORT/api/ai/openai/chat"
 URL_app_budget="$URL_app"
 URL_app_baseline="http://127.0.0.1:$BASE_PORT/api/ai/openai/chat"

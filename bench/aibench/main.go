@@ -4,6 +4,9 @@
 //	aibench fake PORT                  a chat completion, or with "stream": true PIECES pieces GAP apart
 //	aibench forward PORT UPSTREAM      httputil.ReverseProxy to UPSTREAM, streaming as it reads
 //	aibench streams URL N BODY [AUTH]  N concurrent streamed POSTs of BODY; prints one line of figures
+//	aibench floor PORT UPSTREAM DIR    the forwarder plus what app cannot skip: the answer's usage
+//	                                   decoded and one record per call to the usage recorder on
+//	                                   the embedded store under DIR
 //
 // PIECES (default 100) and GAP (default 20ms) shape the fake's streams.
 package main
@@ -11,6 +14,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +27,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/usage"
 )
 
 func main() {
@@ -35,6 +45,8 @@ func main() {
 		err = fake(os.Args[2])
 	case "forward":
 		err = forward(os.Args[2], os.Args[3])
+	case "floor":
+		err = floor(os.Args[2], os.Args[3], os.Args[4])
 	case "streams":
 		n, _ := strconv.Atoi(os.Args[3])
 		auth := ""
@@ -108,6 +120,57 @@ func forward(port, upstream string) error {
 	p.FlushInterval = -1
 	p.Transport = &http.Transport{MaxIdleConnsPerHost: 256, ForceAttemptHTTP2: false}
 	return http.ListenAndServe("127.0.0.1:"+port, p)
+}
+
+// floor forwards like forward, decodes the answer's usage and hands one record per call to
+// the real usage recorder on an embedded store: the work an AI proxy that records usage
+// cannot leave out.
+func floor(port, upstream, dir string) error {
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{DataDir: dir})
+	if err != nil {
+		return err
+	}
+	defer st.Close(ctx)
+	us, err := usage.New(ctx, st.DB("floor"), usage.Options{})
+	if err != nil {
+		return err
+	}
+	defer us.Close(ctx)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	http.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		req, _ := http.NewRequestWithContext(r.Context(), "POST", upstream+"/v1/chat/completions", r.Body)
+		req.Header = r.Header.Clone()
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		var answer struct {
+			Model string `json:"model"`
+			Usage struct {
+				Prompt     int64 `json:"prompt_tokens"`
+				Completion int64 `json:"completion_tokens"`
+			} `json:"usage"`
+		}
+		_ = json.Unmarshal(body, &answer)
+		_ = us.Record(r.Context(), usage.Record{RequestID: uuid.NewString(), UserID: "floor", Provider: "openai",
+			Model: answer.Model, Status: usage.StatusSuccess, UpstreamStatus: resp.StatusCode,
+			PromptTokens: answer.Usage.Prompt, CompletionTokens: answer.Usage.Completion,
+			TotalTokens: answer.Usage.Prompt + answer.Usage.Completion, Attempts: 1,
+			LatencyMs: time.Since(start).Milliseconds(), CreatedAt: start.UTC()})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(body)
+	})
+	return http.ListenAndServe("127.0.0.1:"+port, nil)
 }
 
 // streams opens n streamed calls at once and prints how many completed, the time to the first
