@@ -210,7 +210,7 @@ func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float
 	}
 	worst := toUnits(worstCaseUSD)
 	if s.ledger != nil {
-		return s.ledger.reserve(userID, limit, worst)
+		return s.ledger.reserve(ctx, userID, limit, worst)
 	}
 	if limit == nil {
 		return nil, nil

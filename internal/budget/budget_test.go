@@ -88,8 +88,11 @@ func TestReserveSettleStatus(t *testing.T) {
 				!st.ResetsAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
 				t.Fatalf("status while reserved %+v", st)
 			}
-			// 0.25 left: a second call of worst case 0.5 is refused, with the reason.
-			_, err = s.Reserve(ctx, "u1", 0.5)
+			// 0.25 left: a second call of worst case 0.5 is refused, with the reason (in memory,
+			// once its caller stops waiting for the first to settle).
+			short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			_, err = s.Reserve(short, "u1", 0.5)
 			var ex *Exceeded
 			if !errors.As(err, &ex) || !strings.Contains(err.Error(), "less than this call's worst case of $0.50") {
 				t.Fatalf("second reserve: %v", err)
@@ -151,6 +154,45 @@ func TestDefaultBudgetAndNewMonth(t *testing.T) {
 				t.Fatalf("new month: %v", err)
 			}
 		})
+	}
+}
+
+// Ensure a call that does not fit only because of the worst cases held by the user's calls in
+// flight waits for them to settle and is then admitted, while one that could not fit even then
+// is refused at once (budgets in memory).
+func TestWaitsForCallsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newService(t, storetest.DB(t), Options{InMemory: true})
+	if _, err := s.SetLimit(ctx, "u", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Reserve(ctx, "u", 0.6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, "u", 1.5); apperr.KindOf(err) != apperr.PaymentRequired {
+		t.Fatalf("a call over the whole budget: %v, want PaymentRequired at once", err)
+	}
+	admitted := make(chan error, 1)
+	go func() {
+		r, err := s.Reserve(ctx, "u", 0.6) // 0.4 left while the first holds 0.6
+		if err == nil {
+			r.Settle(ctx, 0.2)
+		}
+		admitted <- err
+	}()
+	select {
+	case err := <-admitted:
+		t.Fatalf("the second call did not wait for the first: %v", err)
+	default:
+	}
+	first.Settle(ctx, 0.1)
+	if err := <-admitted; err != nil {
+		t.Fatalf("the second call after the first settled: %v", err)
+	}
+	if st, err := s.Status(ctx, "u"); err != nil || st.Spent != 0.3 || st.Reserved != 0 {
+		t.Fatalf("status %+v %v, want spent 0.3 and nothing reserved", st, err)
 	}
 }
 

@@ -32,6 +32,8 @@ type ledger struct {
 type account struct {
 	userID, month   string
 	spent, reserved units
+	settled         chan struct{} // closed (and replaced) when a reservation settles while waiting > 0
+	waiting         int           // calls waiting for a settlement
 }
 
 // openLedger reads the month's spend of every user and starts the writer.
@@ -50,7 +52,7 @@ func openLedger(ctx context.Context, s *Service, read MonthReader, every time.Du
 			return nil, fmt.Errorf("budget: read the month's spend: %w", err)
 		}
 		for user, usd := range spent {
-			l.accounts[user] = &account{userID: user, month: l.month, spent: toUnits(usd)}
+			l.accounts[user] = &account{userID: user, month: l.month, spent: toUnits(usd), settled: make(chan struct{})}
 		}
 	}
 	go l.run()
@@ -65,24 +67,60 @@ func (l *ledger) account(userID string) *account {
 	}
 	a := l.accounts[userID]
 	if a == nil {
-		a = &account{userID: userID, month: l.month}
+		a = &account{userID: userID, month: l.month, settled: make(chan struct{})}
 		l.accounts[userID] = a
 	}
 	return a
 }
 
+// maxWait bounds how long a call waits for the user's calls in flight to settle when only
+// their reservations keep it from fitting.
+const maxWait = 30 * time.Second
+
 // reserve holds worst of userID's month when they have a budget; the reservation of a user
-// without one only counts the call's cost when it settles.
-func (l *ledger) reserve(userID string, limit *units, worst units) (*Reservation, error) {
+// without one only counts the call's cost when it settles. A call that does not fit now but
+// would once the user's calls in flight settle (their worst cases are held, their real costs
+// are usually far less) waits for them, up to maxWait or until ctx ends, rather than being
+// refused while the budget has room.
+func (l *ledger) reserve(ctx context.Context, userID string, limit *units, worst units) (*Reservation, error) {
+	var timeout <-chan time.Time
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	a := l.account(userID)
 	if limit == nil {
 		worst = 0
-	} else if left := *limit - a.spent - a.reserved; left < worst || left <= 0 {
+	}
+	for limit != nil {
+		left := *limit - a.spent - a.reserved
+		if left >= worst && left > 0 {
+			break
+		}
 		// Room for the worst case, and something left (a call of unknown price is not free
-		// on a spent budget).
-		return nil, exceeded(limit.USD(), left.USD(), worst.USD(), l.resets)
+		// on a spent budget), once every call in flight has settled?
+		if free := *limit - a.spent; a.reserved == 0 || free < worst || free <= 0 {
+			return nil, exceeded(limit.USD(), left.USD(), worst.USD(), l.resets)
+		}
+		if timeout == nil {
+			t := time.NewTimer(maxWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		settled := a.settled
+		a.waiting++
+		l.mu.Unlock()
+		gaveUp := false
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			gaveUp = true
+		case <-timeout:
+			gaveUp = true
+		}
+		l.mu.Lock()
+		a.waiting--
+		if gaveUp {
+			return nil, exceeded(limit.USD(), (*limit - a.spent - a.reserved).USD(), worst.USD(), l.resets)
+		}
 	}
 	a.reserved += worst
 	return &Reservation{settle: func(_ context.Context, actual units) {
@@ -91,6 +129,10 @@ func (l *ledger) reserve(userID string, limit *units, worst units) (*Reservation
 		a.spent += actual
 		if limit != nil || actual != 0 {
 			l.dirty[a] = true
+		}
+		if a.waiting > 0 {
+			close(a.settled)
+			a.settled = make(chan struct{})
 		}
 		l.mu.Unlock()
 	}}, nil
