@@ -40,12 +40,20 @@ func newService(t *testing.T, db *mongo.Database, opts Options) *Service {
 	return s
 }
 
-// modes are the two places budgets live: the store (replicas on MongoDB) and this process's
-// memory (the owner of the embedded store).
-var modes = []struct {
-	name     string
-	inMemory bool
-}{{"Store", false}, {"Memory", true}}
+// eachMode runs fn as a parallel subtest for each place budgets live: the store (replicas on
+// MongoDB) and this process's memory (the owner of the embedded store).
+func eachMode(t *testing.T, fn func(t *testing.T, inMemory bool)) {
+	t.Helper()
+	for _, mode := range []struct {
+		name     string
+		inMemory bool
+	}{{"Store", false}, {"Memory", true}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, mode.inMemory)
+		})
+	}
+}
 
 func ptr(v float64) *float64 { return &v }
 
@@ -55,106 +63,100 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 // budget refuses with its reason, and a limit raised or cleared applies at once.
 func TestReserveSettleStatus(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			clk := newClock()
-			s := newService(t, storetest.DB(t), Options{Now: clk.now, InMemory: mode.inMemory,
-				Spent: func(_ context.Context, userID string, days int) (float64, error) {
-					if userID != "u1" || days != 23 {
-						return 0, fmt.Errorf("spent(%s, %d)", userID, days)
-					}
-					return 0.25, nil // recorded before the budget existed
-				},
-				Month: func(_ context.Context, from, to string) (map[string]float64, error) {
-					if from != "2026-11-01" || to != "2026-11-23" {
-						return nil, fmt.Errorf("month(%s, %s)", from, to)
-					}
-					return map[string]float64{"u1": 0.25}, nil
-				}})
-			if _, err := s.SetLimit(ctx, "u1", ptr(1)); err != nil {
-				t.Fatal(err)
-			}
-			r, err := s.Reserve(ctx, "u1", 0.5)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := s.Status(ctx, "u1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if *st.Limit != 1 || st.Spent != 0.25 || st.Reserved != 0.5 || *st.Remaining != 0.25 ||
-				!st.ResetsAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
-				t.Fatalf("status while reserved %+v", st)
-			}
-			// 0.25 left: a second call of worst case 0.5 is refused, with the reason (in memory,
-			// once its caller stops waiting for the first to settle).
-			short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-			defer cancel()
-			_, err = s.Reserve(short, "u1", 0.5)
-			var ex *Exceeded
-			if !errors.As(err, &ex) || !strings.Contains(err.Error(), "less than this call's worst case of $0.50") {
-				t.Fatalf("second reserve: %v", err)
-			}
-			r.Settle(ctx, 0.75)
-			r.Settle(ctx, 0.75) // counted once
-			st, _ = s.Status(ctx, "u1")
-			if st.Spent != 1 || st.Reserved != 0 || *st.Remaining != 0 {
-				t.Fatalf("status after settle %+v", st)
-			}
-			_, err = s.Reserve(ctx, "u1", 0.0001)
-			if e := apperr.As(err); e == nil || e.Kind != apperr.PaymentRequired ||
-				e.Messages[0] != "Monthly AI budget of $1.00 reached; it resets on 2026-12-01" {
-				t.Fatalf("reserve on a spent budget: %v", err)
-			}
-			// Raising the limit applies at once; clearing it lifts the budget.
-			if st, err = s.SetLimit(ctx, "u1", ptr(2)); err != nil || *st.Remaining != 1 {
-				t.Fatalf("raise: %+v %v", st, err)
-			}
-			if st, err = s.SetLimit(ctx, "u1", nil); err != nil || st.Limit != nil || st.Remaining != nil {
-				t.Fatalf("clear: %+v %v", st, err)
-			}
-			for range 3 {
-				if _, err := s.Reserve(ctx, "u1", 5); err != nil {
-					t.Fatalf("reserve without a budget: %v", err)
+	eachMode(t, func(t *testing.T, inMemory bool) {
+		ctx := context.Background()
+		clk := newClock()
+		s := newService(t, storetest.DB(t), Options{Now: clk.now, InMemory: inMemory,
+			Spent: func(_ context.Context, userID string, days int) (float64, error) {
+				if userID != "u1" || days != 23 {
+					return 0, fmt.Errorf("spent(%s, %d)", userID, days)
 				}
+				return 0.25, nil // recorded before the budget existed
+			},
+			Month: func(_ context.Context, from, to string) (map[string]float64, error) {
+				if from != "2026-11-01" || to != "2026-11-23" {
+					return nil, fmt.Errorf("month(%s, %s)", from, to)
+				}
+				return map[string]float64{"u1": 0.25}, nil
+			}})
+		if _, err := s.SetLimit(ctx, "u1", ptr(1)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Reserve(ctx, "u1", 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Status(ctx, "u1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *st.Limit != 1 || st.Spent != 0.25 || st.Reserved != 0.5 || *st.Remaining != 0.25 ||
+			!st.ResetsAt.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Fatalf("status while reserved %+v", st)
+		}
+		// 0.25 left: a second call of worst case 0.5 is refused, with the reason (in memory,
+		// once its caller stops waiting for the first to settle).
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err = s.Reserve(short, "u1", 0.5)
+		var ex *Exceeded
+		if !errors.As(err, &ex) || !strings.Contains(err.Error(), "less than this call's worst case of $0.50") {
+			t.Fatalf("second reserve: %v", err)
+		}
+		r.Settle(ctx, 0.75)
+		r.Settle(ctx, 0.75) // counted once
+		st, _ = s.Status(ctx, "u1")
+		if st.Spent != 1 || st.Reserved != 0 || *st.Remaining != 0 {
+			t.Fatalf("status after settle %+v", st)
+		}
+		_, err = s.Reserve(ctx, "u1", 0.0001)
+		if e := apperr.As(err); e == nil || e.Kind != apperr.PaymentRequired ||
+			e.Messages[0] != "Monthly AI budget of $1.00 reached; it resets on 2026-12-01" {
+			t.Fatalf("reserve on a spent budget: %v", err)
+		}
+		// Raising the limit applies at once; clearing it lifts the budget.
+		if st, err = s.SetLimit(ctx, "u1", ptr(2)); err != nil || *st.Remaining != 1 {
+			t.Fatalf("raise: %+v %v", st, err)
+		}
+		if st, err = s.SetLimit(ctx, "u1", nil); err != nil || st.Limit != nil || st.Remaining != nil {
+			t.Fatalf("clear: %+v %v", st, err)
+		}
+		for range 3 {
+			if _, err := s.Reserve(ctx, "u1", 5); err != nil {
+				t.Fatalf("reserve without a budget: %v", err)
 			}
-			if _, err := s.SetLimit(ctx, "u1", ptr(-1)); apperr.KindOf(err) != apperr.Invalid {
-				t.Fatalf("negative limit: %v", err)
-			}
-		})
-	}
+		}
+		if _, err := s.SetLimit(ctx, "u1", ptr(-1)); apperr.KindOf(err) != apperr.Invalid {
+			t.Fatalf("negative limit: %v", err)
+		}
+	})
 }
 
 // Ensure the default budget applies to users without their own, and a new month brings a new
 // budget.
 func TestDefaultBudgetAndNewMonth(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			clk := newClock()
-			s := newService(t, storetest.DB(t), Options{Now: clk.now, Default: ptr(0.1), InMemory: mode.inMemory})
-			st, err := s.Status(ctx, "u2")
-			if err != nil || st.Limit == nil || *st.Limit != 0.1 || *st.Remaining != 0.1 {
-				t.Fatalf("default status %+v %v", st, err)
-			}
-			r, err := s.Reserve(ctx, "u2", 0.1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Settle(ctx, 0.1)
-			if _, err := s.Reserve(ctx, "u2", 0.01); err == nil {
-				t.Fatal("spent default budget accepted a call")
-			}
-			clk.add(8 * 24 * time.Hour) // December: a new month, a new budget
-			if _, err := s.Reserve(ctx, "u2", 0.01); err != nil {
-				t.Fatalf("new month: %v", err)
-			}
-		})
-	}
+	eachMode(t, func(t *testing.T, inMemory bool) {
+		ctx := context.Background()
+		clk := newClock()
+		s := newService(t, storetest.DB(t), Options{Now: clk.now, Default: ptr(0.1), InMemory: inMemory})
+		st, err := s.Status(ctx, "u2")
+		if err != nil || st.Limit == nil || *st.Limit != 0.1 || *st.Remaining != 0.1 {
+			t.Fatalf("default status %+v %v", st, err)
+		}
+		r, err := s.Reserve(ctx, "u2", 0.1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Settle(ctx, 0.1)
+		if _, err := s.Reserve(ctx, "u2", 0.01); err == nil {
+			t.Fatal("spent default budget accepted a call")
+		}
+		clk.add(8 * 24 * time.Hour) // December: a new month, a new budget
+		if _, err := s.Reserve(ctx, "u2", 0.01); err != nil {
+			t.Fatalf("new month: %v", err)
+		}
+	})
 }
 
 // Ensure a call that does not fit only because of the worst cases held by the user's calls in
@@ -200,27 +202,24 @@ func TestWaitsForCallsInFlight(t *testing.T) {
 // and nothing is reserved once every call has settled.
 func TestAmountsAreExact(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := newService(t, storetest.DB(t), Options{InMemory: mode.inMemory})
-			if _, err := s.SetLimit(ctx, "u", ptr(1)); err != nil {
+	eachMode(t, func(t *testing.T, inMemory bool) {
+		ctx := context.Background()
+		s := newService(t, storetest.DB(t), Options{InMemory: inMemory})
+		if _, err := s.SetLimit(ctx, "u", ptr(1)); err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			r, err := s.Reserve(ctx, "u", 0.1)
+			if err != nil {
 				t.Fatal(err)
 			}
-			for range 10 {
-				r, err := s.Reserve(ctx, "u", 0.1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.Settle(ctx, 0.1)
-			}
-			st, err := s.Status(ctx, "u")
-			if err != nil || st.Spent != 1 || st.Reserved != 0 || *st.Remaining != 0 {
-				t.Fatalf("status %+v %v; want spent exactly 1 and nothing reserved", st, err)
-			}
-		})
-	}
+			r.Settle(ctx, 0.1)
+		}
+		st, err := s.Status(ctx, "u")
+		if err != nil || st.Spent != 1 || st.Reserved != 0 || *st.Remaining != 0 {
+			t.Fatalf("status %+v %v; want spent exactly 1 and nothing reserved", st, err)
+		}
+	})
 }
 
 // Ensure a caller without a budget costs no store work on the store path (no month document)
@@ -228,37 +227,34 @@ func TestAmountsAreExact(t *testing.T) {
 // written behind.
 func TestNoBudgetNoStoreWork(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db := storetest.DB(t)
-			s := newService(t, db, Options{InMemory: mode.inMemory, WriteEvery: time.Hour})
-			if _, err := s.SetLimit(ctx, "limited", ptr(5)); err != nil {
-				t.Fatal(err)
-			}
-			for _, user := range []string{"free", "limited"} {
-				for range 3 {
-					r, err := s.Reserve(ctx, user, 0.5)
-					if err != nil {
-						t.Fatal(err)
-					}
-					r.Settle(ctx, 0.25)
+	eachMode(t, func(t *testing.T, inMemory bool) {
+		ctx := context.Background()
+		db := storetest.DB(t)
+		s := newService(t, db, Options{InMemory: inMemory, WriteEvery: time.Hour})
+		if _, err := s.SetLimit(ctx, "limited", ptr(5)); err != nil {
+			t.Fatal(err)
+		}
+		for _, user := range []string{"free", "limited"} {
+			for range 3 {
+				r, err := s.Reserve(ctx, user, 0.5)
+				if err != nil {
+					t.Fatal(err)
 				}
+				r.Settle(ctx, 0.25)
 			}
-			if err := s.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
-			var docs []month
-			cur, err := db.Collection(Collection).Find(ctx, bson.D{{Key: "month", Value: bson.D{{Key: "$exists", Value: true}}}})
-			if err != nil || cur.All(ctx, &docs) != nil {
-				t.Fatal(err)
-			}
-			if len(docs) != 1 || docs[0].UserID != "limited" || docs[0].Spent != toUnits(0.75) || docs[0].Reserved != 0 {
-				t.Fatalf("month documents %+v; want one, the limited user's, spent 0.75", docs)
-			}
-		})
-	}
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var docs []month
+		cur, err := db.Collection(Collection).Find(ctx, bson.D{{Key: "month", Value: bson.D{{Key: "$exists", Value: true}}}})
+		if err != nil || cur.All(ctx, &docs) != nil {
+			t.Fatal(err)
+		}
+		if len(docs) != 1 || docs[0].UserID != "limited" || docs[0].Spent != toUnits(0.75) || docs[0].Reserved != 0 {
+			t.Fatalf("month documents %+v; want one, the limited user's, spent 0.75", docs)
+		}
+	})
 }
 
 // Ensure a limit set by another process (another Service on the same database, as `app users
@@ -387,24 +383,21 @@ func settled(t *testing.T, s *Service, user string) *Status {
 // or under the limit, and every refusal is the budget's.
 func TestConcurrentCallsStayWithinBudget(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			s := newService(t, storetest.DB(t), Options{InMemory: mode.inMemory})
-			if _, err := s.SetLimit(ctx, "u4", ptr(1)); err != nil {
-				t.Fatal(err)
-			}
-			admitted := hammer(t, s, "u4", 200, 0.02, 0.015)
-			st := settled(t, s, "u4")
-			if st.Spent > 1 || st.Reserved != 0 || admitted < 50 || admitted > 66 {
-				t.Fatalf("admitted %d, status %+v", admitted, st)
-			}
-			if st.Spent != (toUnits(0.015) * units(admitted)).USD() {
-				t.Fatalf("spent %g, want %d × 0.015", st.Spent, admitted)
-			}
-		})
-	}
+	eachMode(t, func(t *testing.T, inMemory bool) {
+		ctx := context.Background()
+		s := newService(t, storetest.DB(t), Options{InMemory: inMemory})
+		if _, err := s.SetLimit(ctx, "u4", ptr(1)); err != nil {
+			t.Fatal(err)
+		}
+		admitted := hammer(t, s, "u4", 200, 0.02, 0.015)
+		st := settled(t, s, "u4")
+		if st.Spent > 1 || st.Reserved != 0 || admitted < 50 || admitted > 66 {
+			t.Fatalf("admitted %d, status %+v", admitted, st)
+		}
+		if st.Spent != (toUnits(0.015) * units(admitted)).USD() {
+			t.Fatalf("spent %g, want %d × 0.015", st.Spent, admitted)
+		}
+	})
 }
 
 // Ensure two processes on one MongoDB share one budget exactly (needs TEST_MONGODB_URI: the
