@@ -32,6 +32,8 @@ const (
 	flagMoreToCome = 1 << 1
 	// maxMessageLen is MongoDB's maxMessageSizeBytes, which the store advertises.
 	maxMessageLen = 48_000_000
+	// keepBuffer is the largest message buffer a connection keeps between messages.
+	keepBuffer = 1 << 20
 )
 
 // writeCommands are the commands that change data or metadata, by the name the body's first
@@ -161,9 +163,9 @@ func (g *gate) close() {
 	g.wg.Wait()
 }
 
-// serve forwards one client connection: each request to the backend, then its reply (or
-// replies) back, a write command under the gate's write lock from the moment it is sent until
-// its reply has been read.
+// serve forwards one client connection: each request to the backend, then its reply back, a
+// write command under the gate's write lock from the moment it is sent until its reply has
+// been read. Buffers grown past keepBuffer for a large message are let go after it.
 func (g *gate) serve(client net.Conn) error {
 	server, err := g.backend()
 	if err != nil {
@@ -191,11 +193,16 @@ func (g *gate) serve(client net.Conn) error {
 		if write {
 			g.runHooks(req) // before the client learns the write is done
 		}
-		if flags(req)&flagMoreToCome != 0 {
-			continue // the client expects no answer
+		if flags(req)&flagMoreToCome == 0 { // else the client expects no answer
+			if _, err := client.Write(res); err != nil {
+				return err
+			}
 		}
-		if _, err := client.Write(res); err != nil {
-			return err
+		if cap(req) > keepBuffer {
+			req = nil
+		}
+		if cap(res) > keepBuffer {
+			res = nil
 		}
 	}
 }
