@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
+	"go.mongodb.org/mongo-driver/mongo/writeconcern"
 
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/store/storetest"
@@ -260,5 +262,30 @@ func TestStore_OnWrite(t *testing.T) {
 		if got := calls.Load(); got != s.want { // counted before the answer came back
 			t.Fatalf("after %s: %d hook calls, want %d", s.name, got, s.want)
 		}
+	}
+}
+
+// Ensure unacknowledged writes (w: 0, sent with moreToCome) leave the connection in step: the
+// store answers them anyway, and the gate drops those answers, so the next command on the same
+// connection reads its own answer.
+func TestStore_UnacknowledgedWrites(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	st := storetest.Store(t)
+	client, err := mongo.Connect(ctx, options.Client().ApplyURI(st.URI()).SetMaxPoolSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Disconnect(context.Background())
+	name := storetest.DBName(t)
+	unacked := client.Database(name).Collection("c", options.Collection().SetWriteConcern(writeconcern.Unacknowledged()))
+	for i := range 50 {
+		if _, err := unacked.InsertOne(ctx, bson.D{{Key: "_id", Value: i}}); err != nil && !errors.Is(err, mongo.ErrUnacknowledgedWrite) {
+			t.Fatal(err)
+		}
+	}
+	n, err := client.Database(name).Collection("c").CountDocuments(ctx, bson.D{})
+	if err != nil || n != 50 {
+		t.Fatalf("count after 50 unacknowledged inserts on one connection = %d, %v; want 50", n, err)
 	}
 }
