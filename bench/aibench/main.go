@@ -4,6 +4,7 @@
 //	aibench fake PORT                  a chat completion, or with "stream": true PIECES pieces GAP apart
 //	aibench forward PORT UPSTREAM      httputil.ReverseProxy to UPSTREAM, streaming as it reads
 //	aibench streams URL N BODY [AUTH]  N concurrent streamed POSTs of BODY; prints one line of figures
+//	aibench bare PORT                  GET /api/health answered by a bare net/http handler
 //	aibench floor PORT UPSTREAM DIR    the forwarder plus what app cannot skip: the answer's usage
 //	                                   decoded and one record per call to the usage recorder on
 //	                                   the embedded store under DIR
@@ -45,6 +46,8 @@ func main() {
 		err = fake(os.Args[2])
 	case "forward":
 		err = forward(os.Args[2], os.Args[3])
+	case "bare":
+		err = bare(os.Args[2])
 	case "floor":
 		err = floor(os.Args[2], os.Args[3], os.Args[4])
 	case "streams":
@@ -120,6 +123,16 @@ func forward(port, upstream string) error {
 	p.FlushInterval = -1
 	p.Transport = &http.Transport{MaxIdleConnsPerHost: 256, ForceAttemptHTTP2: false}
 	return http.ListenAndServe("127.0.0.1:"+port, p)
+}
+
+// bare answers GET /api/health as app does, from a bare handler: the floor of a JSON route.
+func bare(port string) error {
+	http.HandleFunc("GET /api/health", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "ok", "timestamp": time.Now().UTC(),
+			"service": "backend-api", "version": "0.1.0-dev", "checks": map[string]any{"database": "ok"}})
+	})
+	return http.ListenAndServe("127.0.0.1:"+port, nil)
 }
 
 // floor forwards like forward, decodes the answer's usage and hands one record per call to

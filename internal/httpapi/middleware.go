@@ -123,23 +123,6 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer (flush, deadlines).
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// exchange is what observe keeps for one request, in one allocation: the request's context
-// carrying its info, the recording writer and the X-Request-Id header value.
-type exchange struct {
-	context.Context // the request's own
-	info            requestInfo
-	rec             recorder
-	idHeader        [1]string
-}
-
-// Value answers the request's info, and asks the request's own context for anything else.
-func (e *exchange) Value(key any) any {
-	if key == any(keyRequest) {
-		return &e.info
-	}
-	return e.Context.Value(key)
-}
-
 // observe is the outermost middleware: request id, per-request logger, body limit, panic
 // recovery, one access-log line (when logAccess is set) and the HTTP metrics of each request.
 func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics, next http.Handler) http.Handler {
@@ -149,10 +132,10 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 		if !validRequestID(id) {
 			id = uuid.NewString()
 		}
-		x := &exchange{Context: r.Context(), info: requestInfo{id: id, base: log, maxBody: maxBody}, rec: recorder{ResponseWriter: w}}
-		x.idHeader[0] = id
-		w.Header()["X-Request-Id"] = x.idHeader[:]
-		ctx, rec := context.Context(x), &x.rec
+		info := &requestInfo{id: id, base: log, maxBody: maxBody}
+		rec := &recorder{ResponseWriter: w}
+		w.Header().Set("X-Request-Id", id)
+		ctx := context.WithValue(r.Context(), keyRequest, info)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -168,7 +151,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 				accessLog(ctx, log, r, rec, id, start)
 			}
 			if m != nil {
-				m.ObserveHTTP(x.info.route, r.Method, rec.status, time.Since(start))
+				m.ObserveHTTP(info.route, r.Method, rec.status, time.Since(start))
 			}
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))

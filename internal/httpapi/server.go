@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
@@ -116,10 +115,4 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	cors := newCORS(opts.CORSOrigins, opts.CORSCredentials)
 	return observe(opts.Logger, !opts.NoAccessLog, opts.MaxBodyBytes, opts.Metrics,
 		route(mux, limitHeaders(opts.MaxHeaderBytes, cors.wrap(global(dispatch(mux))))))
-}
-
-func init() {
-	// Request ids are UUIDs; drawing them from a buffered pool of crypto/rand bytes saves a
-	// read of the random source per request.
-	uuid.EnableRandPool()
 }
