@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
