@@ -75,6 +75,12 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 		return nil, err
 	}
 	s.auth.AddRoles(cfg.Auth.Roles...)
+	if exclusive {
+		if err := s.auth.EnsureIndexes(ctx); err != nil {
+			_ = s.close()
+			return nil, err
+		}
+	}
 
 	var closeCore func(context.Context) error
 	if s.templates, closeCore, err = newTemplatesService(ctx, cfg, st, f.log); err != nil {
@@ -104,10 +110,7 @@ func openServices(ctx context.Context, f *factory, exclusive bool) (*services, e
 func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, exclusive bool) error {
 	cfg := f.cfg
 	s.metrics = metrics.New()
-	us, err := usage.New(ctx, db, usage.Options{Logger: f.log, Recorder: usage.RecorderOptions{Observer: s.metrics}})
-	if err != nil {
-		return err
-	}
+	us := usage.New(db, usage.Options{Logger: f.log, Recorder: usage.RecorderOptions{Observer: s.metrics}})
 	s.usage = us
 	s.closers = append(s.closers, us.Close)
 	s.metrics.SetUsageSource(func() metrics.UsageStats {
@@ -122,9 +125,7 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, ex
 		name, _, ok := prices.Lookup(provider, model)
 		return name, ok
 	})
-	if s.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
-		return err
-	}
+	s.keys = keys.New(db, keys.Options{})
 	// `serve` on the embedded store it owns is the only process making AI calls on it: its
 	// budgets live in memory, starting from the usage log, which an unclean stop of the last
 	// owner may have left ahead of the rollup.
@@ -152,6 +153,13 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, ex
 		return err
 	}
 	s.closers = append(s.closers, s.budget.Close)
+	if exclusive {
+		for _, ensure := range []func(context.Context) error{us.EnsureIndexes, s.keys.EnsureIndexes, s.budget.EnsureIndexes} {
+			if err := ensure(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	// A limit set by an operator command takes effect before that command reports it done.
 	s.store.OnWrite(db.Name(), budget.Collection, s.budget.LimitsChanged)
 	s.ai = ai.New(ai.Options{
