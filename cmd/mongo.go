@@ -180,13 +180,14 @@ func withMongoTarget(ctx context.Context, f *factory, t mongoTarget, fn func(*db
 	if t.URI != "" {
 		return run()
 	}
-	st, err := openStore(ctx, f, false) // only its address is needed: no other service
-	if err != nil {
-		return err
-	}
-	defer st.Close(context.WithoutCancel(ctx))
-	t.URI = st.URI()
-	return run()
+	return withServices(ctx, f, func(s *services) error {
+		st, err := s.Store(ctx) // only its address is needed: no other service
+		if err != nil {
+			return err
+		}
+		t.URI = st.URI()
+		return run()
+	})
 }
 
 // cliError prepares a service error for the CLI: its text is the messages the service meant

@@ -72,6 +72,8 @@ type factory struct {
 
 	// onListen, when set, is told the address `serve` listens on (tests).
 	onListen func(addr string)
+	// onBuild, when set, is told each service a command builds, as it is built (tests).
+	onBuild func(service string)
 }
 
 // Execute runs the program with the process's arguments and streams; it returns the exit code.

@@ -39,7 +39,7 @@ func runServe(ctx context.Context, f *factory) error {
 	defer stop()
 
 	started := time.Now()
-	svc, err := openServices(ctx, f, true)
+	svc, err := openServer(ctx, f)
 	if err != nil {
 		return err
 	}
