@@ -91,11 +91,20 @@ func (l *lockedBuffer) logged(text string) <-chan struct{} {
 // startServe runs `app serve` on a random port with dataDir and waits until health answers 200.
 func startServe(t *testing.T, dataDir string, getenv func(string) string) *server {
 	t.Helper()
+	return startServeWith(t, dataDir, getenv, nil)
+}
+
+// startServeWith is startServe with the factory's test hooks set by hooks (nil: none).
+func startServeWith(t *testing.T, dataDir string, getenv func(string) string, hooks func(*factory)) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{cancel: cancel, done: make(chan int, 1), logs: &lockedBuffer{}}
 	addrc := make(chan string, 1)
 	f := &factory{in: strings.NewReader(""), out: s.logs, errOut: s.logs, getenv: getenv,
 		onListen: func(a string) { addrc <- a }}
+	if hooks != nil {
+		hooks(f)
+	}
 	go func() { s.done <- run(ctx, f, []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dataDir}) }()
 	select {
 	case s.addr = <-addrc:

@@ -51,7 +51,11 @@ func runDevSeed(ctx context.Context, f *factory, o *devSeedOptions) error {
 		return usageError{errors.New("dev seed writes demo accounts: it only loads the embedded store, and mongodb.uri is set")}
 	}
 	return withServices(ctx, f, func(s *services) error {
-		rep, err := demo.Load(ctx, demoDeps(s, f.cfg))
+		deps, err := demoDeps(ctx, s)
+		if err != nil {
+			return err
+		}
+		rep, err := demo.Load(ctx, deps)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,15 @@ func newKeysCreateCmd(f *factory, runF func(context.Context, *keysCreateOptions)
 }
 
 func runKeysCreate(ctx context.Context, f *factory, s *services, opts *keysCreateOptions) error {
-	u, err := s.auth.UserByEmail(ctx, opts.user)
+	users, err := s.Auth(ctx)
+	if err != nil {
+		return err
+	}
+	u, err := users.UserByEmail(ctx, opts.user)
+	if err != nil {
+		return err
+	}
+	svc, err := s.Keys(ctx)
 	if err != nil {
 		return err
 	}
@@ -55,7 +63,7 @@ func runKeysCreate(ctx context.Context, f *factory, s *services, opts *keysCreat
 	if opts.expiresDays != 0 {
 		in.ExpiresInDays = &opts.expiresDays
 	}
-	k, err := s.keys.Create(ctx, u.ID, u.Email, in)
+	k, err := svc.Create(ctx, u.ID, u.Email, in)
 	if err != nil {
 		return err
 	}
@@ -95,13 +103,21 @@ func newKeysListCmd(f *factory, runF func(context.Context, *keysListOptions) err
 func runKeysList(ctx context.Context, f *factory, s *services, opts *keysListOptions) error {
 	var userID string
 	if opts.user != "" {
-		u, err := s.auth.UserByEmail(ctx, opts.user)
+		users, err := s.Auth(ctx)
+		if err != nil {
+			return err
+		}
+		u, err := users.UserByEmail(ctx, opts.user)
 		if err != nil {
 			return err
 		}
 		userID = u.ID
 	}
-	list, err := s.keys.List(ctx, userID)
+	svc, err := s.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := svc.List(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -127,7 +143,11 @@ func newKeysRevokeCmd(f *factory, runF func(context.Context, string) error) *cob
 				return runF(cmd.Context(), args[0])
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				if err := s.keys.Revoke(cmd.Context(), "", args[0]); err != nil {
+				svc, err := s.Keys(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := svc.Revoke(cmd.Context(), "", args[0]); err != nil {
 					return err
 				}
 				f.printer().card("", [][2]string{{"revoked", args[0]}})

@@ -62,10 +62,14 @@ func openBuiltinAPI(ctx context.Context, f *factory, logRequests bool) (_ *built
 		p.BaseURL, p.APIKey = fake.BaseURL(), "mock-"+name+"-key"
 	}
 	mf := &factory{in: f.in, out: f.out, errOut: f.errOut, getenv: f.getenv, cfg: cfg, log: f.log}
-	if b.svc, err = openServices(ctx, mf, true); err != nil {
+	if b.svc, err = openServer(ctx, mf); err != nil {
 		return nil, fmt.Errorf("built-in mock: %w", err)
 	}
-	if b.seeded, err = demo.Load(ctx, demoDeps(b.svc, cfg)); err != nil {
+	deps, err := demoDeps(ctx, b.svc)
+	if err != nil {
+		return nil, fmt.Errorf("built-in mock: %w", err)
+	}
+	if b.seeded, err = demo.Load(ctx, deps); err != nil {
 		return nil, fmt.Errorf("built-in mock: %w", err)
 	}
 	opts := apiOptions(cfg, f.log, nil)
@@ -75,8 +79,20 @@ func openBuiltinAPI(ctx context.Context, f *factory, logRequests bool) (_ *built
 }
 
 // demoDeps are the services and databases the demo data set is written through.
-func demoDeps(svc *services, cfg *config.Config) demo.Deps {
-	return demo.Deps{Auth: svc.auth, Templates: svc.templates, App: svc.store.DB(cfg.MongoDB.Database), Spaces: svc.store.Client()}
+func demoDeps(ctx context.Context, s *services) (demo.Deps, error) {
+	a, err := s.Auth(ctx)
+	if err != nil {
+		return demo.Deps{}, err
+	}
+	t, err := s.Templates(ctx)
+	if err != nil {
+		return demo.Deps{}, err
+	}
+	st, err := s.Store(ctx)
+	if err != nil {
+		return demo.Deps{}, err
+	}
+	return demo.Deps{Auth: a, Templates: t, App: st.DB(s.f.cfg.MongoDB.Database), Spaces: st.Client()}, nil
 }
 
 // close stops the services, the store and the fakes, and removes the temporary directory.

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/store"
 )
 
 // dbcheckOptions builds the dbcheck service's options from the configuration. unrestricted is
@@ -55,8 +57,9 @@ func newMongoTestCmd(f *factory, runF func(context.Context, *mongoTestOptions) e
 		Use:   "test",
 		Short: "Test a MongoDB connection: version, cluster, ping latency, databases",
 		Long: "Test a MongoDB connection: version, cluster, ping latency, databases.\n\n" +
-			"Without --uri it tests the app's own database (the embedded store of a running `app serve`\n" +
-			"on the same --data-dir, or mongodb.uri). Exit 1 when the test fails.",
+			"Without --uri it tests the app's own database (mongodb.uri, else the embedded store of a running\n" +
+			"`app serve` on the same --data-dir, which the command never starts itself). Exit 1 when the test\n" +
+			"fails or there is nothing to test.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -112,8 +115,8 @@ func newMongoQueryCmd(f *factory, runF func(context.Context, *mongoQueryOptions)
 		Use:   "query",
 		Short: "Find documents in a collection (read-only; filter in MongoDB Extended JSON)",
 		Long: "Find documents in a collection (read-only; filter in MongoDB Extended JSON).\n\n" +
-			"Without --uri it reads the app's own database (the embedded store of a running `app serve`\n" +
-			"on the same --data-dir, or mongodb.uri).",
+			"Without --uri it reads the app's own database (mongodb.uri, else the embedded store of a running\n" +
+			"`app serve` on the same --data-dir, which the command never starts itself).",
 		Example: `  app mongo query --collection users --filter '{"email": "a@example.com"}'
   app mongo query --uri mongodb://db.example.com --database shop --collection orders \
     --filter '{"createdAt": {"$gte": {"$date": "2026-01-01T00:00:00Z"}}}' --limit 10 --json`,
@@ -163,30 +166,33 @@ func runMongoQuery(ctx context.Context, f *factory, opts *mongoQueryOptions) err
 	})
 }
 
-// withMongoTarget resolves the target (the app's own database without --uri) and runs fn with
-// an unrestricted dbcheck service: the CLI is the operator's own tool.
+// withMongoTarget resolves the target and runs fn with an unrestricted dbcheck service: the
+// CLI is the operator's own tool. Without --uri the target is the app's own database, which
+// the command reaches as any client would and never opens itself: mongodb.uri, else the
+// embedded store a running `app serve` (or `app store serve`) serves from the data directory.
 func withMongoTarget(ctx context.Context, f *factory, t mongoTarget, fn func(*dbcheck.Service, mongoTarget) error) error {
 	if t.Database == "" {
 		t.Database = f.cfg.MongoDB.Database
 	}
-	run := func() error {
-		svc, err := dbcheck.New(dbcheckOptions(f.cfg, nil, true))
-		if err != nil {
-			return usageError{err}
+	if t.URI == "" {
+		t.URI = f.cfg.MongoDB.URI
+	}
+	if t.URI == "" {
+		uri, err := store.RunningURI(f.cfg.DataDir)
+		if errors.Is(err, store.ErrNotRunning) {
+			return fmt.Errorf("%w: start `app serve` on it, or give --uri or --mongodb-uri", err)
 		}
-		defer svc.Close(context.WithoutCancel(ctx))
-		return fn(svc, t)
+		if err != nil {
+			return err
+		}
+		t.URI = uri
 	}
-	if t.URI != "" {
-		return run()
-	}
-	st, err := openStore(ctx, f, false) // only its address is needed: no other service
+	svc, err := dbcheck.New(dbcheckOptions(f.cfg, nil, true))
 	if err != nil {
-		return err
+		return usageError{err}
 	}
-	defer st.Close(context.WithoutCancel(ctx))
-	t.URI = st.URI()
-	return run()
+	defer svc.Close(context.WithoutCancel(ctx))
+	return fn(svc, t)
 }
 
 // cliError prepares a service error for the CLI: its text is the messages the service meant

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -174,19 +178,53 @@ func TestMongoCommands(t *testing.T) {
 	}
 }
 
-// Ensure without --uri the commands use the app's own database (here: the embedded store they
-// open under --data-dir) and that --help lists the mongo group. Not parallel: FerretDB's
-// New writes a package variable, so two embedded stores must not start at the same time.
-func TestMongoTest_OwnDatabase(t *testing.T) {
-	dir := t.TempDir()
-	code, out, errOut := runMongoApp(t, map[string]string{"APP_LOG_LEVEL": "warn"}, "mongo", "test", "--data-dir", dir, "--json")
-	if code != 0 {
-		t.Fatalf("exit = %d\nstdout: %s\nstderr: %s", code, out, errOut)
+// Ensure without --uri the commands reach the app's own database as a client, never opening
+// it: mongodb.uri, else the embedded store of a running serve on --data-dir; with neither,
+// they fail in one line and create nothing (no data directory, lock or URI file).
+func TestMongoCommands_OwnDatabase(t *testing.T) {
+	t.Parallel()
+	served := t.TempDir()
+	startServe(t, served, testEnv())
+	external := storetest.Store(t).URI()
+	env := map[string]string{"APP_LOG_LEVEL": "warn"}
+	for _, tt := range []struct {
+		name     string
+		args     []string // --data-dir is added: a directory that does not exist unless told
+		served   bool     // --data-dir is the served one
+		wantCode int
+		wantOut  string // in stdout
+		wantErr  string // in stderr
+	}{
+		{"TestServed", []string{"mongo", "test", "--json"}, true, 0, `"success": true`, ""},
+		{"QueryServed", []string{"mongo", "query", "--collection", "users", "--json"}, true, 0, `"success": true`, ""},
+		{"TestMongoDBURI", []string{"mongo", "test", "--json", "--mongodb-uri", external}, false, 0, `"success": true`, ""},
+		{"TestNothingRunning", []string{"mongo", "test"}, false, exitFailure, "", "start `app serve` on it, or give --uri"},
+		{"QueryNothingRunning", []string{"mongo", "query", "--collection", "users"}, false, exitFailure, "", "start `app serve` on it, or give --uri"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "data")
+			if tt.served {
+				dir = served
+			}
+			code, out, errOut := runMongoApp(t, env, append(tt.args, "--data-dir", dir)...)
+			if code != tt.wantCode || !strings.Contains(out, tt.wantOut) || !strings.Contains(errOut, tt.wantErr) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tt.wantCode, out, errOut)
+			}
+			if tt.wantCode != 0 && strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Fatalf("stderr has more than one line: %q", errOut)
+			}
+			if _, err := os.Stat(dir); !tt.served && !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("the command created the data directory %s (stat: %v)", dir, err)
+			}
+		})
 	}
-	if !strings.Contains(out, `"success": true`) {
-		t.Fatalf("stdout = %s", out)
-	}
-	code, out, _ = runMongoApp(t, nil, "--help")
+}
+
+// Ensure --help lists the mongo group.
+func TestMongoHelp(t *testing.T) {
+	t.Parallel()
+	code, out, _ := runMongoApp(t, nil, "--help")
 	if code != 0 || !strings.Contains(out, "  mongo ") {
 		t.Fatalf("--help (exit %d) does not list mongo:\n%s", code, out)
 	}

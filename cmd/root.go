@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -72,6 +73,11 @@ type factory struct {
 
 	// onListen, when set, is told the address `serve` listens on (tests).
 	onListen func(addr string)
+	// onBuild, when set, is told each service a command builds, as it is built (tests).
+	onBuild func(service string)
+	// listen, when set, opens serve's listeners in place of net.Listen (tests); name is
+	// listenerAPI or listenerMetrics.
+	listen func(name, addr string) (net.Listener, error)
 }
 
 // Execute runs the program with the process's arguments and streams; it returns the exit code.

@@ -39,7 +39,7 @@ func runServe(ctx context.Context, f *factory) error {
 	defer stop()
 
 	started := time.Now()
-	svc, err := openServices(ctx, f, true)
+	svc, err := openServer(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,16 @@ func runServe(ctx context.Context, f *factory) error {
 	m := svc.metrics
 	handler := apiHandler(apiOptions(cfg, f.log, m), svc)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// The metrics listener is bound first: a metrics.addr that cannot be bound stops serve
+	// before the API accepts anything. From here on every return stops the metrics server.
+	if cfg.Metrics.Addr != "" {
+		stopMetrics, err := serveMetrics(f, cfg.Metrics.Addr, m)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
+	ln, err := f.listenOn(listenerAPI, cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
@@ -68,13 +77,6 @@ func runServe(ctx context.Context, f *factory) error {
 		IdleTimeout:       cfg.Server.IdleTimeout,
 		MaxHeaderBytes:    httpapi.HeaderReadLimit(cfg.Server.MaxHeaderBytes),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-	}
-	if cfg.Metrics.Addr != "" {
-		stopMetrics, err := serveMetrics(f, cfg.Metrics.Addr, m)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
 	}
 	f.log.Info("serving", "addr", ln.Addr().String(), "version", version.Version,
 		"embedded_store", svc.store.Embedded(), "startup", time.Since(started).Round(time.Millisecond).String())
@@ -155,21 +157,44 @@ func apiHandler(opts httpapi.Options, svc *services) http.Handler {
 	})
 }
 
+// Names of serve's listeners, as factory.listen is told them.
+const (
+	listenerAPI     = "api"
+	listenerMetrics = "metrics"
+)
+
+// listenOn opens serve's listener name on addr (TCP), through factory.listen when set.
+func (f *factory) listenOn(name, addr string) (net.Listener, error) {
+	if f.listen != nil {
+		return f.listen(name, addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
 // serveMetrics serves /metrics on its own listener at addr, so that the metrics are never
-// exposed on the API's public port by accident. The returned func stops it.
+// exposed on the API's public port by accident. The returned func stops it and returns once
+// its listener is closed. Should the listener fail while serving, the failure is logged and the
+// API goes on: metrics observe the service, they are not part of it (a scrape fails, which is
+// what a scraper alerts on).
 func serveMetrics(f *factory, addr string, m *metrics.Metrics) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := f.listenOn(listenerMetrics, addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			f.log.Error("metrics listener", "err", err)
+			f.log.Error("metrics listener failed: /metrics is no longer served; the API goes on serving",
+				"addr", ln.Addr().String(), "err", err)
 		}
 	}()
 	f.log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
-	return func() { _ = srv.Close() }, nil
+	return func() {
+		_ = srv.Close()
+		<-done
+	}, nil
 }

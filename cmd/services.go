@@ -20,8 +20,19 @@ import (
 	"github.com/acme/app/internal/usage"
 )
 
-// services is the graph of services every command group shares, opened once per command.
+// services are the program's services, each built on first use together with what it depends
+// on; the store is opened once, when a service first needs it. An operator command asks only
+// for what it uses (s.Auth, s.Usage, …): `app usage report` opens the store and reads the
+// usage rollup, and builds nothing else. `serve` builds them all at start (openServer). close
+// releases what was built, in reverse order.
 type services struct {
+	f *factory
+	// server is set for `serve` and the built-in mock, which own the embedded store: the store
+	// is opened for this process alone, the services' indexes are created, the usage recorder
+	// runs and reports to the metrics, and budgets live in memory on the embedded store. An
+	// operator command's services create no index and start no background work.
+	server bool
+
 	store     *store.Store
 	tokens    *auth.Tokens
 	auth      *auth.Service
@@ -29,115 +40,303 @@ type services struct {
 	// dbcheck serves /api/storage/mongodb/*: reach control and refused options on.
 	dbcheck *dbcheck.Service
 	usage   *usage.Service
-	ai      *ai.Service
 	// metrics are the Prometheus metrics the services report to; `serve` exposes them.
 	metrics *metrics.Metrics
+	prices  *ai.Prices
 	keys    *keys.Service
 	budget  *budget.Service
+	ai      *ai.Service
 	gateway *gateway.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
 }
 
-// openStore opens the application's store (mongodb.uri, else the embedded one).
-func openStore(ctx context.Context, f *factory, exclusive bool) (*store.Store, error) {
-	return store.Open(ctx, store.Options{URI: f.cfg.MongoDB.URI, DataDir: f.cfg.DataDir, Shared: !exclusive, Logger: f.log})
-}
+// Names of the services as services.built reports them (factory.onBuild).
+const (
+	builtStore         = "store"
+	builtTokens        = "tokens"
+	builtAuth          = "auth"
+	builtTemplates     = "templates"
+	builtDBCheck       = "dbcheck"
+	builtMetrics       = "metrics"
+	builtUsageReader   = "usage reader"
+	builtUsageRecorder = "usage recorder"
+	builtPrices        = "prices"
+	builtKeys          = "keys"
+	builtBudgetStore   = "budget in the store"
+	builtBudgetMemory  = "budget in memory"
+	builtAI            = "ai"
+	builtGateway       = "gateway"
+)
 
-// openServices opens the store and builds every service on it. exclusive is set by `serve`:
-// it must own the embedded store; operator commands may share a running server's store.
-func openServices(ctx context.Context, f *factory, exclusive bool) (*services, error) {
-	cfg := f.cfg
-	st, err := openStore(ctx, f, exclusive)
+// openServer builds every service for `serve` and the built-in mock, which own the embedded
+// store, in the order they have always been opened: store, auth, templates, dbcheck, keys,
+// then the AI path (metrics, usage, prices, budget, ai, gateway).
+func openServer(ctx context.Context, f *factory) (*services, error) {
+	s := &services{f: f, server: true}
+	err := func() error {
+		if _, err := s.Auth(ctx); err != nil {
+			return err
+		}
+		if _, err := s.Templates(ctx); err != nil {
+			return err
+		}
+		if _, err := s.DBCheck(); err != nil {
+			return err
+		}
+		if _, err := s.Keys(ctx); err != nil {
+			return err
+		}
+		_, err := s.Gateway(ctx)
+		return err
+	}()
 	if err != nil {
-		return nil, err
-	}
-	s := &services{store: st}
-	s.closers = append(s.closers, st.Close)
-
-	secret := []byte(cfg.JWT.Secret)
-	if len(secret) == 0 {
-		var created bool
-		secret, created, err = auth.LoadOrCreateSecret(cfg.DataDir)
-		if err != nil {
-			_ = s.close()
-			return nil, err
-		}
-		if created || exclusive {
-			f.log.Warn("jwt.secret is not set: using the secret generated in the data directory; set APP_JWT_SECRET (the same on every replica) in production",
-				"file", auth.SecretFile)
-		}
-	}
-	s.tokens = auth.NewTokens(secret, cfg.JWT.TTL)
-	appDB := st.DB(cfg.MongoDB.Database)
-	if s.auth, err = auth.New(ctx, appDB, s.tokens, cfg.Auth.BcryptCost); err != nil {
-		_ = s.close()
-		return nil, err
-	}
-	s.auth.AddRoles(cfg.Auth.Roles...)
-
-	var closeCore func(context.Context) error
-	if s.templates, closeCore, err = newTemplatesService(ctx, cfg, st, f.log); err != nil {
-		_ = s.close()
-		return nil, err
-	}
-	s.closers = append(s.closers, closeCore)
-	if exclusive {
-		if err := s.templates.EnsureIndexes(ctx); err != nil {
-			f.log.Warn("templates: core indexes not created", "err", err)
-		}
-	}
-
-	if s.dbcheck, err = dbcheck.New(dbcheckOptions(cfg, f.log, false)); err != nil {
-		_ = s.close()
-		return nil, usageError{err}
-	}
-	s.closers = append(s.closers, s.dbcheck.Close)
-	if err := openAI(ctx, f, s, appDB, exclusive); err != nil {
 		_ = s.close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// openAI builds the usage recorder (closed before the store, so it flushes) and the AI proxy.
-func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, exclusive bool) error {
-	cfg := f.cfg
-	s.metrics = metrics.New()
-	us, err := usage.New(ctx, db, usage.Options{Logger: f.log, Recorder: usage.RecorderOptions{Observer: s.metrics}})
-	if err != nil {
-		return err
+// withServices runs fn for an operator command with services built on first use (sharing the
+// embedded store of a running `serve` on the same data directory), and closes what fn built.
+func withServices(ctx context.Context, f *factory, fn func(*services) error) error {
+	s := &services{f: f}
+	defer s.close()
+	return fn(s)
+}
+
+// built tells the factory's onBuild hook (tests) that name was built.
+func (s *services) built(name string) {
+	if s.f.onBuild != nil {
+		s.f.onBuild(name)
 	}
-	s.usage = us
+}
+
+// Store opens the application's store (mongodb.uri, else the embedded one). An operator
+// command may share the embedded store of a running `serve`; a server must own it.
+func (s *services) Store(ctx context.Context) (*store.Store, error) {
+	if s.store != nil {
+		return s.store, nil
+	}
+	cfg := s.f.cfg
+	st, err := store.Open(ctx, store.Options{URI: cfg.MongoDB.URI, DataDir: cfg.DataDir, Shared: !s.server, Logger: s.f.log})
+	if err != nil {
+		return nil, err
+	}
+	s.store = st
+	s.closers = append(s.closers, st.Close)
+	s.built(builtStore)
+	return st, nil
+}
+
+// appDB is the application's database (mongodb.database) on the store.
+func (s *services) appDB(ctx context.Context) (*mongo.Database, error) {
+	st, err := s.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.DB(s.f.cfg.MongoDB.Database), nil
+}
+
+// Tokens returns the JWT issuer and verifier, keyed by jwt.secret or else by the secret
+// generated in the data directory.
+func (s *services) Tokens() (*auth.Tokens, error) {
+	if s.tokens != nil {
+		return s.tokens, nil
+	}
+	cfg := s.f.cfg
+	secret := []byte(cfg.JWT.Secret)
+	if len(secret) == 0 {
+		var created bool
+		var err error
+		if secret, created, err = auth.LoadOrCreateSecret(cfg.DataDir); err != nil {
+			return nil, err
+		}
+		if created || s.server {
+			s.f.log.Warn("jwt.secret is not set: using the secret generated in the data directory; set APP_JWT_SECRET (the same on every replica) in production",
+				"file", auth.SecretFile)
+		}
+	}
+	s.tokens = auth.NewTokens(secret, cfg.JWT.TTL)
+	s.built(builtTokens)
+	return s.tokens, nil
+}
+
+// Auth returns the accounts service, with the roles of auth.roles.
+func (s *services) Auth(ctx context.Context) (*auth.Service, error) {
+	if s.auth != nil {
+		return s.auth, nil
+	}
+	db, err := s.appDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tokens, err := s.Tokens()
+	if err != nil {
+		return nil, err
+	}
+	a, err := auth.New(ctx, db, tokens, s.f.cfg.Auth.BcryptCost)
+	if err != nil {
+		return nil, err
+	}
+	a.AddRoles(s.f.cfg.Auth.Roles...)
+	if s.server {
+		if err := a.EnsureIndexes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.auth = a
+	s.built(builtAuth)
+	return a, nil
+}
+
+// Templates returns the template service (core on its own client when core.uri names
+// another deployment, closed with the services).
+func (s *services) Templates(ctx context.Context) (*templates.Service, error) {
+	if s.templates != nil {
+		return s.templates, nil
+	}
+	st, err := s.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, closeCore, err := newTemplatesService(ctx, s.f.cfg, st, s.f.log)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, closeCore)
+	if s.server {
+		if err := t.EnsureIndexes(ctx); err != nil {
+			s.f.log.Warn("templates: core indexes not created", "err", err)
+		}
+	}
+	s.templates = t
+	s.built(builtTemplates)
+	return t, nil
+}
+
+// DBCheck returns the service behind /api/storage/mongodb/*, with reach control and the
+// refused connection-string options (the `mongo` commands build their own, unrestricted).
+func (s *services) DBCheck() (*dbcheck.Service, error) {
+	if s.dbcheck != nil {
+		return s.dbcheck, nil
+	}
+	d, err := dbcheck.New(dbcheckOptions(s.f.cfg, s.f.log, false))
+	if err != nil {
+		return nil, usageError{err}
+	}
+	s.closers = append(s.closers, d.Close)
+	s.dbcheck = d
+	s.built(builtDBCheck)
+	return d, nil
+}
+
+// Metrics returns the Prometheus metrics the services report to.
+func (s *services) Metrics() *metrics.Metrics {
+	if s.metrics == nil {
+		s.metrics = metrics.New()
+		s.built(builtMetrics)
+	}
+	return s.metrics
+}
+
+// Usage returns the usage service. A server's records AI calls: its recorder runs until close,
+// which flushes it before the store closes, and reports to the metrics. An operator command's
+// is a reader, which starts nothing (`usage reconcile` rewrites the rollup without a
+// recorder).
+func (s *services) Usage(ctx context.Context) (*usage.Service, error) {
+	if s.usage != nil {
+		return s.usage, nil
+	}
+	db, err := s.appDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts := usage.Options{Logger: s.f.log}
+	if !s.server {
+		s.usage = usage.NewReader(db, opts)
+		s.built(builtUsageReader)
+		return s.usage, nil
+	}
+	m := s.Metrics()
+	opts.Recorder = usage.RecorderOptions{Observer: m}
+	us := usage.New(db, opts)
 	s.closers = append(s.closers, us.Close)
-	s.metrics.SetUsageSource(func() metrics.UsageStats {
+	m.SetUsageSource(func() metrics.UsageStats {
 		st := us.RecorderState()
 		return metrics.UsageStats{QueueDepth: st.Queued + st.Overflow}
 	})
-	prices, err := ai.LoadPrices(cfg.AI.PricingFile, f.log)
+	if err := us.EnsureIndexes(ctx); err != nil {
+		return nil, err
+	}
+	s.usage = us
+	s.built(builtUsageRecorder)
+	return us, nil
+}
+
+// Prices returns the price table (ai.pricing_file, else the built-in one).
+func (s *services) Prices() (*ai.Prices, error) {
+	if s.prices != nil {
+		return s.prices, nil
+	}
+	p, err := ai.LoadPrices(s.f.cfg.AI.PricingFile, s.f.log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.metrics.SetKnownModels(func(provider, model string) (string, bool) {
-		name, _, ok := prices.Lookup(provider, model)
-		return name, ok
-	})
-	if s.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
-		return err
+	s.prices = p
+	s.built(builtPrices)
+	return p, nil
+}
+
+// Keys returns the personal API key service.
+func (s *services) Keys(ctx context.Context) (*keys.Service, error) {
+	if s.keys != nil {
+		return s.keys, nil
 	}
-	// `serve` on the embedded store it owns is the only process making AI calls on it: its
-	// budgets live in memory, starting from the usage log, which an unclean stop of the last
-	// owner may have left ahead of the rollup.
-	inMemory := exclusive && s.store.Embedded()
-	if inMemory && s.store.UncleanStop() {
+	db, err := s.appDB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := keys.New(db, keys.Options{})
+	if s.server {
+		if err := k.EnsureIndexes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s.keys = k
+	s.built(builtKeys)
+	return k, nil
+}
+
+// Budget returns the monthly budget service, which reads the month's spend from the usage
+// service. A server on the embedded store it owns is the only process making AI calls on it:
+// its budgets live in memory, starting from the usage log, which an unclean stop of the last
+// owner may have left ahead of the rollup. Everywhere else (an operator command, replicas on
+// MongoDB) budgets live in the store, and the service starts nothing.
+func (s *services) Budget(ctx context.Context) (*budget.Service, error) {
+	if s.budget != nil {
+		return s.budget, nil
+	}
+	st, err := s.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	us, err := s.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.f.cfg
+	db := st.DB(cfg.MongoDB.Database)
+	inMemory := s.server && st.Embedded()
+	if inMemory && st.UncleanStop() {
 		res, err := us.Reconcile(ctx, 2)
 		if err != nil {
-			return fmt.Errorf("rebuild the usage rollup after an unclean stop: %w", err)
+			return nil, fmt.Errorf("rebuild the usage rollup after an unclean stop: %w", err)
 		}
-		f.log.Warn("the last run stopped uncleanly: usage rollup of the last 2 days rebuilt from the request log",
+		s.f.log.Warn("the last run stopped uncleanly: usage rollup of the last 2 days rebuilt from the request log",
 			"days_changed", len(res.Changes))
 	}
-	s.budget, err = budget.New(ctx, db, budget.Options{
+	b, err := budget.New(ctx, db, budget.Options{
 		Default: cfg.AI.DefaultMonthlyBudget,
 		// Held past the longest call or stream the AI service allows, then presumed dead.
 		HoldFor: max(2*cfg.AI.Timeout, cfg.AI.StreamMaxDuration) + time.Minute,
@@ -146,14 +345,52 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, ex
 		},
 		InMemory: inMemory,
 		Month:    us.CostByUser,
-		Logger:   f.log,
+		Logger:   s.f.log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.closers = append(s.closers, s.budget.Close)
+	s.closers = append(s.closers, b.Close)
+	if s.server {
+		if err := b.EnsureIndexes(ctx); err != nil {
+			return nil, err
+		}
+	}
 	// A limit set by an operator command takes effect before that command reports it done.
-	s.store.OnWrite(db.Name(), budget.Collection, s.budget.LimitsChanged)
+	st.OnWrite(db.Name(), budget.Collection, b.LimitsChanged)
+	s.budget = b
+	if inMemory {
+		s.built(builtBudgetMemory)
+	} else {
+		s.built(builtBudgetStore)
+	}
+	return b, nil
+}
+
+// AI returns the AI proxy: the configured providers, priced by the price table (by which the
+// metrics name models), recording to the usage service and held to the budgets.
+func (s *services) AI(ctx context.Context) (*ai.Service, error) {
+	if s.ai != nil {
+		return s.ai, nil
+	}
+	m := s.Metrics()
+	us, err := s.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := s.Prices()
+	if err != nil {
+		return nil, err
+	}
+	m.SetKnownModels(func(provider, model string) (string, bool) {
+		name, _, ok := prices.Lookup(provider, model)
+		return name, ok
+	})
+	b, err := s.Budget(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.f.cfg
 	s.ai = ai.New(ai.Options{
 		Providers: map[string]ai.ProviderConfig{
 			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),
@@ -163,22 +400,42 @@ func openAI(ctx context.Context, f *factory, s *services, db *mongo.Database, ex
 		Timeout:  cfg.AI.Timeout,
 		Prices:   prices,
 		Recorder: us,
-		Observer: s.metrics,
-		Budget:   aiBudget{s.budget},
-		Logger:   f.log,
+		Observer: m,
+		Budget:   aiBudget{b},
+		Logger:   s.f.log,
 
 		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,
 		StreamMaxDuration:   cfg.AI.StreamMaxDuration,
 		MaxIdleConnsPerHost: cfg.AI.MaxIdleConnsPerHost,
 	})
+	s.built(builtAI)
+	return s.ai, nil
+}
+
+// Gateway returns OpenAI's dialect over the AI service, routing to the providers that have
+// an API key.
+func (s *services) Gateway(ctx context.Context) (*gateway.Service, error) {
+	if s.gateway != nil {
+		return s.gateway, nil
+	}
+	a, err := s.AI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := s.Prices()
+	if err != nil {
+		return nil, err
+	}
+	cfg := s.f.cfg
 	configured := map[string]string{}
 	for name, p := range map[string]config.Provider{"openai": cfg.AI.OpenAI, "anthropic": cfg.AI.Anthropic, "gemini": cfg.AI.Gemini} {
 		if p.APIKey != "" {
 			configured[name] = p.DefaultModel
 		}
 	}
-	s.gateway = gateway.New(gateway.Options{AI: s.ai, Prices: prices, Providers: configured})
-	return nil
+	s.gateway = gateway.New(gateway.Options{AI: a, Prices: prices, Providers: configured})
+	s.built(builtGateway)
+	return s.gateway, nil
 }
 
 // monthCost is a user's recorded AI cost over the last days UTC days.
@@ -198,7 +455,7 @@ func (b aiBudget) Reserve(ctx context.Context, userID string, worstCaseUSD float
 	return r, nil
 }
 
-// close releases everything in reverse order of opening.
+// close releases everything built, in reverse order of building.
 func (s *services) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -209,15 +466,4 @@ func (s *services) close() error {
 		}
 	}
 	return first
-}
-
-// withServices opens the services for an operator command (sharing the embedded store of a
-// running `serve` on the same data directory), runs fn and closes them.
-func withServices(ctx context.Context, f *factory, fn func(*services) error) error {
-	svc, err := openServices(ctx, f, false)
-	if err != nil {
-		return err
-	}
-	defer svc.close()
-	return fn(svc)
 }

@@ -75,7 +75,11 @@ func newTemplatesMigrateCmd(f *factory, runF func(context.Context, *templatesMig
 				return runF(cmd.Context(), opts)
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				return runTemplatesMigrate(cmd.Context(), f, s.templates, opts)
+				svc, err := s.Templates(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return runTemplatesMigrate(cmd.Context(), f, svc, opts)
 			})
 		},
 	}
@@ -181,7 +185,11 @@ func newTemplatesCleanupCmd(f *factory, runF func(context.Context, *templatesCle
 				return runF(cmd.Context(), opts)
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				return runTemplatesCleanup(cmd.Context(), f, s.templates, opts)
+				svc, err := s.Templates(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return runTemplatesCleanup(cmd.Context(), f, svc, opts)
 			})
 		},
 	}
@@ -236,7 +244,11 @@ func newTemplatesListCmd(f *factory, runF func(context.Context, *templatesListOp
 				return runF(cmd.Context(), opts)
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				return runTemplatesList(cmd.Context(), f, s.templates, opts)
+				svc, err := s.Templates(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return runTemplatesList(cmd.Context(), f, svc, opts)
 			})
 		},
 	}

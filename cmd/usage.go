@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acme/app/internal/apperr"
-	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/usage"
 )
 
@@ -42,7 +41,11 @@ func newUsageReconcileCmd(f *factory) *cobra.Command {
 				return usageError{fmt.Errorf("--days: %s", strings.Join(apperr.As(err).Messages, "; "))}
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				res, err := s.usage.Reconcile(cmd.Context(), opts.days)
+				us, err := s.Usage(cmd.Context())
+				if err != nil {
+					return err
+				}
+				res, err := us.Reconcile(cmd.Context(), opts.days)
 				if err != nil {
 					return err
 				}
@@ -94,7 +97,7 @@ func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOption
 				return runF(cmd.Context(), opts)
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				return runUsageReport(cmd.Context(), f, s.usage, s.auth, opts)
+				return runUsageReport(cmd.Context(), f, s, opts)
 			})
 		},
 	}
@@ -104,14 +107,22 @@ func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOption
 	return c
 }
 
-func runUsageReport(ctx context.Context, f *factory, svc *usage.Service, users *auth.Service, opts *usageReportOptions) error {
+func runUsageReport(ctx context.Context, f *factory, s *services, opts *usageReportOptions) error {
 	ro := usage.ReportOptions{Days: opts.days}
 	if opts.user != "" {
+		users, err := s.Auth(ctx)
+		if err != nil {
+			return err
+		}
 		u, err := users.UserByEmail(ctx, opts.user)
 		if err != nil {
 			return err
 		}
 		ro.UserID, ro.User = u.ID, opts.user
+	}
+	svc, err := s.Usage(ctx)
+	if err != nil {
+		return err
 	}
 	rep, err := svc.Report(ctx, ro)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
 )
 
@@ -37,14 +36,18 @@ func newUsersListCmd(f *factory, runF func(context.Context, *usersListOptions) e
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
-			return withServices(cmd.Context(), f, func(s *services) error { return runUsersList(cmd.Context(), f, s.auth, opts) })
+			return withServices(cmd.Context(), f, func(s *services) error { return runUsersList(cmd.Context(), f, s, opts) })
 		},
 	}
 	c.Flags().BoolVar(&opts.json, "json", false, "print JSON")
 	return c
 }
 
-func runUsersList(ctx context.Context, f *factory, svc *auth.Service, opts *usersListOptions) error {
+func runUsersList(ctx context.Context, f *factory, s *services, opts *usersListOptions) error {
+	svc, err := s.Auth(ctx)
+	if err != nil {
+		return err
+	}
 	users, err := svc.List(ctx)
 	if err != nil {
 		return err
@@ -82,7 +85,7 @@ func newUsersRoleCmd(f *factory, verb string, runF func(context.Context, *usersR
 				return runF(cmd.Context(), opts)
 			}
 			return withServices(cmd.Context(), f, func(s *services) error {
-				return runUsersRole(cmd.Context(), f, s.auth, verb, opts)
+				return runUsersRole(cmd.Context(), f, s, verb, opts)
 			})
 		},
 	}
@@ -90,7 +93,11 @@ func newUsersRoleCmd(f *factory, verb string, runF func(context.Context, *usersR
 	return c
 }
 
-func runUsersRole(ctx context.Context, f *factory, svc *auth.Service, verb string, opts *usersRoleOptions) error {
+func runUsersRole(ctx context.Context, f *factory, s *services, verb string, opts *usersRoleOptions) error {
+	svc, err := s.Auth(ctx)
+	if err != nil {
+		return err
+	}
 	change := svc.Grant
 	if verb == "revoke" {
 		change = svc.Revoke
@@ -150,11 +157,19 @@ func newUsersBudgetCmd(f *factory, runF func(context.Context, *usersBudgetOption
 }
 
 func runUsersBudget(ctx context.Context, f *factory, s *services, opts *usersBudgetOptions) error {
-	u, err := s.auth.UserByEmail(ctx, opts.email)
+	users, err := s.Auth(ctx)
 	if err != nil {
 		return err
 	}
-	st, err := s.budget.SetLimit(ctx, u.ID, opts.limit)
+	u, err := users.UserByEmail(ctx, opts.email)
+	if err != nil {
+		return err
+	}
+	budgets, err := s.Budget(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := budgets.SetLimit(ctx, u.ID, opts.limit)
 	if err != nil {
 		return err
 	}

@@ -145,8 +145,8 @@ func floor(port, upstream, dir string) error {
 		return err
 	}
 	defer st.Close(ctx)
-	us, err := usage.New(ctx, st.DB("floor"), usage.Options{})
-	if err != nil {
+	us := usage.New(st.DB("floor"), usage.Options{})
+	if err := us.EnsureIndexes(ctx); err != nil {
 		return err
 	}
 	defer us.Close(ctx)

@@ -92,7 +92,9 @@ func (s *Service) AddRoles(roles ...string) {
 	}
 }
 
-// New returns the service on db's users collection and creates its indexes.
+// New returns the service on db's users collection. It gives users stored without a normalized
+// e-mail their normalized one (normalizeStoredEmails), so that lookups by e-mail find them; it
+// creates no index: the process that serves calls EnsureIndexes.
 func New(ctx context.Context, db *mongo.Database, tokens *Tokens, bcryptCost int) (*Service, error) {
 	if bcryptCost < bcrypt.MinCost || bcryptCost > bcrypt.MaxCost {
 		return nil, fmt.Errorf("auth: bcrypt cost %d outside %d..%d", bcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
@@ -106,17 +108,23 @@ func New(ctx context.Context, db *mongo.Database, tokens *Tokens, bcryptCost int
 	s.callers.init(CallerCacheTTL)
 	s.roles = map[string]bool{}
 	s.AddRoles(BuiltinRoles...)
-	err = store.EnsureIndexes(ctx, s.users,
-		mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("email_1")},
-		mongo.IndexModel{Keys: bson.D{{Key: "emailNormalized", Value: 1}}, Options: options.Index().SetName("emailNormalized_1")},
-	)
-	if err != nil {
-		return nil, err
-	}
 	if err := s.normalizeStoredEmails(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// EnsureIndexes creates the users collection's indexes: the unique e-mail, which decides
+// concurrent registrations, and the normalized e-mail every lookup uses. Creating an existing
+// index is a no-op.
+func (s *Service) EnsureIndexes(ctx context.Context) error {
+	if err := store.EnsureIndexes(ctx, s.users,
+		mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("email_1")},
+		mongo.IndexModel{Keys: bson.D{{Key: "emailNormalized", Value: 1}}, Options: options.Index().SetName("emailNormalized_1")},
+	); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	return nil
 }
 
 // normalizeStoredEmails sets emailNormalized on users stored without it (by an earlier version

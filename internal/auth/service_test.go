@@ -28,6 +28,9 @@ func newService(t *testing.T) (*Service, *mongo.Database) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.EnsureIndexes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return s, db
 }
 

@@ -94,8 +94,10 @@ type Service struct {
 	ledger  *ledger // nil: budgets in the store
 }
 
-// New returns the service on db's ai_budgets collection and creates its index. With
-// InMemory it reads the month's spend and starts the writer that Close stops.
+// New returns the service on db's ai_budgets collection. With InMemory it reads the month's
+// spend and starts the writer that Close stops; without, it starts nothing and talks to the
+// store only when a method is called. It creates no index: the process that serves calls
+// EnsureIndexes.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
 	s := &Service{coll: db.Collection(Collection), def: opts.Default, holdFor: opts.HoldFor, spent: opts.Spent,
 		now: opts.Now, log: opts.Logger}
@@ -112,11 +114,6 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 		s.spent = func(context.Context, string, int) (float64, error) { return 0, nil }
 	}
 	s.limits = &limitTable{coll: s.coll}
-	if _, err := s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
-		Keys: bson.D{{Key: "userId", Value: 1}}, Options: options.Index().SetName("userId_1"),
-	}); err != nil {
-		return nil, fmt.Errorf("budget: create index: %w", err)
-	}
 	if opts.InMemory {
 		l, err := openLedger(ctx, s, opts.Month, opts.WriteEvery)
 		if err != nil {
@@ -125,6 +122,16 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 		s.ledger = l
 	}
 	return s, nil
+}
+
+// EnsureIndexes creates the ai_budgets index (by user); creating an existing index is a no-op.
+func (s *Service) EnsureIndexes(ctx context.Context) error {
+	if _, err := s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys: bson.D{{Key: "userId", Value: 1}}, Options: options.Index().SetName("userId_1"),
+	}); err != nil {
+		return fmt.Errorf("budget: create index: %w", err)
+	}
+	return nil
 }
 
 // Close writes what the memory holds that the store does not have yet and stops the writer.

@@ -36,6 +36,9 @@ func newService(t *testing.T, db *mongo.Database, opts Options) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.EnsureIndexes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s
 }

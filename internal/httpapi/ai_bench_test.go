@@ -131,8 +131,8 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		return srv
 	}
 	proxy := newProxy(discardRecorder{})
-	us, err := usage.New(context.Background(), storetest.DB(b), usage.Options{})
-	if err != nil {
+	us := usage.New(storetest.DB(b), usage.Options{})
+	if err := us.EnsureIndexes(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = us.Close(context.Background()) })

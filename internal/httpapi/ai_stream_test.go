@@ -63,11 +63,8 @@ func newLiveAI(t *testing.T, provider string, script ...aitest.Responder) *liveA
 	lv := &liveAI{fake: aitest.New(t, provider, script...), db: storetest.DB(t), log: &syncBuffer{}, key: "sk-live-SECRET-" + provider,
 		metrics: metrics.New()}
 	logger := slog.New(slog.NewJSONHandler(lv.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	us, err := usage.New(context.Background(), lv.db, usage.Options{Logger: logger,
+	us := usage.New(lv.db, usage.Options{Logger: logger,
 		Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond, Observer: lv.metrics}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { _ = us.Close(context.Background()) })
 	svc := ai.New(ai.Options{Providers: map[string]ai.ProviderConfig{provider: {APIKey: lv.key, BaseURL: lv.fake.BaseURL(), DefaultModel: "gpt-4o-mini"}},
 		Timeout: 5 * time.Second, Recorder: us, Observer: lv.metrics, Logger: logger, RetryBase: time.Millisecond, RetryCap: 20 * time.Millisecond})

@@ -26,10 +26,7 @@ type aiFixture struct {
 func newAIFixture(t testing.TB) *aiFixture {
 	t.Helper()
 	tokens := auth.NewTokens(secret, time.Hour)
-	us, err := usage.New(context.Background(), storetest.DB(t), usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	us := usage.New(storetest.DB(t), usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
 	t.Cleanup(func() { _ = us.Close(context.Background()) })
 	fx := &aiFixture{usage: us, fakes: map[string]*aitest.Server{}}
 	cfg := map[string]ai.ProviderConfig{}

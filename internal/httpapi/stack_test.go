@@ -43,10 +43,7 @@ func newStack(t *testing.T, opts httpapi.Options) *stack {
 	if s.auth, err = auth.New(ctx, db, tokens, 4); err != nil {
 		t.Fatal(err)
 	}
-	us, err := usage.New(ctx, db, usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	us := usage.New(db, usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
 	t.Cleanup(func() { _ = us.Close(context.Background()) })
 	cfg := map[string]ai.ProviderConfig{}
 	for _, p := range ai.Providers() {

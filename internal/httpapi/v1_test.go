@@ -56,15 +56,11 @@ func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFix
 	t.Helper()
 	ctx := context.Background()
 	db := storetest.DB(t)
-	us, err := usage.New(ctx, db, usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	us := usage.New(db, usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
 	t.Cleanup(func() { _ = us.Close(context.Background()) })
 	fx := &gwFixture{tokens: auth.NewTokens(secret, time.Hour), usage: us, fakes: map[string]*aitest.Server{}}
-	if fx.keys, err = keys.New(ctx, db, keys.Options{}); err != nil {
-		t.Fatal(err)
-	}
+	fx.keys = keys.New(db, keys.Options{})
+	var err error
 	fx.budget, err = budget.New(ctx, db, budget.Options{
 		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
 			s, err := us.Summary(ctx, userID, days)

@@ -117,8 +117,9 @@ type cached struct {
 	usedAt    time.Time // last lastUsedAt written by this process
 }
 
-// New returns the service on db's api_keys collection and creates its indexes.
-func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
+// New returns the service on db's api_keys collection. It creates no index: the process that
+// serves calls EnsureIndexes.
+func New(db *mongo.Database, opts Options) *Service {
 	s := &Service{coll: db.Collection(Collection), now: opts.Now, ttl: opts.TTL,
 		cache: expirable.NewLRU[string, cached](cacheMax, nil, lastUsedEvery)}
 	if s.now == nil {
@@ -127,14 +128,19 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error
 	if s.ttl <= 0 || s.ttl > CacheTTL {
 		s.ttl = CacheTTL
 	}
-	err := store.EnsureIndexes(ctx, s.coll,
+	return s
+}
+
+// EnsureIndexes creates the api_keys indexes: the unique digest a key is resolved by, and
+// the user a listing filters on. Creating an existing index is a no-op.
+func (s *Service) EnsureIndexes(ctx context.Context) error {
+	if err := store.EnsureIndexes(ctx, s.coll,
 		mongo.IndexModel{Keys: bson.D{{Key: "digest", Value: 1}}, Options: options.Index().SetUnique(true).SetName("digest_1")},
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}}, Options: options.Index().SetName("userId_1")},
-	)
-	if err != nil {
-		return nil, err
+	); err != nil {
+		return fmt.Errorf("keys: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // Create makes a key for userID (email is kept for operators' listings) and returns it, the

@@ -27,8 +27,8 @@ func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unloc
 func newService(t *testing.T) (*Service, *clock) {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
-	s, err := New(context.Background(), storetest.DB(t), Options{Now: clk.now})
-	if err != nil {
+	s := New(storetest.DB(t), Options{Now: clk.now})
+	if err := s.EnsureIndexes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s, clk
@@ -121,12 +121,8 @@ func TestRevocationWithinTTL(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.DB(t)
 	clk := &clock{t: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)}
-	a, err := New(ctx, db, Options{Now: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(ctx, db, Options{Now: clk.now})
-	if err != nil {
+	a, b := New(db, Options{Now: clk.now}), New(db, Options{Now: clk.now})
+	if err := a.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c, err := a.Create(ctx, "u1", "", CreateInput{Name: "k"})

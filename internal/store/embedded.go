@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
@@ -30,6 +31,25 @@ const (
 
 // URIFile returns the path of the file that holds a running embedded store's URI.
 func URIFile(dataDir string) string { return filepath.Join(dataDir, uriFile) }
+
+// ErrNotRunning is returned by RunningURI when no process serves the embedded store of a data
+// directory.
+var ErrNotRunning = errors.New("no running app process serves the embedded store of this data directory")
+
+// RunningURI returns the URI of the embedded store that a running process (`app serve`, `app
+// store serve`) serves from dataDir, read from its URI file, and opens, locks or creates
+// nothing. It returns ErrNotRunning when the file is absent or still empty. A process killed
+// without a clean stop leaves its file behind: the URI then names an address nothing answers on.
+func RunningURI(dataDir string) (string, error) {
+	b, err := os.ReadFile(URIFile(dataDir))
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(strings.TrimSpace(string(b))) == 0) {
+		return "", fmt.Errorf("store: %s: %w", dataDir, ErrNotRunning)
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: read %s: %w", uriFile, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
 
 // embedded is a FerretDB server running in this process, behind its gate.
 type embedded struct {
@@ -58,11 +78,11 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 		if !opts.Shared {
 			return nil, "", fmt.Errorf("store: %s: %w", dataDir, ErrLocked)
 		}
-		uri, rerr := os.ReadFile(URIFile(dataDir))
-		if rerr != nil || len(strings.TrimSpace(string(uri))) == 0 {
+		uri, rerr := RunningURI(dataDir)
+		if rerr != nil {
 			return nil, "", fmt.Errorf("store: %s is in use but holds no %s yet; retry in a moment", dataDir, uriFile)
 		}
-		return nil, strings.TrimSpace(string(uri)), nil
+		return nil, uri, nil
 	}
 	if err != nil {
 		return nil, "", err

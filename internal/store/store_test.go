@@ -23,14 +23,21 @@ func ctxT(t *testing.T) context.Context {
 }
 
 // Ensure the embedded store starts, answers a real insert/find through the driver, keeps its
-// data across a restart on the same data_dir, and refuses a second opener while it runs.
+// data across a restart on the same data_dir, refuses a second opener while it runs, and that
+// RunningURI finds it only while it runs.
 func TestEmbedded_Lifecycle(t *testing.T) {
 	ctx := ctxT(t)
 	dir := t.TempDir()
+	if _, err := store.RunningURI(dir); !errors.Is(err, store.ErrNotRunning) {
+		t.Fatalf("RunningURI before start = %v, want ErrNotRunning", err)
+	}
 
 	st, err := store.Open(ctx, store.Options{DataDir: dir})
 	if err != nil {
 		t.Fatalf("open: %v", err)
+	}
+	if got, err := store.RunningURI(dir); err != nil || got != st.URI() {
+		t.Fatalf("RunningURI while running = %q, %v; want %q", got, err, st.URI())
 	}
 	if !st.Embedded() {
 		t.Fatal("Embedded() = false, want true with no URI")
@@ -68,6 +75,9 @@ func TestEmbedded_Lifecycle(t *testing.T) {
 	if _, err := os.Stat(store.URIFile(dir)); !os.IsNotExist(err) {
 		t.Fatalf("uri file still present after close (err=%v)", err)
 	}
+	if _, err := store.RunningURI(dir); !errors.Is(err, store.ErrNotRunning) {
+		t.Fatalf("RunningURI after close = %v, want ErrNotRunning", err)
+	}
 
 	// Restart on the same directory: the data is still there.
 	st2, err := store.Open(ctx, store.Options{DataDir: dir})
@@ -84,6 +94,39 @@ func TestEmbedded_Lifecycle(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "db")); err != nil {
 		t.Fatalf("db directory: %v", err)
+	}
+}
+
+// Ensure RunningURI reads a URI file without creating anything, and takes an empty one
+// (a server still starting) for none.
+func TestRunningURI(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, file string // file: the URI file's content; "-": no file
+		want       string
+		wantErr    error
+	}{
+		{"NoFile", "-", "", store.ErrNotRunning},
+		{"Empty", "\n", "", store.ErrNotRunning},
+		{"URI", "mongodb://127.0.0.1:4242/\n", "mongodb://127.0.0.1:4242/", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if tt.file != "-" {
+				if err := os.WriteFile(store.URIFile(dir), []byte(tt.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := store.RunningURI(dir)
+			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("RunningURI = %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
+			}
+			entries, _ := os.ReadDir(dir)
+			if want := map[bool]int{true: 0, false: 1}[tt.file == "-"]; len(entries) != want {
+				t.Fatalf("the directory holds %d entries after RunningURI, want %d", len(entries), want)
+			}
+		})
 	}
 }
 

@@ -62,8 +62,8 @@ func BenchmarkUsageReads(b *testing.B) {
 		name     string
 		requests int64
 	}{{"1M", 1_000_000}, {"10M", 10_000_000}} {
-		svc, err := newService(ctx, storetest.DB(b), Options{})
-		if err != nil {
+		svc := newService(storetest.DB(b), Options{})
+		if err := svc.EnsureIndexes(ctx); err != nil {
 			b.Fatal(err)
 		}
 		seedRollup(b, svc.daily, "user", sc.requests, 30, 20, today)
@@ -93,8 +93,8 @@ func BenchmarkUsageReads(b *testing.B) {
 // embedded store (20 users, 3 models each), Close included.
 func BenchmarkRecorder(b *testing.B) {
 	db := storetest.DB(b)
-	svc, err := New(context.Background(), db, Options{})
-	if err != nil {
+	svc := New(db, Options{})
+	if err := svc.EnsureIndexes(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Now().UTC()

@@ -293,10 +293,7 @@ func TestRecorder_TwoReplicasCountEveryCall(t *testing.T) {
 	ctx := context.Background()
 	var svcs [2]*Service
 	for i := range svcs {
-		s, err := New(ctx, db, Options{Recorder: RecorderOptions{BatchSize: 7, FlushInterval: time.Millisecond}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := New(db, Options{Recorder: RecorderOptions{BatchSize: 7, FlushInterval: time.Millisecond}})
 		svcs[i] = s
 	}
 	if svcs[0].rec.writer == svcs[1].rec.writer {

@@ -65,24 +65,32 @@ type Options struct {
 	Now      func() time.Time // the clock of the usage windows (tests inject one)
 }
 
-// Service records AI requests in the background and reads usage from the daily rollup.
+// Service reads usage from the daily rollup and, when built by New, records AI requests in
+// the background.
 type Service struct {
 	requests, daily, rejected, prices, models *mongo.Collection
-	rec                                       *recorder
-	names                                     sync.Map // cell key -> modelName, read from ai_models
+	rec                                       *recorder // nil: a reader (NewReader)
+	names                                     sync.Map  // cell key -> modelName, read from ai_models
 	now                                       func() time.Time
 	log                                       *slog.Logger
 }
 
-// New returns the service on db, after creating the indexes a real MongoDB needs, and starts
-// its background recorder. Close it to write what is queued.
-func New(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
-	s, err := newService(ctx, db, opts)
-	if err != nil {
-		return nil, err
-	}
+// ErrReadOnly is returned by Record and Admit of a service built by NewReader.
+var ErrReadOnly = errors.New("usage: this service only reads (no recorder)")
+
+// New returns the service on db and starts its background recorder. Close it to write what is
+// queued. It creates no index: the process that serves calls EnsureIndexes.
+func New(db *mongo.Database, opts Options) *Service {
+	s := newService(db, opts)
 	s.rec = newRecorder(s.sink(), opts.Recorder, s.log)
-	return s, nil
+	return s
+}
+
+// NewReader returns the service on db without a recorder, for a process that only reads usage
+// or reconciles the rollup (an operator command): it starts no goroutine and talks to the
+// store only when a method is called. opts.Recorder is ignored.
+func NewReader(db *mongo.Database, opts Options) *Service {
+	return newService(db, opts)
 }
 
 // sink returns the sink that writes to the service's collections.
@@ -91,14 +99,14 @@ func (s *Service) sink() mongoSink {
 		models: s.models, known: &sync.Map{}}
 }
 
-func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service, error) {
+func newService(db *mongo.Database, opts Options) *Service {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Service{
+	return &Service{
 		requests: db.Collection(RequestsCollection),
 		daily:    db.Collection(DailyCollection),
 		rejected: db.Collection(RejectedCollection),
@@ -107,39 +115,63 @@ func newService(ctx context.Context, db *mongo.Database, opts Options) (*Service
 		now:      opts.Now,
 		log:      opts.Logger,
 	}
+}
+
+// EnsureIndexes creates the indexes the recorder's writes and the reports need on a real
+// MongoDB; creating an existing index is a no-op.
+func (s *Service) EnsureIndexes(ctx context.Context) error {
 	if err := store.EnsureIndexes(ctx, s.requests,
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "createdAt", Value: -1}}},
 	); err != nil {
-		return nil, err
+		return fmt.Errorf("usage: %w", err)
 	}
 	if err := store.EnsureIndexes(ctx, s.daily,
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "day", Value: 1}}},
 		mongo.IndexModel{Keys: bson.D{{Key: "day", Value: 1}}},
 	); err != nil {
-		return nil, err
+		return fmt.Errorf("usage: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // Record queues rec for writing and returns at once, unless the queue is full: then it waits
 // for room up to the hand-off deadline (or until ctx ends) and puts rec in the bounded
 // overflow, written first when the store recovers. It never waits longer. Returns ErrFull when
-// the overflow is full too, and ErrClosed after Close. A record that breaks the limits of
-// validate is not refused here: the recorder sets it aside (usage_rejected) when it writes.
+// the overflow is full too, ErrClosed after Close, and ErrReadOnly on a reader. A record that
+// breaks the limits of validate is not refused here: the recorder sets it aside
+// (usage_rejected) when it writes.
 func (s *Service) Record(ctx context.Context, rec Record) error {
+	if s.rec == nil {
+		return ErrReadOnly
+	}
 	return s.rec.record(ctx, rec)
 }
 
 // Admit returns an Unavailable error while a new AI call could not be recorded (the queue and
-// the overflow are full), nil otherwise. The AI service asks it before calling a provider.
-func (s *Service) Admit() error { return s.rec.admit() }
+// the overflow are full, or the service is a reader), nil otherwise. The AI service asks it
+// before calling a provider.
+func (s *Service) Admit() error {
+	if s.rec == nil {
+		return apperr.Wrap(apperr.Unavailable, ErrReadOnly, "AI calls are not recorded by this process")
+	}
+	return s.rec.admit()
+}
 
-// RecorderState reports the recorder's health for /api/health.
-func (s *Service) RecorderState() RecorderState { return s.rec.state() }
+// RecorderState reports the recorder's health for /api/health; a reader reports the zero
+// state.
+func (s *Service) RecorderState() RecorderState {
+	if s.rec == nil {
+		return RecorderState{}
+	}
+	return s.rec.state()
+}
 
 // Close stops accepting records and writes every queued one, retrying failed writes until
-// ctx ends. It must run before the store closes.
+// ctx ends. It must run before the store closes. It is a no-op on a reader.
 func (s *Service) Close(ctx context.Context) error {
+	if s.rec == nil {
+		return nil
+	}
 	return s.rec.close(ctx)
 }
 

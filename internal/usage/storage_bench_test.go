@@ -41,8 +41,8 @@ func BenchmarkStorageBytesPerRecord(b *testing.B) {
 		}
 		st := open()
 		db := st.DB("app")
-		svc, err := New(ctx, db, Options{})
-		if err != nil {
+		svc := New(db, Options{})
+		if err := svc.EnsureIndexes(ctx); err != nil {
 			b.Fatal(err)
 		}
 		_ = svc.Close(ctx)
@@ -50,10 +50,7 @@ func BenchmarkStorageBytesPerRecord(b *testing.B) {
 		empty := dirSize(b, dir)
 
 		st = open()
-		svc, err = New(ctx, st.DB("app"), Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		svc = New(st.DB("app"), Options{})
 		start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 		models := []string{"gpt-4o-mini", "claude-3-5-haiku-20241022", "gemini-2.0-flash"}
 		providers := []string{"openai", "anthropic", "gemini"}

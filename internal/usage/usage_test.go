@@ -79,8 +79,8 @@ func newFixture(t *testing.T, ro RecorderOptions) *fixture {
 	t.Helper()
 	db := storetest.DB(t)
 	clock := &fixedClock{t: day0}
-	svc, err := newService(context.Background(), db, Options{Now: clock.now})
-	if err != nil {
+	svc := newService(db, Options{Now: clock.now})
+	if err := svc.EnsureIndexes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	fs := &flakySink{inner: svc.sink()}

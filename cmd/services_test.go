@@ -1,0 +1,141 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/bson"
+
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/budget"
+	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/usage"
+)
+
+// runBuilding runs the program in-process like runApp and returns what it built, in order.
+func runBuilding(t *testing.T, getenv func(string) string, args ...string) (result, []string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	var built []string
+	f := &factory{in: strings.NewReader(""), out: &out, errOut: &errOut, getenv: getenv,
+		onBuild: func(name string) { built = append(built, name) }}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code := run(ctx, f, args)
+	return result{code, out.String(), errOut.String()}, built
+}
+
+// storeIndexes opens the embedded store under dataDir (no serve may hold it) and returns the
+// indexes of each collection of the app's database that has any besides _id_.
+func storeIndexes(t *testing.T, dataDir string) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{DataDir: dataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(ctx)
+	db := st.DB("backend")
+	colls, err := db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, c := range colls {
+		cur, err := db.Collection(c).Indexes().List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var specs []struct {
+			Name string `bson:"name"`
+		}
+		if err := cur.All(ctx, &specs); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range specs {
+			if s.Name != "_id_" {
+				out[c] = append(out[c], s.Name)
+			}
+		}
+	}
+	return out
+}
+
+// Ensure each operator command builds only the services it uses, creates no index, never
+// starts the usage recorder and never keeps budgets in memory; and that serve builds every
+// service, with the recorder and budgets in memory, and creates the indexes.
+func TestServicesBuiltPerCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := testEnv()
+	r, built := runBuilding(t, env, "dev", "seed", "--data-dir", dir)
+	if want := []string{builtStore, builtTokens, builtAuth, builtTemplates}; r.code != 0 || !slices.Equal(built, want) {
+		t.Fatalf("dev seed = %d %q, built %q, want %q", r.code, r.errOut, built, want)
+	}
+	const unreachable = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300"
+	usageReader := []string{builtStore, builtUsageReader}
+	// Sequential: the commands share one data directory, which each opens in its turn.
+	for _, tt := range []struct {
+		args  []string
+		code  int
+		built []string
+	}{
+		{[]string{"users", "list"}, 0, []string{builtStore, builtTokens, builtAuth}},
+		{[]string{"users", "grant", "user@example.com", "admin"}, 0, []string{builtStore, builtTokens, builtAuth}},
+		{[]string{"users", "revoke", "user@example.com", "admin"}, 0, []string{builtStore, builtTokens, builtAuth}},
+		{[]string{"users", "budget", "user@example.com", "5"}, 0,
+			[]string{builtStore, builtTokens, builtAuth, builtUsageReader, builtBudgetStore}},
+		{[]string{"keys", "create", "--user", "user@example.com", "--name", "ci"}, 0,
+			[]string{builtStore, builtTokens, builtAuth, builtKeys}},
+		{[]string{"keys", "list"}, 0, []string{builtStore, builtKeys}},
+		{[]string{"keys", "revoke", "nope"}, exitFailure, []string{builtStore, builtKeys}},
+		{[]string{"usage", "report"}, 0, usageReader},
+		{[]string{"usage", "report", "--user", "user@example.com"}, 0,
+			[]string{builtStore, builtTokens, builtAuth, builtUsageReader}},
+		{[]string{"usage", "reconcile", "--days", "2"}, 0, usageReader},
+		{[]string{"templates", "list"}, 0, []string{builtStore, builtTemplates}},
+		{[]string{"templates", "migrate"}, 0, []string{builtStore, builtTemplates}},
+		{[]string{"mongo", "test", "--uri", unreachable}, exitFailure, nil},
+		{[]string{"mongo", "query", "--uri", unreachable, "--collection", "users"}, exitFailure, nil},
+		{[]string{"usage", "report", "--days", "0"}, exitUsage, nil},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r, built := runBuilding(t, env, append(tt.args, "--data-dir", dir)...)
+			if r.code != tt.code || !slices.Equal(built, tt.built) {
+				t.Fatalf("exit %d (want %d), built %q, want %q\nstdout: %s\nstderr: %s", r.code, tt.code, built, tt.built, r.out, r.errOut)
+			}
+		})
+	}
+	if idx := storeIndexes(t, dir); len(idx) > 0 {
+		t.Fatalf("operator commands created indexes: %v", idx)
+	}
+
+	var mu sync.Mutex
+	var serveBuilt []string
+	s := startServeWith(t, dir, env, func(f *factory) {
+		f.onBuild = func(name string) { mu.Lock(); serveBuilt = append(serveBuilt, name); mu.Unlock() }
+	})
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exit %d: %s", code, s.logs.String())
+	}
+	want := []string{builtStore, builtTokens, builtAuth, builtTemplates, builtDBCheck, builtKeys, builtMetrics,
+		builtUsageRecorder, builtPrices, builtBudgetMemory, builtAI, builtGateway}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(serveBuilt, want) {
+		t.Fatalf("serve built %q, want %q", serveBuilt, want)
+	}
+	idx := storeIndexes(t, dir)
+	for coll, name := range map[string]string{auth.UsersCollection: "email_1", keys.Collection: "digest_1",
+		budget.Collection: "userId_1", usage.DailyCollection: "day_1", usage.RequestsCollection: "userId_1_createdAt_-1"} {
+		if !slices.Contains(idx[coll], name) {
+			t.Errorf("after serve, %s has indexes %q, want %s among them", coll, idx[coll], name)
+		}
+	}
+}
