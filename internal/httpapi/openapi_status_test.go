@@ -46,10 +46,7 @@ func routePatterns() []string {
 // the path the description names the operation by.
 func examplePath(pattern string) (path, described string) {
 	path = strings.TrimSuffix(pattern, "{$}")
-	described = strings.TrimSuffix(path, "/")
-	if described == "" {
-		described = "/"
-	}
+	described = path
 	for wildcard, value := range map[string]string{
 		"{spaceId}": "65f000000000000000000001", "{templateId}": "colour", "{widgetType}": "color",
 		"{id}": "28edcd18-d58d-47bc-a728-8c257b22eb53", "{provider}": "openai", "{model...}": "gpt-4o-mini",
@@ -277,4 +274,41 @@ type storeDown struct{}
 
 func (storeDown) Current(context.Context, string) (auth.Caller, error) {
 	return auth.Caller{}, apperr.Wrap(apperr.Unavailable, errors.New("store down"), "Service Unavailable")
+}
+
+// Ensure a model name with slashes is served in both forms, and that the form the description
+// gives (each slash as %2F) is a request and an answer it accepts.
+func TestOpenAPI_ModelNamesWithSlashes(t *testing.T) {
+	t.Parallel()
+	v := statusValidator(t)
+	prices, err := ai.LoadPrices("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := auth.NewTokens(secret, time.Hour)
+	gw := gateway.New(gateway.Options{Prices: prices, Providers: map[string]string{"openai": "ft/my-model"}})
+	h := NewServer(Options{}, Deps{Tokens: tokens, Gateway: gw, Accounts: trustClaims{}})
+	tok, err := tokens.Issue(auth.Caller{ID: "6b03073cffce71a0a85a92b9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/models/openai/ft%2Fmy-model", "/v1/models/openai/ft/my-model"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if m := decodeJSON[gateway.Model](t, rec.Body.Bytes()); rec.Code != 200 || m.ID != "openai/ft/my-model" {
+			t.Fatalf("GET %s = %d %s", path, rec.Code, rec.Body)
+		}
+		if strings.Contains(path, "%2F") {
+			u, _ := url.Parse("http://localhost:3000" + path)
+			vreq := &http.Request{Method: "GET", URL: u, Header: req.Header, Host: u.Host, Body: http.NoBody}
+			if ok, errs := v.ValidateHttpRequest(vreq); !ok {
+				for _, e := range errs {
+					t.Errorf("GET %s: %s: %s", path, e.Message, e.Reason)
+				}
+			}
+			validateAnswer(t, v, "GET "+path, req, rec)
+		}
+	}
 }
