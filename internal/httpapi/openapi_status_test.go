@@ -110,6 +110,9 @@ type probe struct {
 	// prepare sets the request's credentials, body and headers.
 	prepare func(r *http.Request)
 	repeat  int // requests sent; the last answer is checked (2: the second is over a limit of 1)
+	// failuresOnly: only a failure's body is checked (the services are not set up, so what they
+	// answer is no real answer).
+	failuresOnly bool
 }
 
 // Ensure every status a route answers, whichever part of its path answers it (the middleware it
@@ -178,8 +181,8 @@ func TestOpenAPI_EveryStatusIsDescribed(t *testing.T) {
 			r.Header.Set("X-Padding", strings.Repeat("x", 5<<10))
 		})},
 		{name: "over the rate limit", h: limited.h, prepare: auth(limitedTok, withBody(`{}`)), repeat: 2},
-		{name: "account store down", h: down, prepare: auth(brokenTok, validBody)},
-		{name: "panic", h: broken, prepare: auth(brokenTok, validBody)},
+		{name: "account store down", h: down, prepare: auth(brokenTok, validBody), failuresOnly: true},
+		{name: "panic", h: broken, prepare: auth(brokenTok, validBody), failuresOnly: true},
 	}
 
 	answered := map[string][]int{}
@@ -211,7 +214,9 @@ func TestOpenAPI_EveryStatusIsDescribed(t *testing.T) {
 					op, p.name, rec.Code, listed, rec.Body)
 				continue
 			}
-			validateAnswer(t, v, op+" ("+p.name+")", req, rec)
+			if !p.failuresOnly || rec.Code >= 400 {
+				validateAnswer(t, v, op+" ("+p.name+")", req, rec)
+			}
 		}
 	}
 	// Every route is behind the header limit, the global rate limit and the panic recovery
