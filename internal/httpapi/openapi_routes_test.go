@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,7 +27,7 @@ type patterns []string
 func (p *patterns) Handle(pattern string, _ http.Handler) { *p = append(*p, pattern) }
 
 // registeredRoutes returns "METHOD /path" for every route of routes.go, every service present.
-// "/api/{$}" (the root with a trailing slash) is the same operation as "/api".
+// "{$}" (a path ending in a slash, matched exactly) is that path.
 func registeredRoutes(t *testing.T) []string {
 	t.Helper()
 	var got patterns
@@ -39,7 +41,7 @@ func registeredRoutes(t *testing.T) []string {
 		if !ok {
 			t.Fatalf("route %q has no method", p)
 		}
-		path = strings.TrimSuffix(path, "/{$}")
+		path = strings.TrimSuffix(path, "{$}")
 		path = strings.ReplaceAll(path, "...}", "}") // a trailing wildcard is one path parameter
 		if path == "" {
 			path = "/"
@@ -97,5 +99,40 @@ func TestOpenAPI_DescribesEveryRoute(t *testing.T) {
 	}
 	if len(registered) < 20 {
 		t.Fatalf("only %d routes registered: %v", len(registered), registered)
+	}
+}
+
+// Ensure docs/api.md counts the paths of docs/openapi.yaml as they are.
+func TestOpenAPI_DocsCountThePaths(t *testing.T) {
+	t.Parallel()
+	md, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cmd = "jq '.openapi, (.paths | keys | length)'"
+	_, after, ok := strings.Cut(string(md), cmd)
+	if !ok {
+		t.Fatalf("docs/api.md no longer shows %s", cmd)
+	}
+	lines := strings.Split(after, "\n")
+	if len(lines) < 3 {
+		t.Fatalf("docs/api.md: no answer after %s", cmd)
+	}
+	shown, err := strconv.Atoi(strings.TrimSpace(lines[2]))
+	if err != nil {
+		t.Fatalf("docs/api.md: %q after %s is not a count", lines[2], cmd)
+	}
+	raw, err := OpenAPIJSON(docs.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if shown != len(doc.Paths) {
+		t.Errorf("docs/api.md shows %d paths; docs/openapi.yaml has %d", shown, len(doc.Paths))
 	}
 }

@@ -56,8 +56,10 @@ func newStack(t *testing.T, opts httpapi.Options) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dbc.Close(context.Background()) })
+	// Core is up here: its timeout only has to outlast a slow machine (the race detector, the
+	// package's tests in parallel), never to be met.
 	tpl := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: db.Name(), Core: st.Client(),
-		CoreDatabase: storetest.DBName(t), CoreTimeout: 2 * time.Second})
+		CoreDatabase: storetest.DBName(t), CoreTimeout: 15 * time.Second})
 	if opts.RateLimit == 0 {
 		opts.RateLimit, opts.RateWindow = 1<<20, time.Minute
 	}

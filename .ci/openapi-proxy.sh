@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Black-box check of docs/openapi.yaml: `app serve` behind a validating proxy (Stoplight Prism,
+# installed from npm into a temporary directory), and a set of requests covering every
+# operation sent through it, valid ones and deliberately invalid ones. Prism reports each
+# difference between an exchange and the description in the answer's sl-violations header. The
+# run fails on any violation of an answer, and on any violation of a request that the server
+# answered with a 2xx or that was meant to be valid. The AI providers are the acceptance
+# suite's fakes. Usage: .ci/openapi-proxy.sh [path/to/app] (default bin/app).
+# PRISM_DIR=dir reuses an install of @stoplight/prism-cli there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APP="$(realpath "${1:-bin/app}")"
+SHARED="$(realpath ../shared/acceptance)"
+SPEC="$(realpath docs/openapi.yaml)"
+PRISM_VERSION="${PRISM_VERSION:-5.14}" # runs on Node 20 (the newest 5.x needs Node 24)
+
+command -v node >/dev/null && command -v npm >/dev/null || { echo "openapi-proxy: node and npm are needed" >&2; exit 1; }
+
+start=$(date +%s)
+TMP="$(mktemp -d)"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# The validating proxy, from npm.
+PRISM_DIR="${PRISM_DIR:-$TMP/prism}"
+if [ ! -x "$PRISM_DIR/node_modules/.bin/prism" ]; then
+  mkdir -p "$PRISM_DIR"
+  (cd "$PRISM_DIR" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent "@stoplight/prism-cli@$PRISM_VERSION" >/dev/null)
+fi
+PRISM="$PRISM_DIR/node_modules/.bin/prism"
+
+# The fake providers, standalone.
+python3 -u - "$SHARED" >"$TMP/fake.port" 2>"$TMP/fake.log" <<'PY' &
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from lib.fakeai import FakeProviders
+fake = FakeProviders().start()
+print(fake.port, flush=True)
+while True:
+    time.sleep(3600)
+PY
+PIDS+=($!)
+for _ in $(seq 50); do [ -s "$TMP/fake.port" ] && break; sleep 0.1; done
+FAKE="http://127.0.0.1:$(cat "$TMP/fake.port")"
+
+# The server: limits out of reach, the storage routes allowed to reach its own embedded store.
+PORT="$(free_port)"
+BASE="http://127.0.0.1:$PORT"
+export APP_JWT_SECRET=openapi-proxy-secret-openapi-proxy-secret
+export APP_RATELIMIT_LIMIT=1000000 APP_RATELIMIT_AUTH_LIMIT=1000000
+export APP_DBCHECK_ALLOWED_HOSTS=127.0.0.1
+export APP_AI_OPENAI_API_KEY=fake-openai APP_AI_ANTHROPIC_API_KEY=fake-anthropic APP_AI_GEMINI_API_KEY=fake-gemini
+export APP_AI_OPENAI_BASE_URL="$FAKE/v1" APP_AI_ANTHROPIC_BASE_URL="$FAKE/v1" APP_AI_GEMINI_BASE_URL="$FAKE/v1beta"
+export APP_LOG_LEVEL=warn
+"$APP" serve --addr "127.0.0.1:$PORT" --data-dir "$TMP/data" >"$TMP/app.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 600); do curl -fsS "$BASE/api/health" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fsS "$BASE/api/health" >/dev/null || { echo "openapi-proxy: app serve did not start" >&2; cat "$TMP/app.log" >&2; exit 1; }
+MONGO_URI="$(cat "$TMP/data/embedded-mongodb.uri")"
+
+# Prism in front of it. Without --errors it forwards every request, answers what the server
+# answered, and names each violation in the sl-violations header (with --errors it would
+# replace the server's answer by its own error, hiding what the server said).
+PPORT="$(free_port)"
+"$PRISM" proxy "$SPEC" "$BASE" --port "$PPORT" --host 127.0.0.1 --errors=false >"$TMP/prism.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 300); do curl -fsS "http://127.0.0.1:$PPORT/api/health" >/dev/null 2>&1 && break; sleep 0.1; done
+curl -fsS "http://127.0.0.1:$PPORT/api/health" >/dev/null || { echo "openapi-proxy: prism did not start" >&2; cat "$TMP/prism.log" >&2; exit 1; }
+
+# An admin, for the admin routes: granted before its first authenticated request.
+ADMIN_EMAIL="openapi-admin@example.com"
+curl -fsS -H 'Content-Type: application/json' -d '{"email":"'"$ADMIN_EMAIL"'","password":"admin-pass-1","name":"Admin"}' \
+  "$BASE/api/auth/register" >/dev/null
+"$APP" users grant "$ADMIN_EMAIL" admin --data-dir "$TMP/data" >/dev/null
+
+node .ci/openapi-traffic.mjs "http://127.0.0.1:$PPORT" "$MONGO_URI" "$ADMIN_EMAIL" || {
+  echo "--- the proxy's violations (last 40)" >&2; grep "Violation" "$TMP/prism.log" | tail -40 >&2; exit 1; }
+echo "openapi-proxy: every exchange matches docs/openapi.yaml ($(( $(date +%s) - start ))s)"
