@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Drives `app serve` with the official OpenAI SDK for Node (installed from npm into a temporary
 # directory), against the acceptance suite's fake providers: a plain call to each provider, a
-# call streamed with the SDK's stream helper, models.list(), and a wrong key caught as the SDK's
+# call streamed with the SDK's stream helper, models.list() and models.retrieve(), and a wrong key caught as the SDK's
 # AuthenticationError. Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +90,9 @@ const models = [];
 for await (const m of client.models.list()) models.push(m.id);
 if (!models.includes("openai/gpt-4o-mini") && models.length === 0) fail("models.list() is empty");
 console.log(`ok  models.list(): ${models.length} models, e.g. ${models.slice(0, 3).join(", ")}`);
+const one = await client.models.retrieve(models[0]);
+if (one.id !== models[0]) fail(`models.retrieve(${models[0]}) answered ${JSON.stringify(one)}`);
+console.log(`ok  models.retrieve(${models[0]})`);
 
 try {
   await new OpenAI({ baseURL, apiKey: "sk-app-" + "0".repeat(43), maxRetries: 0 }).chat.completions.create({

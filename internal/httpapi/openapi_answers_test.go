@@ -125,6 +125,7 @@ func TestOpenAPI_GatewayAndKeysMatchTheDescription(t *testing.T) {
 	}
 	exchange("GET", "/v1/models", "", created.Key, 200)
 	exchange("GET", "/v1/models/openai/m-openai", "", created.Key, 200)
+	exchange("GET", "/v1/models/openai%2Fm-openai", "", created.Key, 200) // as the SDKs send models.retrieve
 	exchange("GET", "/v1/models/openai/no-such-model", "", created.Key, 404)
 	exchange("POST", "/v1/chat/completions", `{"model":"openai/m","messages":[{"role":"user","content":"hi"}],"n":2}`, created.Key, 400)
 	exchange("POST", "/v1/chat/completions", `{"model":"openai/m","messages":[{"role":"user","content":"hi"}]}`, "sk-app-"+strings.Repeat("0", 43), 401)

@@ -101,7 +101,11 @@ func handleV1Models(gw *gateway.Service) http.Handler {
 // handleV1Model answers GET /v1/models/{provider}/{model...}.
 func handleV1Model(gw *gateway.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m, err := gw.Model(r.PathValue("provider") + "/" + r.PathValue("model"))
+		id := r.PathValue("model") // one segment: the SDKs escape the slashes of "openai/gpt-4o-mini"
+		if p := r.PathValue("provider"); p != "" {
+			id = p + "/" + id
+		}
+		m, err := gw.Model(id)
 		if err != nil {
 			writeError(w, r, err)
 			return

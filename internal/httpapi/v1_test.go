@@ -284,6 +284,7 @@ func TestV1Errors(t *testing.T) {
 		{"empty content (the AI service's rule)", "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"},{"role":"user","content":""}]}`, tok, 400, "invalid_request_error", "", "messages[1].content"},
 		{"spent budget", "POST", "/v1/chat/completions", chat, spentTok, 429, "insufficient_quota", "insufficient_quota", ""},
 		{"unknown model", "GET", "/v1/models/openai/nope", "", tok, 404, "invalid_request_error", "model_not_found", "model"},
+		{"unknown model, id escaped", "GET", "/v1/models/openai%2Fnope", "", tok, 404, "invalid_request_error", "model_not_found", "model"},
 	} {
 		before := 0
 		for _, f := range fx.fakes {
