@@ -117,6 +117,7 @@ const models = (await send("v1Models", "GET", "/v1/models", { token: key.key, wa
 const first = models?.data?.[0]?.id ?? "openai/gpt-4o-mini";
 await send("v1Model", "GET", `/v1/models/${first}`, { token: tok, want: 200 });
 await send("v1Model", "GET", "/v1/models/openai/ft%2Fno-such-model", { token: key.key, want: 404 });
+await send("v1ModelById", "GET", `/v1/models/${encodeURIComponent(first)}`, { token: key.key, want: 200 });
 
 await send("keyRevoke", "DELETE", `/api/keys/${key2.id}`, { token: tok, want: 204 });
 await send("keyRevoke", "DELETE", `/api/keys/${key2.id}`, { token: tok, want: 404 });
