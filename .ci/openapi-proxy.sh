@@ -18,16 +18,7 @@ PRISM_VERSION="${PRISM_VERSION:-5.14}" # runs on Node 20 (the newest 5.x needs N
 command -v node >/dev/null && command -v npm >/dev/null || { echo "openapi-proxy: node and npm are needed" >&2; exit 1; }
 
 start=$(date +%s)
-TMP="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. .ci/lib.sh
 
 # The validating proxy, from npm.
 PRISM_DIR="${PRISM_DIR:-$TMP/prism}"
@@ -38,18 +29,7 @@ fi
 PRISM="$PRISM_DIR/node_modules/.bin/prism"
 
 # The fake providers, standalone.
-python3 -u - "$SHARED" >"$TMP/fake.port" 2>"$TMP/fake.log" <<'PY' &
-import sys, time
-sys.path.insert(0, sys.argv[1])
-from lib.fakeai import FakeProviders
-fake = FakeProviders().start()
-print(fake.port, flush=True)
-while True:
-    time.sleep(3600)
-PY
-PIDS+=($!)
-for _ in $(seq 50); do [ -s "$TMP/fake.port" ] && break; sleep 0.1; done
-FAKE="http://127.0.0.1:$(cat "$TMP/fake.port")"
+start_fake_providers
 
 # The server: limits out of reach, the storage routes allowed to reach its own embedded store.
 PORT="$(free_port)"

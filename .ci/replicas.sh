@@ -7,17 +7,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APP="$(realpath "${1:-bin/app}")"
-TMP="$(mktemp -d)"
-PID=""
-cleanup() {
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+. .ci/lib.sh
 
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+PORT="$(free_port)"
 "$APP" store serve --data-dir "$TMP/store" --listen "127.0.0.1:$PORT" >"$TMP/store.log" 2>&1 &
-PID=$!
+PIDS+=($!)
 for _ in $(seq 1 100); do
   grep -q "^mongodb://" "$TMP/store.log" && break
   sleep 0.1

@@ -12,33 +12,13 @@ OPENAI_VERSION="${OPENAI_NPM_VERSION:-^7}" # the major tested; OPENAI_NPM_VERSIO
 
 command -v node >/dev/null && command -v npm >/dev/null || { echo "sdk-check: node and npm are needed" >&2; exit 1; }
 
-TMP="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+. .ci/lib.sh
 
 # The official SDK, from npm.
 (cd "$TMP" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent "openai@$OPENAI_VERSION" >/dev/null)
 
 # The fake providers, standalone.
-python3 -u - "$SHARED" >"$TMP/fake.port" 2>"$TMP/fake.log" <<'PY' &
-import sys, time
-sys.path.insert(0, sys.argv[1])
-from lib.fakeai import FakeProviders
-fake = FakeProviders().start()
-print(fake.port, flush=True)
-while True:
-    time.sleep(3600)
-PY
-PIDS+=($!)
-for _ in $(seq 50); do [ -s "$TMP/fake.port" ] && break; sleep 0.1; done
-FAKE="http://127.0.0.1:$(cat "$TMP/fake.port")"
+start_fake_providers
 
 # The server.
 PORT="$(free_port)"
