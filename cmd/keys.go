@@ -47,11 +47,7 @@ func newKeysCreateCmd(f *factory, runF func(context.Context, *keysCreateOptions)
 }
 
 func runKeysCreate(ctx context.Context, f *factory, s *services, opts *keysCreateOptions) error {
-	users, err := s.Auth(ctx)
-	if err != nil {
-		return err
-	}
-	u, err := users.UserByEmail(ctx, opts.user)
+	u, err := s.UserByEmail(ctx, opts.user)
 	if err != nil {
 		return err
 	}
@@ -103,11 +99,7 @@ func newKeysListCmd(f *factory, runF func(context.Context, *keysListOptions) err
 func runKeysList(ctx context.Context, f *factory, s *services, opts *keysListOptions) error {
 	var userID string
 	if opts.user != "" {
-		users, err := s.Auth(ctx)
-		if err != nil {
-			return err
-		}
-		u, err := users.UserByEmail(ctx, opts.user)
+		u, err := s.UserByEmail(ctx, opts.user)
 		if err != nil {
 			return err
 		}

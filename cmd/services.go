@@ -190,6 +190,16 @@ func (s *services) Auth(ctx context.Context) (*auth.Service, error) {
 	return a, nil
 }
 
+// UserByEmail returns the account with e-mail email (NotFound when there is none), building
+// the accounts service on first use: the operator commands that act for a user name it so.
+func (s *services) UserByEmail(ctx context.Context, email string) (*auth.UserView, error) {
+	users, err := s.Auth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return users.UserByEmail(ctx, email)
+}
+
 // Templates returns the template service (core on its own client when core.uri names
 // another deployment, closed with the services).
 func (s *services) Templates(ctx context.Context) (*templates.Service, error) {

@@ -110,11 +110,7 @@ func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOption
 func runUsageReport(ctx context.Context, f *factory, s *services, opts *usageReportOptions) error {
 	ro := usage.ReportOptions{Days: opts.days}
 	if opts.user != "" {
-		users, err := s.Auth(ctx)
-		if err != nil {
-			return err
-		}
-		u, err := users.UserByEmail(ctx, opts.user)
+		u, err := s.UserByEmail(ctx, opts.user)
 		if err != nil {
 			return err
 		}

@@ -157,11 +157,7 @@ func newUsersBudgetCmd(f *factory, runF func(context.Context, *usersBudgetOption
 }
 
 func runUsersBudget(ctx context.Context, f *factory, s *services, opts *usersBudgetOptions) error {
-	users, err := s.Auth(ctx)
-	if err != nil {
-		return err
-	}
-	u, err := users.UserByEmail(ctx, opts.email)
+	u, err := s.UserByEmail(ctx, opts.email)
 	if err != nil {
 		return err
 	}
