@@ -150,6 +150,9 @@ func TestMockServe_BuiltinMatchesServe(t *testing.T) {
 		tokens := map[string]string{"admin": login(t, addr, "admin@example.com", "admin123"), "user": login(t, addr, "user@example.com", "user123")}
 		got[name] = map[string]answer{}
 		for _, rq := range table {
+			if rq.name == "Usage" {
+				waitRecorded(t, addr, tokens["user"])
+			}
 			got[name][rq.name] = send(t, addr, rq, tokens[rq.token])
 		}
 	}
@@ -162,6 +165,24 @@ func TestMockServe_BuiltinMatchesServe(t *testing.T) {
 		if strings.HasSuffix(rq.name, "Stream") && (m.Status != 200 || !strings.HasPrefix(m.Shape, "events:delta={text:string}")) {
 			t.Errorf("%s: the mock answered %d %s, want a stream of deltas", rq.name, m.Status, m.Shape)
 		}
+	}
+}
+
+// waitRecorded waits until the calls just made show in the caller's usage: the recorder
+// writes behind the answers, so a read right after a call may not see it yet.
+func waitRecorded(t *testing.T, addr, token string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, body := do(t, addr, parityRequest{method: "GET", path: "/api/ai/usage/providers"}, token)
+		var rows []any
+		if json.Unmarshal(body, &rows) == nil && len(rows) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage on %s shows no calls after 15 s: %s", addr, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
