@@ -28,6 +28,7 @@ type Price struct {
 	CacheWrite float64 // 0: billed as input
 	tiers      []tier  // higher prices past a prompt length, ascending
 	provider   string  // litellm_provider ("" when the entry does not say)
+	mode       string  // LiteLLM's mode: chat, embedding ("" when the entry does not say)
 }
 
 // tier holds the prices that apply when the prompt has more than above tokens.
@@ -103,6 +104,11 @@ func (p *Prices) add(data []byte) error {
 				base = &pr.CacheWrite
 			case "litellm_provider":
 				if err := json.Unmarshal(v, &pr.provider); err != nil {
+					return fmt.Errorf("%s.%s must be a string", key, name)
+				}
+				continue
+			case "mode":
+				if err := json.Unmarshal(v, &pr.mode); err != nil {
 					return fmt.Errorf("%s.%s must be a string", key, name)
 				}
 				continue

@@ -143,12 +143,13 @@ func (s *Server) pathOK(r *http.Request) bool {
 	}
 	switch s.provider {
 	case "openai":
-		return r.URL.Path == "/v1/chat/completions"
+		return r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/embeddings"
 	case "anthropic":
 		return r.URL.Path == "/v1/messages"
 	case "gemini":
 		return strings.HasPrefix(r.URL.Path, "/v1beta/models/") &&
-			(strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent"))
+			(strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent") ||
+				strings.HasSuffix(r.URL.Path, ":batchEmbedContents"))
 	}
 	return false
 }
@@ -157,6 +158,7 @@ func (s *Server) pathOK(r *http.Request) bool {
 func (c Call) Model() string {
 	if strings.HasPrefix(c.Path, "/v1beta/models/") {
 		m := strings.TrimPrefix(c.Path, "/v1beta/models/")
+		m = strings.TrimSuffix(m, ":batchEmbedContents")
 		return strings.TrimSuffix(strings.TrimSuffix(m, ":generateContent"), ":streamGenerateContent")
 	}
 	m, _ := c.Body["model"].(string)
@@ -205,7 +207,8 @@ func Reset() Responder {
 }
 
 // OK answers a success in the server's own format: text (default "Hello from the fake") with
-// 11 prompt and 7 completion tokens, the model echoed (OpenAI as a dated snapshot).
+// 11 prompt and 7 completion tokens, the model echoed (OpenAI as a dated snapshot); an
+// embeddings request as Embeddings does.
 func OK(text string) Responder {
 	if text == "" {
 		text = "Hello from the fake"
@@ -213,6 +216,9 @@ func OK(text string) Responder {
 	return func(w http.ResponseWriter, r *http.Request, c Call) {
 		var body any
 		switch {
+		case isEmbeddings(r.URL.Path):
+			Embeddings()(w, r, c)
+			return
 		case r.URL.Path == "/v1/chat/completions":
 			body = OpenAIAnswer(c.Model()+"-2024-07-18", text, 11, 7, 0)
 		case r.URL.Path == "/v1/messages":

@@ -1,0 +1,500 @@
+package ai
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/acme/app/internal/apperr"
+)
+
+// Embedding limits. OpenAI's: at most MaxEmbedInputs inputs a request, each non-empty.
+// Gemini's batchEmbedContents takes at most MaxGeminiEmbedInputs texts a request.
+const (
+	MaxEmbedInputs       = 2048
+	MaxGeminiEmbedInputs = 100
+	// MaxEmbedDimensions bounds `dimensions` (the largest models answer 3072 floats).
+	MaxEmbedDimensions = 65536
+	// maxTokenID bounds a token of a token array (vocabularies are far smaller).
+	maxTokenID = 1<<31 - 1
+)
+
+// maxEmbedAnswerBytes bounds what is read of an embeddings answer: 2048 vectors of 3072
+// floats as JSON text are larger than maxAnswerBytes, and must still be read whole.
+const maxEmbedAnswerBytes = 64 << 20
+
+// EmbedInput is one embeddings request, in OpenAI's terms. Exactly one of Texts and Tokens is
+// set.
+type EmbedInput struct {
+	Model  string    // the provider's name of the model
+	Texts  []string  // the texts to embed
+	Tokens [][]int64 // or OpenAI's token arrays (openai only)
+	// Single is true when the client sent one text (or one token array) rather than a list:
+	// OpenAI is sent the input in the form it was received.
+	Single bool
+	// EncodingFormat is OpenAI's encoding_format as the client sent it ("", "float" or
+	// "base64"); OpenAI is asked for it, Gemini always answers floats. Either way the
+	// answer's vectors are decoded floats.
+	EncodingFormat string
+	Dimensions     *int   // the vectors' length (OpenAI dimensions, Gemini outputDimensionality)
+	User           string // OpenAI's end-user id, sent to OpenAI only
+	// RequestID, when a UUID, becomes the answer's request id; otherwise a new one is made.
+	RequestID string
+}
+
+// Embeddings is the answer to an embeddings request: one vector per input, in order.
+type Embeddings struct {
+	Vectors  [][]float32
+	Model    string // as the provider reported it (else the requested one)
+	Provider string
+	// Usage counts input tokens only (CompletionTokens is 0, TotalTokens = PromptTokens).
+	Usage Usage
+	// Estimated is true when the provider reported no token count (Gemini never does) and
+	// Usage is EstimateTokens of the inputs.
+	Estimated bool
+	Cost      float64
+	RequestID string
+}
+
+// EstimateTokens is the token count of a text whose provider reports none: one token per four
+// bytes of UTF-8, rounded up (English averages about four characters a token).
+func EstimateTokens(text string) int64 { return int64((len(text) + 3) / 4) }
+
+// inputs is the number of inputs.
+func (in *EmbedInput) inputs() int {
+	if in.Tokens != nil {
+		return len(in.Tokens)
+	}
+	return len(in.Texts)
+}
+
+// validate refuses what no provider takes, naming the parameter as OpenAI does (input.3 is
+// input[3] in OpenAI's notation).
+func (in *EmbedInput) validate(provider string) error {
+	bad := func(param, format string, args ...any) error {
+		return &apperr.Error{Kind: apperr.Invalid, Messages: []string{fmt.Sprintf(format, args...)}, Param: param, Code: "invalid_value"}
+	}
+	if in.Model == "" {
+		return bad("model", "You must provide a model parameter.")
+	}
+	if !modelPattern.MatchString(in.Model) {
+		return bad("model", "Invalid 'model': %q is not a model name (letters, digits and . _ : @ -, at most 128).", in.Model)
+	}
+	n := in.inputs()
+	switch {
+	case in.Texts != nil && in.Tokens != nil:
+		return bad("input", "Invalid 'input': texts and token arrays at once.")
+	case n == 0:
+		return bad("input", "Invalid 'input': expected a non-empty string or a non-empty array of them.")
+	case n > MaxEmbedInputs:
+		return bad("input", "Invalid 'input': %d inputs; at most %d a request.", n, MaxEmbedInputs)
+	case provider == "gemini" && in.Tokens != nil:
+		return bad("input", "Invalid 'input': gemini embeds texts only, not token arrays.")
+	case provider == "gemini" && n > MaxGeminiEmbedInputs:
+		return bad("input", "Invalid 'input': %d inputs; gemini embeds at most %d texts a request.", n, MaxGeminiEmbedInputs)
+	}
+	for i, t := range in.Texts {
+		if t == "" {
+			return bad(fmt.Sprintf("input.%d", i), "Invalid 'input[%d]': empty string; every input must be non-empty.", i)
+		}
+	}
+	for i, toks := range in.Tokens {
+		if len(toks) == 0 {
+			return bad(fmt.Sprintf("input.%d", i), "Invalid 'input[%d]': empty token array; every input must be non-empty.", i)
+		}
+		for _, t := range toks {
+			if t < 0 || t > maxTokenID {
+				return bad(fmt.Sprintf("input.%d", i), "Invalid 'input[%d]': %d is not a token.", i, t)
+			}
+		}
+	}
+	switch in.EncodingFormat {
+	case "", "float", "base64":
+	default:
+		return bad("encoding_format", "Invalid 'encoding_format': expected 'float' or 'base64'.")
+	}
+	if d := in.Dimensions; d != nil && (*d < 1 || *d > MaxEmbedDimensions) {
+		return bad("dimensions", "Invalid 'dimensions': expected an integer from 1 to %d.", MaxEmbedDimensions)
+	}
+	return nil
+}
+
+// Embed embeds in's inputs with the named provider (openai or gemini) on behalf of userID.
+// The call is priced by its input tokens, held to the budget, recorded and observed as any
+// AI call (Complete's path); Gemini reports no token counts, so they are EstimateTokens of
+// the texts.
+//
+// Returns Invalid (naming the parameter) for a provider without embeddings (anthropic) or
+// an input that breaks the rules; otherwise Complete's errors. An answer with the wrong
+// number of vectors, an empty vector or a value that is not a finite float32 is Upstream.
+func (s *Service) Embed(ctx context.Context, userID, providerName string, in EmbedInput) (*Embeddings, error) {
+	ep, ok := providers[providerName]
+	if !ok {
+		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
+	}
+	var ec *embedCall
+	switch providerName {
+	case "openai":
+		ec = &embedCall{wire: openAIEmbed{}, in: &in}
+	case "gemini":
+		ec = &embedCall{wire: geminiEmbed{}, in: &in}
+	default:
+		return nil, &apperr.Error{Kind: apperr.Invalid, Param: "model", Code: "model_not_supported", Messages: []string{
+			providerName + " has no embeddings API: name an openai/… or gemini/… embedding model."}}
+	}
+	if err := in.validate(providerName); err != nil {
+		return nil, err
+	}
+	if a, ok := s.rec.(interface{ Admit() error }); ok {
+		if err := a.Admit(); err != nil {
+			return nil, err
+		}
+	}
+	cfg := s.cfg[providerName]
+	if cfg.APIKey == "" {
+		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
+			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
+	}
+	c := &call{model: in.Model}
+	id := RequestIDFor(in.RequestID)
+	var hold Reservation
+	if s.budget != nil {
+		r, err := s.budget.Reserve(ctx, userID, s.embedWorstCase(providerName, &in))
+		if err != nil {
+			if apperr.KindOf(err) == apperr.PaymentRequired {
+				s.obs.BudgetRejected()
+			}
+			return nil, err
+		}
+		hold = r
+	}
+	start := s.now()
+	ee := &endpoint{provider: ec, spec: ep.spec}
+	res, attempts, uerr := s.doEmbed(ctx, ee, cfg, c)
+	comp, err := s.finish(ctx, finished{
+		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
+		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Embeddings{Vectors: ec.vectors, Model: comp.Model, Provider: providerName, Usage: comp.Usage,
+		Estimated: ec.estimated, Cost: comp.Cost, RequestID: comp.RequestID}, nil
+}
+
+// embedWorstCase is the most an embeddings call can cost: every input byte (every token of a
+// token array) a token at the model's dearest input price.
+func (s *Service) embedWorstCase(provider string, in *EmbedInput) float64 {
+	_, pr, ok := s.prices.Lookup(provider, in.Model)
+	if !ok {
+		return 0
+	}
+	price := pr.Input
+	for _, t := range pr.tiers {
+		if t.input != nil {
+			price = max(price, *t.input)
+		}
+	}
+	var units int
+	for _, t := range in.Texts {
+		units += len(t)
+	}
+	for _, t := range in.Tokens {
+		units += len(t)
+	}
+	return float64(units) * price
+}
+
+// doEmbed is do for an embeddings call: the same retries within ai.timeout, with a larger
+// bound on the answer, which is refused (not cut) when it is larger.
+func (s *Service) doEmbed(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
+	ctx, cancel := context.WithTimeout(parent, s.timeout)
+	defer cancel()
+	var res *result
+	deadline, _ := ctx.Deadline()
+	attempts, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
+		resp, u := s.send(ctx, ep.provider, cfg, c)
+		if u != nil {
+			return u
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEmbedAnswerBytes+1))
+		if err != nil {
+			u := transportError(ctx, err)
+			u.status = resp.StatusCode
+			return u
+		}
+		if len(body) > maxEmbedAnswerBytes {
+			return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
+		}
+		r, err := ep.provider.parse(resp.Header, body)
+		if err != nil {
+			return asUpstream(err)
+		}
+		res = r
+		return nil
+	})
+	if uerr != nil {
+		return nil, attempts, uerr
+	}
+	return res, attempts, nil
+}
+
+// embedWire is one provider's embeddings wire format.
+type embedWire interface {
+	path(in *EmbedInput) string
+	body(in *EmbedInput) any
+	// parse reads a 2xx answer into one vector per input and the provider's usage and model.
+	parse(in *EmbedInput, header http.Header, body []byte) (vectors [][]float32, res *result, estimated bool, err error)
+}
+
+// embedCall is one embeddings call as a provider of the chat path (whose sending, retries,
+// failure classification and recording it reuses): the request is in, the vectors of the
+// answer read are kept in vectors.
+type embedCall struct {
+	wire      embedWire
+	in        *EmbedInput
+	vectors   [][]float32
+	estimated bool
+}
+
+func (e *embedCall) chat() provider {
+	if _, ok := e.wire.(geminiEmbed); ok {
+		return gemini{}
+	}
+	return openAI{}
+}
+
+func (e *embedCall) spec() spec                     { return e.chat().spec() }
+func (e *embedCall) path(*call) string              { return e.wire.path(e.in) }
+func (e *embedCall) headers(apiKey string) []string { return e.chat().headers(apiKey) }
+func (e *embedCall) body(*call) any                 { return e.wire.body(e.in) }
+
+func (e *embedCall) failure(status int, header http.Header, body []byte) *upstreamError {
+	return e.chat().failure(status, header, body)
+}
+
+func (e *embedCall) newStream(http.Header) streamDecoder { return nil } // never streamed
+
+func (e *embedCall) parse(header http.Header, body []byte) (*result, error) {
+	vectors, res, estimated, err := e.wire.parse(e.in, header, body)
+	if err != nil {
+		return nil, err
+	}
+	e.vectors, e.estimated = vectors, estimated
+	return res, nil
+}
+
+// openAIEmbed speaks POST {base}/embeddings.
+type openAIEmbed struct{}
+
+func (openAIEmbed) path(*EmbedInput) string { return "/embeddings" }
+
+// openAIEmbedRequest is OpenAI's embeddings body; input is sent in the form it came.
+type openAIEmbedRequest struct {
+	Model          string `json:"model"`
+	Input          any    `json:"input"`
+	EncodingFormat string `json:"encoding_format,omitempty"`
+	Dimensions     *int   `json:"dimensions,omitempty"`
+	User           string `json:"user,omitempty"`
+}
+
+func (openAIEmbed) body(in *EmbedInput) any {
+	r := openAIEmbedRequest{Model: in.Model, EncodingFormat: in.EncodingFormat, Dimensions: in.Dimensions, User: in.User}
+	switch {
+	case in.Tokens != nil && in.Single:
+		r.Input = in.Tokens[0]
+	case in.Tokens != nil:
+		r.Input = in.Tokens
+	case in.Single:
+		r.Input = in.Texts[0]
+	default:
+		r.Input = in.Texts
+	}
+	return r
+}
+
+type openAIEmbedResponse struct {
+	Model string `json:"model"`
+	Data  []struct {
+		Index     *int            `json:"index"`
+		Embedding json.RawMessage `json:"embedding"`
+	} `json:"data"`
+	Usage *struct {
+		PromptTokens int64 `json:"prompt_tokens"`
+		TotalTokens  int64 `json:"total_tokens"` // not read; decoded so that a non-integer is refused
+	} `json:"usage"`
+}
+
+func (openAIEmbed) parse(in *EmbedInput, header http.Header, body []byte) ([][]float32, *result, bool, error) {
+	var r openAIEmbedResponse
+	if err := decodeAnswer("openai", body, &r); err != nil {
+		return nil, nil, false, err
+	}
+	n := in.inputs()
+	if len(r.Data) != n {
+		return nil, nil, false, malformed(fmt.Sprintf("openai answered %d embeddings for %d inputs", len(r.Data), n))
+	}
+	vectors := make([][]float32, n)
+	for i, d := range r.Data {
+		at := i
+		if d.Index != nil {
+			at = *d.Index
+		}
+		if at < 0 || at >= n || vectors[at] != nil {
+			return nil, nil, false, malformed(fmt.Sprintf("openai answered an embedding with a wrong index (data[%d])", i))
+		}
+		v, err := readVector("openai", fmt.Sprintf("data[%d].embedding", i), d.Embedding)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		vectors[at] = v
+	}
+	res := &result{model: r.Model, providerRequestID: header.Get("x-request-id")}
+	if r.Usage == nil {
+		res.promptTokens = in.estimate()
+		return vectors, res, true, nil
+	}
+	if err := checkCounts("openai", r.Usage.PromptTokens, r.Usage.TotalTokens); err != nil {
+		return nil, nil, false, err
+	}
+	res.promptTokens = r.Usage.PromptTokens
+	return vectors, res, false, nil
+}
+
+// estimate is EstimateTokens of every text, or the number of tokens of the token arrays.
+func (in *EmbedInput) estimate() int64 {
+	var n int64
+	for _, t := range in.Texts {
+		n += EstimateTokens(t)
+	}
+	for _, t := range in.Tokens {
+		n += int64(len(t))
+	}
+	return n
+}
+
+// readVector reads an embedding: an array of numbers, or (OpenAI's encoding_format base64) the
+// base64 of little-endian float32s. An empty vector or a value that is not a finite float32 is
+// malformed.
+func readVector(name, field string, raw json.RawMessage) ([]float32, error) {
+	bad := func(why string) error {
+		return malformed(fmt.Sprintf("%s sent an embedding (%s) that %s", name, field, why))
+	}
+	var v []float32
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, bad("is not a string")
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil || len(b)%4 != 0 {
+			return nil, bad("is not base64 of float32s")
+		}
+		v = make([]float32, len(b)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	default:
+		var fs []float64
+		if json.Unmarshal(raw, &fs) != nil {
+			return nil, bad("is not an array of numbers")
+		}
+		v = make([]float32, len(fs))
+		for i, f := range fs {
+			if math.Abs(f) > math.MaxFloat32 {
+				return nil, bad("has a value out of float32's range")
+			}
+			v[i] = float32(f)
+		}
+	}
+	if len(v) == 0 {
+		return nil, bad("is empty")
+	}
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return nil, bad("has a value that is not a finite number")
+		}
+	}
+	return v, nil
+}
+
+// geminiEmbed speaks POST {base}/models/{model}:batchEmbedContents, one request per text.
+type geminiEmbed struct{}
+
+// path escapes the model, which is validated against a strict pattern, as a second guard.
+func (geminiEmbed) path(in *EmbedInput) string {
+	return "/models/" + url.PathEscape(in.Model) + ":batchEmbedContents"
+}
+
+type geminiEmbedRequest struct {
+	Requests []geminiEmbedContent `json:"requests"`
+}
+
+type geminiEmbedContent struct {
+	Model                string        `json:"model"`
+	Content              geminiContent `json:"content"`
+	OutputDimensionality *int          `json:"outputDimensionality,omitempty"`
+}
+
+func (geminiEmbed) body(in *EmbedInput) any {
+	r := geminiEmbedRequest{Requests: make([]geminiEmbedContent, len(in.Texts))}
+	for i, t := range in.Texts {
+		r.Requests[i] = geminiEmbedContent{Model: "models/" + in.Model, Content: geminiContent{Parts: []geminiPart{{Text: t}}},
+			OutputDimensionality: in.Dimensions}
+	}
+	return r
+}
+
+type geminiEmbedResponse struct {
+	Embeddings []struct {
+		Values json.RawMessage `json:"values"`
+	} `json:"embeddings"`
+}
+
+func (geminiEmbed) parse(in *EmbedInput, _ http.Header, body []byte) ([][]float32, *result, bool, error) {
+	var r geminiEmbedResponse
+	if err := decodeAnswer("gemini", body, &r); err != nil {
+		return nil, nil, false, err
+	}
+	n := in.inputs()
+	if len(r.Embeddings) != n {
+		return nil, nil, false, malformed(fmt.Sprintf("gemini answered %d embeddings for %d inputs", len(r.Embeddings), n))
+	}
+	vectors := make([][]float32, n)
+	for i, e := range r.Embeddings {
+		if len(e.Values) > 0 && e.Values[0] == '"' { // floats only: no base64 here
+			return nil, nil, false, malformed(fmt.Sprintf("gemini sent an embedding (embeddings[%d].values) that is not an array of numbers", i))
+		}
+		v, err := readVector("gemini", fmt.Sprintf("embeddings[%d].values", i), e.Values)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		vectors[i] = v
+	}
+	return vectors, &result{promptTokens: in.estimate()}, true, nil
+}
+
+// EncodeBase64 is a vector as OpenAI's encoding_format "base64" sends it: the base64 of its
+// little-endian float32s.
+func EncodeBase64(v []float32) string {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// Mode returns the table's mode of a provider's model, in LiteLLM's words ("chat",
+// "embedding", …), or "" when the table has no entry or the entry does not say.
+func (p *Prices) Mode(provider, model string) string {
+	return p.find(provider, model).price.mode
+}
