@@ -6,4 +6,6 @@ import "github.com/acme/app/internal/ai/fakeprovider"
 func Embeddings() Responder { return fakeprovider.Embeddings() }
 
 // EmbeddingVector is the fake's vector of text (fakeprovider.EmbeddingVector).
-func EmbeddingVector(text string, dims int) []float32 { return fakeprovider.EmbeddingVector(text, dims) }
+func EmbeddingVector(text string, dims int) []float32 {
+	return fakeprovider.EmbeddingVector(text, dims)
+}
