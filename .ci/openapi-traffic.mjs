@@ -113,6 +113,16 @@ await send("v1ChatCompletions", "POST", "/v1/chat/completions", {
 });
 await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: key.key, body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }], n: 2 }, want: 400, valid: false });
 await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: "sk-app-" + "0".repeat(43), body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }, want: 401 });
+for (const [model, input, extra] of [
+  ["openai/text-embedding-3-small", ["hello world", "a second text"], {}],
+  ["openai/text-embedding-3-small", "hello world", { encoding_format: "base64", dimensions: 16, user: "u-1" }],
+  ["openai/text-embedding-3-small", [[1, 2, 3], [4]], { encoding_format: "float" }],
+  ["gemini/gemini-embedding-001", ["hello gemini world"], { encoding_format: "base64" }],
+]) {
+  await send("v1Embeddings", "POST", "/v1/embeddings", { token: key.key, body: { model, input, ...extra }, want: 200 });
+}
+await send("v1Embeddings", "POST", "/v1/embeddings", { token: tok, body: { model: "anthropic/claude-haiku-4-5", input: "hello" }, want: 400 });
+await send("v1Embeddings", "POST", "/v1/embeddings", { token: key.key, body: { model: "openai/text-embedding-3-small", input: [] }, want: 400, valid: false });
 const models = (await send("v1Models", "GET", "/v1/models", { token: key.key, want: 200 })).json;
 const first = models?.data?.[0]?.id ?? "openai/gpt-4o-mini";
 await send("v1Model", "GET", `/v1/models/${first}`, { token: tok, want: 200 });

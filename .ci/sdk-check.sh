@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Drives `app serve` with the official OpenAI SDK for Node (installed from npm into a temporary
 # directory), against the acceptance suite's fake providers: a plain call to each provider, a
-# call streamed with the SDK's stream helper, models.list() and models.retrieve(), and a wrong key caught as the SDK's
-# AuthenticationError. Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
+# call streamed with the SDK's stream helper, models.list() and models.retrieve(),
+# embeddings.create() on an OpenAI and a Gemini model (floats and base64), and a wrong key
+# caught as the SDK's AuthenticationError. Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,6 +74,24 @@ console.log(`ok  models.list(): ${models.length} models, e.g. ${models.slice(0, 
 const one = await client.models.retrieve(models[0]);
 if (one.id !== models[0]) fail(`models.retrieve(${models[0]}) answered ${JSON.stringify(one)}`);
 console.log(`ok  models.retrieve(${models[0]})`);
+
+// embeddings.create: the SDK's default (it asks for base64 and decodes it), "float", and
+// "base64" (left to the caller), on an OpenAI and a Gemini model.
+for (const model of ["openai/text-embedding-3-small", "gemini/gemini-embedding-001"]) {
+  for (const encoding_format of [undefined, "float", "base64"]) {
+    const input = ["hello world", "a second text"];
+    const e = await client.embeddings.create({ model, input, ...(encoding_format ? { encoding_format } : {}) });
+    const vectors = e.data.map((d) => (typeof d.embedding === "string"
+      ? Array.from(new Float32Array(Uint8Array.from(Buffer.from(d.embedding, "base64")).buffer)) : d.embedding));
+    if (e.object !== "list" || e.data.length !== input.length || e.data.some((d, i) => d.index !== i)
+      || vectors.some((v) => !Array.isArray(v) || v.length === 0 || v.some((x) => typeof x !== "number" || !Number.isFinite(x)))
+      || (encoding_format === "base64") !== (typeof e.data[0].embedding === "string")
+      || !(e.usage?.prompt_tokens > 0) || e.usage.total_tokens !== e.usage.prompt_tokens) {
+      fail(`embeddings ${model} ${encoding_format ?? "(default)"}: unexpected answer ${JSON.stringify(e).slice(0, 400)}`);
+    }
+    console.log(`ok  embeddings ${model} ${encoding_format ?? "(SDK default, base64)"}: ${vectors.length} × ${vectors[0].length} floats, ${e.usage.prompt_tokens} tokens`);
+  }
+}
 
 try {
   await new OpenAI({ baseURL, apiKey: "sk-app-" + "0".repeat(43), maxRetries: 0 }).chat.completions.create({

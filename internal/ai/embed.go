@@ -496,5 +496,8 @@ func EncodeBase64(v []float32) string {
 // Mode returns the table's mode of a provider's model, in LiteLLM's words ("chat",
 // "embedding", …), or "" when the table has no entry or the entry does not say.
 func (p *Prices) Mode(provider, model string) string {
+	if p == nil {
+		return ""
+	}
 	return p.find(provider, model).price.mode
 }

@@ -242,3 +242,12 @@ func (s *Service) Embed(ctx context.Context, userID string, req *EmbeddingsReque
 	}
 	return list, nil
 }
+
+// chatModel refuses, on /v1/chat/completions, a model the price table lists as an embedding
+// model: the provider would refuse it after the call was made and recorded.
+func (s *Service) chatModel(provider, model string) error {
+	if s.prices.Mode(provider, model) == "embedding" {
+		return invalid("model", "invalid_value", "The model '%s' is an embedding model: send it to /v1/embeddings.", model)
+	}
+	return nil
+}

@@ -174,6 +174,25 @@ func TestEmbed(t *testing.T) {
 	}
 }
 
+// Ensure /v1/chat/completions refuses an embedding model before anything is sent, and still
+// routes chat models, priced or not.
+func TestParseChatRefusesEmbeddingModels(t *testing.T) {
+	t.Parallel()
+	s, _ := newEmbedService(t)
+	const msgs = `,"messages":[{"role":"user","content":"hi"}]}`
+	for _, model := range []string{"text-embedding-3-small", "openai/text-embedding-3-large", "gemini/gemini-embedding-001", "gemini-embedding-001"} {
+		_, err := s.Parse([]byte(`{"model":"` + model + `"` + msgs))
+		if e := apperr.As(err); e == nil || e.Kind != apperr.Invalid || e.Param != "model" || !strings.Contains(e.Error(), "/v1/embeddings") {
+			t.Errorf("%s: %v", model, err)
+		}
+	}
+	for _, model := range []string{"gpt-4o-mini", "openai/gpt-4o-mini", "openai/unpriced", "gemini/gemini-2.5-flash"} {
+		if _, err := s.Parse([]byte(`{"model":"` + model + `"` + msgs)); err != nil {
+			t.Errorf("%s: %v", model, err)
+		}
+	}
+}
+
 // FuzzParseEmbeddings: any body is parsed or refused as Invalid, never a panic, and what is
 // parsed passes the bounds the AI service enforces.
 func FuzzParseEmbeddings(f *testing.F) {

@@ -147,7 +147,7 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 			return invalid("model", "model_not_found", "The model '%s' names no model after the provider.", model)
 		}
 		req.Provider, req.Input.Model = p, m
-		return nil
+		return s.chatModel(p, m)
 	}
 	p, ok := s.prices.ProviderOf(model)
 	if !ok {
@@ -155,7 +155,7 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 			"openai/MODEL, anthropic/MODEL or gemini/MODEL.", model)
 	}
 	req.Provider, req.Input.Model = p, model
-	return nil
+	return s.chatModel(p, model)
 }
 
 func isProvider(name string) bool {
