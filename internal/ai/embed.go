@@ -16,10 +16,11 @@ import (
 )
 
 // Embedding limits. OpenAI's: at most MaxEmbedInputs inputs a request, each non-empty.
-// Gemini's batchEmbedContents takes at most MaxGeminiEmbedInputs texts a request.
+// Gemini's batchEmbedContents takes at most GeminiEmbedBatch texts a call: more are sent in
+// consecutive batches of that size.
 const (
-	MaxEmbedInputs       = 2048
-	MaxGeminiEmbedInputs = 100
+	MaxEmbedInputs   = 2048
+	GeminiEmbedBatch = 100
 	// MaxEmbedDimensions bounds `dimensions` (the largest models answer 3072 floats).
 	MaxEmbedDimensions = 65536
 	// maxTokenID bounds a token of a token array (vocabularies are far smaller).
@@ -97,8 +98,6 @@ func (in *EmbedInput) validate(provider string) error {
 		return bad("input", "Invalid 'input': %d inputs; at most %d a request.", n, MaxEmbedInputs)
 	case provider == "gemini" && in.Tokens != nil:
 		return bad("input", "Invalid 'input': gemini embeds texts only, not token arrays.")
-	case provider == "gemini" && n > MaxGeminiEmbedInputs:
-		return bad("input", "Invalid 'input': %d inputs; gemini embeds at most %d texts a request.", n, MaxGeminiEmbedInputs)
 	}
 	for i, t := range in.Texts {
 		if t == "" {
@@ -177,7 +176,7 @@ func (s *Service) Embed(ctx context.Context, userID, providerName string, in Emb
 	}
 	start := s.now()
 	ee := &endpoint{provider: ec, spec: ep.spec}
-	res, attempts, uerr := s.doEmbed(ctx, ee, cfg, c)
+	res, attempts, uerr := s.doEmbed(ctx, ee, ec, cfg, c)
 	comp, err := s.finish(ctx, finished{
 		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
 		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold,
@@ -212,43 +211,68 @@ func (s *Service) embedWorstCase(provider string, in *EmbedInput) float64 {
 	return float64(units) * price
 }
 
-// doEmbed is do for an embeddings call: the same retries within ai.timeout, with a larger
-// bound on the answer, which is refused (not cut) when it is larger.
-func (s *Service) doEmbed(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
+// doEmbed is do for an embeddings call: the same retries, with a larger bound on the answer,
+// which is refused (not cut) when it is larger. Inputs past the provider's batch size are sent
+// in consecutive batches, all within one ai.timeout; the answer is their vectors in order and
+// their summed usage. When a batch fails, the result holds what the batches before it were
+// answered (priced and recorded with the failure).
+func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, cfg ProviderConfig, c *call) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
-	var res *result
 	deadline, _ := ctx.Deadline()
-	attempts, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
-		resp, u := s.send(ctx, ep.provider, cfg, c)
-		if u != nil {
-			return u
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEmbedAnswerBytes+1))
-		if err != nil {
-			u := transportError(ctx, err)
-			u.status = resp.StatusCode
-			return u
-		}
-		if len(body) > maxEmbedAnswerBytes {
-			return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
-		}
-		r, err := ep.provider.parse(resp.Header, body)
-		if err != nil {
-			return asUpstream(err)
-		}
-		res = r
-		return nil
-	})
-	if uerr != nil {
-		return nil, attempts, uerr
+	n := ec.in.inputs()
+	size := ec.wire.batch()
+	if size <= 0 || ec.in.Tokens != nil {
+		size = n
 	}
-	return res, attempts, nil
+	var total *result
+	attempts := 0
+	for lo := 0; lo < n; lo += size {
+		ec.part = *ec.in
+		if ec.in.Texts != nil {
+			ec.part.Texts = ec.in.Texts[lo:min(lo+size, n)]
+		}
+		var res *result
+		a, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
+			resp, u := s.send(ctx, ep.provider, cfg, c)
+			if u != nil {
+				return u
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(io.LimitReader(resp.Body, maxEmbedAnswerBytes+1))
+			if err != nil {
+				u := transportError(ctx, err)
+				u.status = resp.StatusCode
+				return u
+			}
+			if len(body) > maxEmbedAnswerBytes {
+				return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
+			}
+			r, err := ep.provider.parse(resp.Header, body)
+			if err != nil {
+				return asUpstream(err)
+			}
+			res = r
+			return nil
+		})
+		attempts += a
+		if uerr != nil {
+			return total, attempts, uerr
+		}
+		ec.vectors = append(ec.vectors, ec.batchVectors...)
+		if total == nil {
+			total = res
+			continue
+		}
+		total.promptTokens += res.promptTokens
+	}
+	return total, attempts, nil
 }
 
 // embedWire is one provider's embeddings wire format.
 type embedWire interface {
+	// batch is the most inputs one call takes (0: any number).
+	batch() int
 	path(in *EmbedInput) string
 	body(in *EmbedInput) any
 	// parse reads a 2xx answer into one vector per input and the provider's usage and model.
@@ -256,13 +280,16 @@ type embedWire interface {
 }
 
 // embedCall is one embeddings call as a provider of the chat path (whose sending, retries,
-// failure classification and recording it reuses): the request is in, the vectors of the
-// answer read are kept in vectors.
+// failure classification and recording it reuses): the request is in, the batch being sent
+// part; the vectors of the batch last read are batchVectors, those of every batch answered
+// vectors.
 type embedCall struct {
-	wire      embedWire
-	in        *EmbedInput
-	vectors   [][]float32
-	estimated bool
+	wire         embedWire
+	in           *EmbedInput
+	part         EmbedInput
+	batchVectors [][]float32
+	vectors      [][]float32
+	estimated    bool
 }
 
 func (e *embedCall) chat() provider {
@@ -273,9 +300,9 @@ func (e *embedCall) chat() provider {
 }
 
 func (e *embedCall) spec() spec                     { return e.chat().spec() }
-func (e *embedCall) path(*call) string              { return e.wire.path(e.in) }
+func (e *embedCall) path(*call) string              { return e.wire.path(&e.part) }
 func (e *embedCall) headers(apiKey string) []string { return e.chat().headers(apiKey) }
-func (e *embedCall) body(*call) any                 { return e.wire.body(e.in) }
+func (e *embedCall) body(*call) any                 { return e.wire.body(&e.part) }
 
 func (e *embedCall) failure(status int, header http.Header, body []byte) *upstreamError {
 	return e.chat().failure(status, header, body)
@@ -284,16 +311,18 @@ func (e *embedCall) failure(status int, header http.Header, body []byte) *upstre
 func (e *embedCall) newStream(http.Header) streamDecoder { return nil } // never streamed
 
 func (e *embedCall) parse(header http.Header, body []byte) (*result, error) {
-	vectors, res, estimated, err := e.wire.parse(e.in, header, body)
+	vectors, res, estimated, err := e.wire.parse(&e.part, header, body)
 	if err != nil {
 		return nil, err
 	}
-	e.vectors, e.estimated = vectors, estimated
+	e.batchVectors, e.estimated = vectors, estimated
 	return res, nil
 }
 
 // openAIEmbed speaks POST {base}/embeddings.
 type openAIEmbed struct{}
+
+func (openAIEmbed) batch() int { return 0 }
 
 func (openAIEmbed) path(*EmbedInput) string { return "/embeddings" }
 
@@ -429,6 +458,8 @@ func readVector(name, field string, raw json.RawMessage) ([]float32, error) {
 
 // geminiEmbed speaks POST {base}/models/{model}:batchEmbedContents, one request per text.
 type geminiEmbed struct{}
+
+func (geminiEmbed) batch() int { return GeminiEmbedBatch }
 
 // path escapes the model, which is validated against a strict pattern, as a second guard.
 func (geminiEmbed) path(in *EmbedInput) string {

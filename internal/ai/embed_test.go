@@ -3,6 +3,7 @@ package ai_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -204,7 +205,6 @@ func TestEmbed_Refused(t *testing.T) {
 		{"negative token", "openai", ai.EmbedInput{Model: "m", Tokens: [][]int64{{1, -1}}}, "input.0"},
 		{"too many", "openai", ai.EmbedInput{Model: "m", Texts: many}, "input"},
 		{"gemini tokens", "gemini", ai.EmbedInput{Model: "m", Tokens: [][]int64{{1}}}, "input"},
-		{"gemini over its batch", "gemini", ai.EmbedInput{Model: "m", Texts: many[:ai.MaxGeminiEmbedInputs+1]}, "input"},
 		{"dimensions 0", "openai", ai.EmbedInput{Model: "m", Texts: []string{"x"}, Dimensions: intp(0)}, "dimensions"},
 		{"encoding", "openai", ai.EmbedInput{Model: "m", Texts: []string{"x"}, EncodingFormat: "int8"}, "encoding_format"},
 	} {
@@ -302,6 +302,63 @@ func TestEmbed_ProviderFailures(t *testing.T) {
 				t.Fatalf("records %+v", recs)
 			}
 		})
+	}
+}
+
+// Ensure Gemini is sent inputs past its batch size in consecutive batches, answered in order
+// as one call (one record, the attempts and estimated tokens summed), and that a batch failing
+// fails the call, the batches answered before it priced and recorded with the failure.
+func TestEmbed_GeminiBatches(t *testing.T) {
+	t.Parallel()
+	texts := make([]string, 2*ai.GeminiEmbedBatch+50)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("text %d", i)
+	}
+	var tokens int64
+	for _, text := range texts {
+		tokens += ai.EstimateTokens(text)
+	}
+	fx := newEmbedFixture(t)
+	got, err := fx.svc.Embed(context.Background(), "u", "gemini", ai.EmbedInput{Model: "gemini-embedding-001", Texts: texts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := fx.fakes["gemini"].Calls()
+	if len(calls) != 3 {
+		t.Fatalf("%d calls", len(calls))
+	}
+	for i, want := range []int{100, 100, 50} {
+		if n := len(calls[i].Body["requests"].([]any)); n != want {
+			t.Fatalf("call %d: %d requests, want %d", i, n, want)
+		}
+	}
+	if len(got.Vectors) != len(texts) || got.Usage.PromptTokens != tokens {
+		t.Fatalf("%d vectors, %d tokens", len(got.Vectors), got.Usage.PromptTokens)
+	}
+	for i, text := range texts {
+		if !cmp.Equal(got.Vectors[i], aitest.EmbeddingVector(text, 8)) {
+			t.Fatalf("vector %d is not %q's", i, text)
+		}
+	}
+	if recs := fx.rec.all(); len(recs) != 1 || recs[0].Attempts != 3 || recs[0].PromptTokens != tokens {
+		t.Fatalf("records %+v", recs)
+	}
+
+	failing := newEmbedFixture(t, aitest.Embeddings(), aitest.Error("gemini", 400, "INVALID_ARGUMENT", "text too long"))
+	_, err = failing.svc.Embed(context.Background(), "u", "gemini", ai.EmbedInput{Model: "gemini-embedding-001", Texts: texts})
+	if apperr.KindOf(err) != apperr.Invalid || !strings.Contains(err.Error(), "text too long") {
+		t.Fatalf("%v", err)
+	}
+	var first int64
+	for _, text := range texts[:ai.GeminiEmbedBatch] {
+		first += ai.EstimateTokens(text)
+	}
+	recs := failing.rec.all()
+	if len(recs) != 1 || recs[0].Status != usage.StatusError || recs[0].Attempts != 2 || recs[0].PromptTokens != first || recs[0].Cost <= 0 {
+		t.Fatalf("records %+v", recs)
+	}
+	if n := len(failing.fakes["gemini"].Calls()); n != 2 {
+		t.Fatalf("%d calls after the failing batch", n)
 	}
 }
 

@@ -161,13 +161,17 @@ func TestEmbed(t *testing.T) {
 			t.Fatalf("%s: sent %s", tc.body, fakes[tc.provider].Last())
 		}
 	}
-	req, err := s.ParseEmbeddings([]byte(`{"model":"gemini/m","input":[` + `"x"` + strings.Repeat(`,"x"`, ai.MaxGeminiEmbedInputs) + `]}`))
+	before := len(fakes["gemini"].Calls())
+	req, err := s.ParseEmbeddings([]byte(`{"model":"gemini/m","input":[` + `"x"` + strings.Repeat(`,"x"`, ai.GeminiEmbedBatch) + `]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Embed(context.Background(), "u", req)
-	if e := apperr.As(err); e == nil || e.Kind != apperr.Invalid || e.Param != "input" {
-		t.Fatalf("gemini over its batch: %v", err)
+	list, err := s.Embed(context.Background(), "u", req)
+	if err != nil || len(list.Data) != ai.GeminiEmbedBatch+1 || list.Data[ai.GeminiEmbedBatch].Index != ai.GeminiEmbedBatch {
+		t.Fatalf("gemini past its batch: %v", err)
+	}
+	if n := len(fakes["gemini"].Calls()) - before; n != 2 {
+		t.Fatalf("gemini past its batch: %d calls", n)
 	}
 	if n := len(fakes["anthropic"].Calls()); n != 0 {
 		t.Fatalf("anthropic received %d requests", n)

@@ -128,7 +128,6 @@ func TestV1EmbeddingsRefused(t *testing.T) {
 		{"an empty text", `{"model":"openai/text-embedding-3-small","input":["a",""]}`, tok, 400, "invalid_value", "input[1]"},
 		{"too many inputs", `{"model":"openai/text-embedding-3-small","input":[` + many + `]}`, tok, 400, "invalid_value", "input"},
 		{"gemini tokens", `{"model":"gemini/gemini-embedding-001","input":[[1,2]]}`, tok, 400, "invalid_type", "input"},
-		{"gemini over its batch", `{"model":"gemini/gemini-embedding-001","input":[` + many[:4*101-1] + `]}`, tok, 400, "invalid_value", "input"},
 		{"dimensions 0", `{"model":"openai/text-embedding-3-small","input":"x","dimensions":0}`, tok, 400, "invalid_value", "dimensions"},
 		{"dimensions not an integer", `{"model":"openai/text-embedding-3-small","input":"x","dimensions":2.5}`, tok, 400, "invalid_type", "dimensions"},
 		{"an unknown parameter", `{"model":"openai/text-embedding-3-small","input":"x","task_type":"q"}`, tok, 400, "unsupported_parameter", "task_type"},
