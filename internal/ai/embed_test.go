@@ -26,7 +26,23 @@ type embedFixture struct {
 	fakes  map[string]*aitest.Server
 	rec    *embedRecorder
 	budget *embedBudget
+	obs    *embedObserver
 }
+
+// embedObserver keeps what the metrics would be told of each finished call.
+type embedObserver struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (o *embedObserver) ObserveAI(provider, model, status string, prompt, completion int64, cost float64, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls = append(o.calls, fmt.Sprintf("%s %s %s %d %d %t", provider, model, status, prompt, completion, cost > 0))
+}
+func (*embedObserver) StreamStarted()  {}
+func (*embedObserver) StreamEnded()    {}
+func (*embedObserver) BudgetRejected() {}
 
 type embedRecorder struct {
 	mu   sync.Mutex
@@ -70,14 +86,14 @@ func (h embedHold) Settle(_ context.Context, usd float64) {
 
 func newEmbedFixture(t *testing.T, script ...aitest.Responder) *embedFixture {
 	t.Helper()
-	fx := &embedFixture{fakes: map[string]*aitest.Server{}, rec: &embedRecorder{}, budget: &embedBudget{}}
+	fx := &embedFixture{fakes: map[string]*aitest.Server{}, rec: &embedRecorder{}, budget: &embedBudget{}, obs: &embedObserver{}}
 	cfg := map[string]ai.ProviderConfig{}
 	for _, p := range []string{"openai", "gemini"} {
 		fx.fakes[p] = aitest.New(t, p, script...)
 		cfg[p] = ai.ProviderConfig{APIKey: testKey, BaseURL: fx.fakes[p].BaseURL()}
 	}
 	cfg["anthropic"] = ai.ProviderConfig{APIKey: testKey, BaseURL: "http://127.0.0.1:1"}
-	fx.svc = ai.New(ai.Options{Providers: cfg, Timeout: 5 * time.Second, Recorder: fx.rec, Budget: fx.budget,
+	fx.svc = ai.New(ai.Options{Providers: cfg, Timeout: 5 * time.Second, Recorder: fx.rec, Budget: fx.budget, Observer: fx.obs,
 		RetryBase: time.Millisecond, RetryCap: 50 * time.Millisecond})
 	return fx
 }
@@ -165,7 +181,7 @@ func TestEmbed_WireFormats(t *testing.T) {
 }
 
 // Ensure the budget holds the worst case (every input byte a token at the input price) and is
-// settled with the real cost.
+// settled with the real cost, and the metrics are told of the call.
 func TestEmbed_Budget(t *testing.T) {
 	t.Parallel()
 	fx := newEmbedFixture(t)
@@ -178,6 +194,11 @@ func TestEmbed_Budget(t *testing.T) {
 	if len(fx.budget.reserved) != 1 || math.Abs(fx.budget.reserved[0]-19*2e-8) > 1e-15 ||
 		len(fx.budget.settled) != 1 || fx.budget.settled[0] != got.Cost || got.Cost == 0 {
 		t.Fatalf("reserved %v settled %v cost %g", fx.budget.reserved, fx.budget.settled, got.Cost)
+	}
+	fx.obs.mu.Lock()
+	defer fx.obs.mu.Unlock()
+	if want := []string{"openai text-embedding-3-small 200 5 0 true"}; !cmp.Equal(fx.obs.calls, want) {
+		t.Fatalf("observed %q, want %q", fx.obs.calls, want)
 	}
 }
 
