@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/usage"
 )
 
 // Embedding limits. OpenAI's: at most MaxEmbedInputs inputs a request, each non-empty.
@@ -208,7 +209,7 @@ func (s *Service) embedWorstCase(provider string, in *EmbedInput) float64 {
 	for _, t := range in.Tokens {
 		units += len(t)
 	}
-	return float64(units) * price
+	return usage.RoundCost(float64(units) * price)
 }
 
 // doEmbed is do for an embeddings call: the same retries, with a larger bound on the answer,
