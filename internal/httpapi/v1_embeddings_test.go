@@ -153,30 +153,36 @@ func TestV1EmbeddingsRefused(t *testing.T) {
 }
 
 // Ensure a provider's answer of the wrong shape is a 502 in OpenAI's format, and the
-// provider's refusal a 400 with its message.
+// provider's refusal a 400 with its message, never with the provider's key. One fixture: the
+// fake answers by the input it is sent.
 func TestV1EmbeddingsUpstream(t *testing.T) {
 	t.Parallel()
+	answers := map[string]aitest.Responder{
+		"strings":  aitest.JSON(200, `{"data":[{"index":0,"embedding":["a"]}],"usage":{"prompt_tokens":1,"total_tokens":1}}`),
+		"too few":  aitest.JSON(200, `{"data":[],"usage":{"prompt_tokens":1,"total_tokens":1}}`),
+		"not JSON": aitest.JSON(200, `<html>`),
+		"refused":  aitest.Error("openai", 400, "invalid_request_error", "This model does not support specifying dimensions."),
+	}
+	fx := newGWFixture(t, Options{}, func(w http.ResponseWriter, r *http.Request, c aitest.Call) {
+		input, _ := c.Body["input"].(string)
+		answers[input](w, r, c)
+	})
+	_, tok := fx.user(t)
 	for _, tc := range []struct {
-		name   string
-		answer aitest.Responder
+		input  string
 		status int
 		want   string
 	}{
-		{"a vector of strings", aitest.JSON(200, `{"data":[{"index":0,"embedding":["a"]}],"usage":{"prompt_tokens":1,"total_tokens":1}}`), 502, "not an array of numbers"},
-		{"too few vectors", aitest.JSON(200, `{"data":[],"usage":{"prompt_tokens":1,"total_tokens":1}}`), 502, "0 embeddings for 1 inputs"},
-		{"not JSON", aitest.JSON(200, `<html>`), 502, "not valid JSON"},
-		{"refused", aitest.Error("openai", 400, "invalid_request_error", "This model does not support specifying dimensions."), 400, "does not support"},
+		{"strings", 502, "not an array of numbers"},
+		{"too few", 502, "0 embeddings for 1 inputs"},
+		{"not JSON", 502, "not valid JSON"},
+		{"refused", 400, "does not support"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			fx := newGWFixture(t, Options{}, tc.answer)
-			_, tok := fx.user(t)
-			rec := do(fx.h, "POST", "/v1/embeddings", `{"model":"openai/text-embedding-3-small","input":"x"}`, tok)
-			e := openAIErr(t, rec, rec.Body.Bytes())
-			if rec.Code != tc.status || !strings.Contains(e.Message, tc.want) || strings.Contains(rec.Body.String(), "k-openai") {
-				t.Fatalf("%d %s", rec.Code, rec.Body)
-			}
-		})
+		rec := do(fx.h, "POST", "/v1/embeddings", `{"model":"openai/text-embedding-3-small","input":"`+tc.input+`"}`, tok)
+		e := openAIErr(t, rec, rec.Body.Bytes())
+		if rec.Code != tc.status || !strings.Contains(e.Message, tc.want) || strings.Contains(rec.Body.String(), "k-openai") {
+			t.Errorf("%s: %d %s", tc.input, rec.Code, rec.Body)
+		}
 	}
 }
 
