@@ -443,7 +443,7 @@ func (s *services) Gateway(ctx context.Context) (*gateway.Service, error) {
 			configured[name] = p.DefaultModel
 		}
 	}
-	s.gateway = gateway.New(gateway.Options{AI: a, Prices: prices, Providers: configured})
+	s.gateway = gateway.New(gateway.Options{AI: a, Prices: prices, Providers: configured, MaxImageBytes: cfg.AI.MaxImageBytes})
 	s.built(builtGateway)
 	return s.gateway, nil
 }

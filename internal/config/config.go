@@ -89,6 +89,11 @@ type AI struct {
 	StreamMaxDuration time.Duration
 	// MaxIdleConnsPerHost is the keep-alive pool kept per provider host.
 	MaxIdleConnsPerHost int
+	// MaxImageBytes is the largest inline image of a request, decoded.
+	MaxImageBytes int64
+	// MaxBodyBytes is the request body limit of the routes that take images
+	// (/v1/chat/completions, /v1/messages); the other routes keep server.max_body_bytes.
+	MaxBodyBytes int64
 	// DefaultMonthlyBudget is every user's AI budget in USD per UTC month, unless they have
 	// their own; nil: none.
 	DefaultMonthlyBudget *float64
@@ -187,6 +192,8 @@ var keys = []key{
 	{name: "ai.stream_idle_timeout", def: "60s", kind: kDuration, min: 1},
 	{name: "ai.stream_max_duration", def: "10m", kind: kDuration, min: 1},
 	{name: "ai.max_idle_conns_per_host", def: "256", kind: kInt, min: 1},
+	{name: "ai.max_image_bytes", def: "20971520", kind: kInt, min: 1, usage: "largest inline image of a /v1 request, decoded"},
+	{name: "ai.max_body_bytes", def: "33554432", kind: kInt, min: 1, usage: "request body limit of /v1/chat/completions and /v1/messages"},
 	{name: "ai.default_monthly_budget", usage: "USD per user per UTC month (empty: no budget)"},
 	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
 	{name: "dbcheck.max_limit", def: "1000", kind: kInt, min: 1},
@@ -412,6 +419,8 @@ func parse(raw map[string]string) (*Config, error) {
 			StreamIdleTimeout:   p.dur("ai.stream_idle_timeout"),
 			StreamMaxDuration:   p.dur("ai.stream_max_duration"),
 			MaxIdleConnsPerHost: p.int("ai.max_idle_conns_per_host"),
+			MaxImageBytes:       int64(p.int("ai.max_image_bytes")),
+			MaxBodyBytes:        int64(p.int("ai.max_body_bytes")),
 
 			DefaultMonthlyBudget: p.dollars("ai.default_monthly_budget"),
 		},

@@ -67,6 +67,19 @@ func RequestID(ctx context.Context) string {
 	return ""
 }
 
+// withMaxBody gives h, a route's handler, the request body limit n (0: the server's).
+func withMaxBody(n int64, h http.Handler) http.Handler {
+	if n <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ri := infoFrom(r.Context()); ri != nil {
+			ri.maxBody = n
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func maxBodyFrom(ctx context.Context) int64 {
 	if ri := infoFrom(ctx); ri != nil && ri.maxBody > 0 {
 		return ri.maxBody

@@ -59,7 +59,7 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 	// middleware's refusals included, in OpenAI's error format.
 	if gw := deps.Gateway; gw != nil {
 		v1 := func(h http.Handler) http.Handler { return withFormat(openAIFormat, protectAI(h)) }
-		mux.Handle("POST /v1/chat/completions", v1(handleV1Chat(gw)))
+		mux.Handle("POST /v1/chat/completions", v1(withMaxBody(opts.MaxAIBodyBytes, handleV1Chat(gw))))
 		mux.Handle("GET /v1/models", v1(handleV1Models(gw)))
 		mux.Handle("GET /v1/models/{provider}/{model...}", v1(handleV1Model(gw)))
 		mux.Handle("GET /v1/models/{model}", v1(handleV1Model(gw))) // the model's slashes escaped, as the SDKs send it
