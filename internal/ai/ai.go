@@ -41,9 +41,11 @@ type Completion struct {
 	FinishReason string `json:"-"`
 	// ToolCalls are the tools the answer calls (none on the three endpoints, which offer no
 	// tools).
-	ToolCalls       []ToolCall `json:"-"`
-	CachedTokens    int64      `json:"-"` // prompt tokens read from the provider's cache
-	ReasoningTokens int64      `json:"-"` // completion tokens spent on reasoning/thinking
+	ToolCalls    []ToolCall `json:"-"`
+	CachedTokens int64      `json:"-"` // prompt tokens read from the provider's cache
+	// CacheWriteTokens are the prompt tokens written to the provider's cache (Anthropic).
+	CacheWriteTokens int64 `json:"-"`
+	ReasoningTokens  int64 `json:"-"` // completion tokens spent on reasoning/thinking
 }
 
 // Usage counts tokens by one rule for every provider: cached prompt tokens are prompt tokens,
@@ -397,7 +399,8 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 			Text: f.res.text, ToolCalls: f.res.toolCalls,
 			Usage: Usage{PromptTokens: f.res.promptTokens, CompletionTokens: f.res.completionTokens, TotalTokens: total},
 			Model: rec.Model, Provider: f.provider, Cost: cost, RequestID: f.id,
-			FinishReason: f.res.finishReason, CachedTokens: f.res.cacheReadTokens, ReasoningTokens: f.res.reasoningTokens,
+			FinishReason: f.res.finishReason, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
+			ReasoningTokens: f.res.reasoningTokens,
 		}
 	}
 	var err error

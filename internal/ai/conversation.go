@@ -92,6 +92,9 @@ type ResponseFormat struct {
 type Delta struct {
 	Text     string
 	ToolCall *ToolCallDelta
+	// PromptTokens, on the first delta only, are the prompt tokens the provider reported
+	// before it (0 when it reports them at the end, as OpenAI does).
+	PromptTokens int64
 }
 
 // ToolCallDelta is a piece of the tool call numbered Index (from 0, in the order the calls

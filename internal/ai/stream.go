@@ -53,6 +53,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 
 	dec := ep.provider.newStream(c, resp.Header)
 	var deltas []Delta
+	sent := false // a delta was handed to onDelta
 	events := newSSEReader(io.LimitReader(resp.Body, maxStreamBytes))
 	fail := func(u *upstreamError) (*result, int, *upstreamError) {
 		if parent.Err() != nil {
@@ -90,6 +91,9 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 			return fail(asUpstream(err))
 		}
 		for _, d := range deltas {
+			if !sent {
+				d.PromptTokens, sent = dec.result().promptTokens, true
+			}
 			if d.ToolCall != nil && d.ToolCall.Name != "" && d.ToolCall.ID == "" {
 				d.ToolCall.ID = c.idPrefix + strconv.Itoa(d.ToolCall.Index)
 			}

@@ -316,7 +316,14 @@ var errUnauthorized = apperr.E(apperr.Unauthorized, "Unauthorized")
 // the caller is the user as it stands now (accounts), so that a deleted user's tokens and keys
 // stop working with the account.
 func (a *authenticator) authenticate(r *http.Request, keysAllowed bool) (auth.Caller, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	header := r.Header.Get("Authorization")
+	if header == "" && keysAllowed {
+		// Anthropic's SDKs send the key in X-Api-Key.
+		if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
+			header = "Bearer " + k
+		}
+	}
+	scheme, token, ok := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return auth.Caller{}, errUnauthorized

@@ -63,6 +63,8 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 		mux.Handle("GET /v1/models", v1(handleV1Models(gw)))
 		mux.Handle("GET /v1/models/{provider}/{model...}", v1(handleV1Model(gw)))
 		mux.Handle("GET /v1/models/{model}", v1(handleV1Model(gw))) // the model's slashes escaped, as the SDKs send it
+		// Anthropic's Messages API, in Anthropic's error format.
+		mux.Handle("POST /v1/messages", withFormat(anthropicFormat, protectAI(withMaxBody(opts.MaxAIBodyBytes, handleV1Messages(gw)))))
 	}
 
 	// MongoDB utilities (dbcheck).
