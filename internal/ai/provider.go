@@ -16,8 +16,8 @@ import (
 	"github.com/acme/app/internal/apperr"
 )
 
-// provider speaks one vendor's wire format. Adding a provider is one file that implements it
-// and one line in providerList.
+// provider speaks one vendor's wire format. Adding a provider is one file that implements it,
+// one line in providerList and its entry in package providers (its name and defaults).
 type provider interface {
 	// spec returns the endpoint's rules and defaults; it is called once, at package init.
 	spec() spec

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/ai/providers"
 	"github.com/acme/app/internal/apperr"
 )
 
@@ -158,21 +159,23 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 	}
 	p, ok := s.prices.ProviderOf(model)
 	if !ok {
-		return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: "+
-			"openai/MODEL, anthropic/MODEL or gemini/MODEL.", model)
+		return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: %s.",
+			model, strings.Join(prefixes, ", "))
 	}
 	req.Provider, req.Input.Model = p, model
 	return nil
 }
 
-func isProvider(name string) bool {
-	for _, p := range ai.Providers() {
-		if p == name {
-			return true
-		}
+func isProvider(name string) bool { return slices.Contains(providers.Names(), name) }
+
+// prefixes are the model prefixes, for messages: openai/MODEL, ….
+var prefixes = func() []string {
+	names := providers.Names()
+	for i, n := range names {
+		names[i] = n + "/MODEL"
 	}
-	return false
-}
+	return names
+}()
 
 // parseMessages reads `messages`: roles system, developer (sent as system), user, assistant
 // (its tool_calls included) and tool; content a string or an array of parts (text, and for a
