@@ -406,12 +406,12 @@ func (s *services) AI(ctx context.Context) (*ai.Service, error) {
 	}
 	s.ai = ai.New(ai.Options{
 		Providers: pcfg,
-		Timeout:  cfg.AI.Timeout,
-		Prices:   prices,
-		Recorder: us,
-		Observer: m,
-		Budget:   aiBudget{b},
-		Logger:   s.f.log,
+		Timeout:   cfg.AI.Timeout,
+		Prices:    prices,
+		Recorder:  us,
+		Observer:  m,
+		Budget:    aiBudget{b},
+		Logger:    s.f.log,
 
 		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,
 		StreamMaxDuration:   cfg.AI.StreamMaxDuration,
