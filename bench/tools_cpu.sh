@@ -20,46 +20,11 @@ DUR="${1:-5}"
 ROUNDS="${2:-5}"
 export PIECES="${PIECES:-20}" GAP="${GAP:-1ms}"
 STREAMS="${STREAMS:-200}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$(mktemp -d)"
-SERVER_CPU="${SERVER_CPU:-0}"
-WRK_CPU="${WRK_CPU:-1}"
-UP_PORT=18290 APP_PORT=18291 FW_PORT=18292
-PIDS=()
-ulimit -n 65536 2>/dev/null || true
+UP_PORT=18390 APP_PORT=18391 FW_PORT=18392
+. "$(dirname "$0")/lib.sh"
+need_wrk
+build_parts
 
-descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
-cleanup() {
-  local all=() p
-  for p in "${PIDS[@]}"; do all+=($(descendants "$p") "$p"); done
-  for p in "${all[@]}"; do kill "$p" 2>/dev/null; done
-  sleep 0.5
-  for p in "${all[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-if ! command -v wrk >/dev/null; then
-  echo "wrk not found: installing it with apt-get" >&2
-  apt-get install -y wrk >&2 || { echo "could not install wrk" >&2; exit 1; }
-fi
-[ -x "$ROOT/bin/app" ] || (cd "$ROOT" && make build >&2) || exit 1
-(cd "$ROOT" && go build -o "$WORK/aibench" ./bench/aibench) || { echo "could not build bench/aibench" >&2; exit 1; }
-
-start() { # name cpu cmd...: starts a process in the background, its PID in LAST_PID
-  local name="$1" cpu="$2"; shift 2
-  (cd "$WORK" && exec taskset -c "$cpu" "$@") >"$WORK/$name.log" 2>&1 &
-  LAST_PID=$!
-  PIDS+=("$LAST_PID")
-}
-wait_port() {
-  local i
-  for i in $(seq 1 200); do
-    curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 start fake "$WRK_CPU" "$WORK/aibench" fake "$UP_PORT"
 wait_port "$UP_PORT" || { echo "the fake upstream did not start" >&2; exit 1; }
 start forwarder "$SERVER_CPU" "$WORK/aibench" forward "$FW_PORT" "http://127.0.0.1:$UP_PORT"
@@ -103,7 +68,6 @@ done
 
 cpu() { awk '{ print $14 + $15 }' "/proc/${1:-$APP_PID}/stat"; } # clock ticks
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 echo "$(date -u +%F): $ROUNDS interleaved rounds of ${DUR}s (wrk -c8) and $STREAMS streams of $PIECES pieces $GAP apart per kind" >&2
 for kind in plain tool; do taskset -c "$WRK_CPU" wrk -t1 -c8 -d2s -s "$WORK/$kind.lua" "http://127.0.0.1:$APP_PORT/v1/chat/completions" >/dev/null; done

@@ -3,7 +3,6 @@ package ai_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -163,22 +162,6 @@ func TestTools_AnswerNormalized(t *testing.T) {
 	}
 }
 
-// sse answers a streamed request with the events given as "name|data" ("data" alone: an
-// unnamed event).
-func sse(events ...string) aitest.Responder {
-	return func(w http.ResponseWriter, _ *http.Request, _ aitest.Call) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, e := range events {
-			if name, data, ok := strings.Cut(e, "|"); ok {
-				_, _ = w.Write([]byte("event: " + name + "\ndata: " + data + "\n\n"))
-			} else {
-				_, _ = w.Write([]byte("data: " + e + "\n\n"))
-			}
-			w.(http.Flusher).Flush()
-		}
-	}
-}
-
 // Ensure streamed tool calls are handed out piece by piece as they arrive: the first piece of
 // a call with its id and name, then the fragments of its arguments, which join to the whole.
 func TestTools_StreamedPieces(t *testing.T) {
@@ -211,7 +194,7 @@ func TestTools_StreamedPieces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.provider, func(t *testing.T) {
 			t.Parallel()
-			fake := aitest.New(t, tt.provider, sse(tt.events...))
+			fake := aitest.New(t, tt.provider, aitest.Events(tt.events...))
 			svc, _ := newService(t, fake, tt.provider, nil)
 			in := conversation()
 			in.Model, in.ToolChoice = models[tt.provider], ai.ToolChoice{}
@@ -253,7 +236,7 @@ func TestResponseFormat(t *testing.T) {
 		t.Parallel()
 		fake := aitest.New(t, "anthropic", aitest.JSON(200, json.RawMessage(`{"id":"m","type":"message","content":[
 			{"type":"tool_use","id":"toolu_a","name":"person","input":{"name":"Ada"}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":7}}`)),
-			sse(`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5}}}`,
+			aitest.Events(`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5}}}`,
 				`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"person","input":{}}}`,
 				`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"name\":"}}`,
 				`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"Ada\"}"}}`,

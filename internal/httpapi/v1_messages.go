@@ -3,9 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strings"
-	"sync"
 
-	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/gateway"
 )
@@ -15,47 +13,23 @@ import (
 // answered in Anthropic's error format (anthropicFormat).
 func handleV1Messages(gw *gateway.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, _ := CallerFrom(r.Context())
-		body, err := readJSONBody(w, r)
-		if err != nil {
-			writeError(w, r, err)
+		caller, req, ok := v1Request(w, r, gw.ParseMessages)
+		if !ok {
 			return
-		}
-		req, err := gw.ParseMessages(body)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
-		if req.Input.RequestID != RequestID(r.Context()) {
-			w.Header().Set("X-Request-Id", req.Input.RequestID)
 		}
 		w.Header().Set("Request-Id", req.Input.RequestID) // where Anthropic's SDKs look for it
-		if !req.Stream {
-			m, err := gw.CompleteMessage(r.Context(), caller.ID, req)
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			encode(w, http.StatusOK, m)
+		if req.Stream {
+			serveStream(w, r, func(sw *sseWriter) error {
+				return gw.StreamMessage(r.Context(), caller.ID, req, func(e *gateway.MessageEvent) error { return sw.event(e.Type, e) })
+			}, nil, func(sw *sseWriter, body any) { _ = sw.event("error", body) })
 			return
 		}
-		sw := newSSEWriter(w)
-		stop := make(chan struct{})
-		var flusher sync.WaitGroup
-		flusher.Go(func() { sw.run(stop, r.Context().Done()) })
-		err = gw.StreamMessage(r.Context(), caller.ID, req, func(e *gateway.MessageEvent) error { return sw.event(e.Type, e) })
-		close(stop)
-		flusher.Wait()
-		switch {
-		case err == nil:
-		case !sw.started:
+		m, err := gw.CompleteMessage(r.Context(), caller.ID, req)
+		if err != nil {
 			writeError(w, r, err)
 			return
-		default:
-			_ = sw.event("error", failureBody(r, err))
 		}
-		sw.flushNow()
+		encode(w, http.StatusOK, m)
 	})
 }
 

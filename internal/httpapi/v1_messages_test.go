@@ -16,21 +16,6 @@ import (
 	"github.com/acme/app/internal/keys"
 )
 
-// sseAnswer answers a streamed request with the events given as "name|data" ("data" alone: an
-// unnamed event).
-func sseAnswer(events ...string) aitest.Responder {
-	return func(w http.ResponseWriter, _ *http.Request, _ aitest.Call) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, e := range events {
-			if name, data, ok := strings.Cut(e, "|"); ok {
-				_, _ = w.Write([]byte("event: " + name + "\ndata: " + data + "\n\n"))
-			} else {
-				_, _ = w.Write([]byte("data: " + e + "\n\n"))
-			}
-		}
-	}
-}
-
 // events reads a server-sent event stream as (name, data) pairs.
 func events(t *testing.T, body string) [][2]string {
 	t.Helper()
@@ -64,7 +49,7 @@ const (
 func TestV1Chat_ToolCalls(t *testing.T) {
 	t.Parallel()
 	fx := newGWFixture(t, Options{}, aitest.JSON(200, json.RawMessage(anthropicToolAnswer)),
-		sseAnswer(`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5}}}`,
+		aitest.Events(`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5}}}`,
 			`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"get_weather","input":{}}}`,
 			`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"ci"}}`,
 			`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ty\":\"x\"}"}}`,
@@ -172,7 +157,7 @@ func TestV1Messages_TranslatesForOpenAI(t *testing.T) {
 // with a block per text run and per tool call.
 func TestV1Messages_Stream(t *testing.T) {
 	t.Parallel()
-	fx := newGWFixture(t, Options{}, sseAnswer(
+	fx := newGWFixture(t, Options{}, aitest.Events(
 		`{"id":"c","choices":[{"delta":{"role":"assistant","content":"Hm"}}]}`,
 		`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
 		`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`,
