@@ -36,53 +36,19 @@ GUARD_RATIO="${GUARD_RATIO:-0.15}"
 CONNS="1 32"
 if [ "$GUARD" = 1 ]; then DUR=2 ROUNDS=3 WARM=1 STREAMS="${GUARD_STREAMS:-200}" CONNS=32; fi
 export PIECES="${PIECES:-100}" GAP="${GAP:-20ms}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-/tmp/aibench-peers}"
-WORK="$(mktemp -d)"
-SERVER_CPU="${SERVER_CPU:-0}"
-WRK_CPU="${WRK_CPU:-1}"
 UP_PORT=18190 APP_PORT=18191 PK_PORT=18192 BASE_PORT=18193 FW_PORT=18194 FLOOR_PORT=18195
 BASELINE_BIN="${BASELINE_BIN:-}"
-PIDS=()
-ulimit -n 65536 2>/dev/null || true
+. "$(dirname "$0")/lib.sh"
 
-descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
-cleanup() {
-  local all=() p
-  for p in "${PIDS[@]}"; do all+=($(descendants "$p") "$p"); done
-  for p in "${all[@]}"; do kill "$p" 2>/dev/null; done
-  sleep 0.5
-  for p in "${all[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
-
-if ! command -v wrk >/dev/null; then
-  echo "wrk not found: installing it with apt-get" >&2
-  apt-get install -y wrk >&2 || { echo "could not install wrk" >&2; exit 1; }
-fi
+need_wrk
 if [ "$GUARD" = 0 ] && [ ! -f "$PEERS_DIR/node_modules/@portkey-ai/gateway/build/start-server.js" ]; then
   echo "installing @portkey-ai/gateway into $PEERS_DIR" >&2
   mkdir -p "$PEERS_DIR"
   npm install --no-audit --no-fund --prefix "$PEERS_DIR" @portkey-ai/gateway >&2 || { echo "npm install failed" >&2; exit 1; }
 fi
-[ -x "$ROOT/bin/app" ] || (cd "$ROOT" && make build >&2) || exit 1
-(cd "$ROOT" && go build -o "$WORK/aibench" ./bench/aibench) || { echo "could not build bench/aibench" >&2; exit 1; }
+build_parts
 
-start() { # name cpu cmd...: starts a process in the background, its PID in LAST_PID
-  local name="$1" cpu="$2"; shift 2
-  (cd "$WORK" && exec taskset -c "$cpu" "$@") >"$WORK/$name.log" 2>&1 &
-  LAST_PID=$!
-  PIDS+=("$LAST_PID")
-}
-wait_port() { # port: until something answers HTTP there (20 s)
-  local i
-  for i in $(seq 1 200); do
-    curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
-    sleep 0.1
-  done
-  return 1
-}
 APP_ENV=(APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1" APP_AI_OPENAI_API_KEY=sk-bench
   APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000)
 
@@ -157,7 +123,6 @@ done
 to_us() { # wrk latency (e.g. 1.23ms, 850.00us, 1.2s) → microseconds
   awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; }'
 }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 echo "$(date -u +%F): wrk -t1, ${WARM}s warm-up + ${DUR}s per target, $ROUNDS interleaved rounds; proxies on CPU $SERVER_CPU, fake and clients on CPU $WRK_CPU" >&2
 for c in $CONNS; do

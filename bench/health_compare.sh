@@ -12,46 +12,26 @@ set -uo pipefail
 
 DUR="${1:-5}"
 ROUNDS="${2:-5}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-WORK="$(mktemp -d)"
-SERVER_CPU="${SERVER_CPU:-0}"
-WRK_CPU="${WRK_CPU:-1}"
 BARE_PORT=18290 APP_PORT=18291 VAR_PORT=18292
 VARIANT_BIN="${VARIANT_BIN:-}"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
 
-command -v wrk >/dev/null || apt-get install -y wrk >&2 || { echo "could not install wrk" >&2; exit 1; }
-[ -x "$ROOT/bin/app" ] || (cd "$ROOT" && make build >&2) || exit 1
-(cd "$ROOT" && go build -o "$WORK/aibench" ./bench/aibench) || exit 1
+need_wrk
+build_parts
 
-start() { # name cmd...
-  local name="$1"; shift
-  (cd "$WORK" && exec taskset -c "$SERVER_CPU" "$@") >"$WORK/$name.log" 2>&1 &
-  PIDS+=("$!")
-}
-wait_port() { for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$1/api/health" && return 0; sleep 0.1; done; return 1; }
-
-start bare "$WORK/aibench" bare "$BARE_PORT"
-start app env APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
+start bare "$SERVER_CPU" "$WORK/aibench" bare "$BARE_PORT"
+start app "$SERVER_CPU" env APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
   "$ROOT/bin/app" serve --addr "127.0.0.1:$APP_PORT" --data-dir "$WORK/data"
 TARGETS="bare app"
 if [ -n "$VARIANT_BIN" ]; then
-  start variant env APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
+  start variant "$SERVER_CPU" env APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000 \
     "$VARIANT_BIN" serve --addr "127.0.0.1:$VAR_PORT" --data-dir "$WORK/data-variant"
   TARGETS="$TARGETS variant"
 fi
-for p in $BARE_PORT $APP_PORT ${VARIANT_BIN:+$VAR_PORT}; do wait_port "$p" || { echo "port $p did not answer" >&2; exit 1; }; done
+for p in $BARE_PORT $APP_PORT ${VARIANT_BIN:+$VAR_PORT}; do wait_port "$p" /api/health || { echo "port $p did not answer" >&2; exit 1; }; done
 URL_bare="http://127.0.0.1:$BARE_PORT/api/health"
 URL_app="http://127.0.0.1:$APP_PORT/api/health"
 URL_variant="http://127.0.0.1:$VAR_PORT/api/health"
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 for t in $TARGETS; do url="URL_$t"; taskset -c "$WRK_CPU" wrk -t1 -c32 -d1s "${!url}" >/dev/null 2>&1; done
 for r in $(seq 1 "$ROUNDS"); do

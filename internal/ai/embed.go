@@ -249,7 +249,7 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 			if len(body) > maxEmbedAnswerBytes {
 				return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
 			}
-			r, err := ep.provider.parse(resp.Header, body)
+			r, err := ep.provider.parse(c, resp.Header, body)
 			if err != nil {
 				return asUpstream(err)
 			}
@@ -309,9 +309,11 @@ func (e *embedCall) failure(status int, header http.Header, body []byte) *upstre
 	return e.chat().failure(status, header, body)
 }
 
-func (e *embedCall) newStream(http.Header) streamDecoder { return nil } // never streamed
+func (e *embedCall) check(*call) error { return nil } // EmbedInput.validate ran before
 
-func (e *embedCall) parse(header http.Header, body []byte) (*result, error) {
+func (e *embedCall) newStream(*call, http.Header) streamDecoder { return nil } // never streamed
+
+func (e *embedCall) parse(_ *call, header http.Header, body []byte) (*result, error) {
 	vectors, res, estimated, err := e.wire.parse(&e.part, header, body)
 	if err != nil {
 		return nil, err

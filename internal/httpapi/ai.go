@@ -139,25 +139,42 @@ func (s *sseWriter) run(stop, gone <-chan struct{}) {
 // when the provider fails after the first piece was sent. A failure before it is an ordinary
 // JSON error answer.
 func streamAnswer(w http.ResponseWriter, r *http.Request, svc *ai.Service, userID, provider string, in ai.ChatInput) {
+	var c *ai.Completion
+	serveStream(w, r, func(sw *sseWriter) (err error) {
+		c, err = svc.Stream(r.Context(), userID, provider, in, func(d ai.Delta) error {
+			if d.Text == "" {
+				return nil // the endpoints offer no tools: an answer is text
+			}
+			return sw.event("delta", struct {
+				Text string `json:"text"`
+			}{d.Text})
+		})
+		return err
+	}, func(sw *sseWriter) { _ = sw.event("done", c) }, func(sw *sseWriter, body any) { _ = sw.event("error", body) })
+}
+
+// serveStream answers r with the events produce writes, each flushed as it comes by the
+// writer's own goroutine; then done writes the closing event. When produce fails before
+// anything was written, the failure is an ordinary error answer; after, fail writes its body
+// (in the route's error format) as the stream's last event.
+func serveStream(w http.ResponseWriter, r *http.Request, produce func(*sseWriter) error, done func(*sseWriter), fail func(sw *sseWriter, body any)) {
 	sw := newSSEWriter(w)
 	stop := make(chan struct{})
 	var flusher sync.WaitGroup
 	flusher.Go(func() { sw.run(stop, r.Context().Done()) })
-	c, err := svc.Stream(r.Context(), userID, provider, in, func(text string) error {
-		return sw.event("delta", struct {
-			Text string `json:"text"`
-		}{text})
-	})
+	err := produce(sw)
 	close(stop)
 	flusher.Wait()
 	switch {
 	case err == nil:
-		_ = sw.event("done", c)
+		if done != nil {
+			done(sw)
+		}
 	case !sw.started:
 		writeError(w, r, err)
 		return
 	default:
-		_ = sw.event("error", failureBody(r, err))
+		fail(sw, failureBody(r, err))
 	}
 	sw.flushNow()
 }

@@ -3,9 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"sync"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/gateway"
 )
 
@@ -14,23 +14,16 @@ import (
 // the error format of its group (OpenAI's, see openAIFormat).
 func handleV1Chat(gw *gateway.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		caller, _ := CallerFrom(r.Context())
-		body, err := readJSONBody(w, r)
-		if err != nil {
-			writeError(w, r, err)
+		caller, req, ok := v1Request(w, r, gw.Parse)
+		if !ok {
 			return
-		}
-		req, err := gw.Parse(body)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
-		if req.Input.RequestID != RequestID(r.Context()) { // the client's id is not a UUID: the answer's is
-			w.Header().Set("X-Request-Id", req.Input.RequestID)
 		}
 		if req.Stream {
-			streamV1(w, r, gw, caller.ID, req)
+			// OpenAI's stream: `data: <chunk>` events, then `data: [DONE]`; a failure after the
+			// first chunk is an event carrying OpenAI's error object (the SDKs raise it).
+			serveStream(w, r, func(sw *sseWriter) error {
+				return gw.Stream(r.Context(), caller.ID, req, func(c *gateway.Chunk) error { return sw.data(c) })
+			}, func(sw *sseWriter) { _ = sw.raw("[DONE]") }, func(sw *sseWriter, body any) { _ = sw.data(body) })
 			return
 		}
 		c, err := gw.Complete(r.Context(), caller.ID, req)
@@ -42,28 +35,25 @@ func handleV1Chat(gw *gateway.Service) http.Handler {
 	})
 }
 
-// streamV1 answers a streamed call as OpenAI does: `data: <chunk>` events, then `data: [DONE]`.
-// A failure before the first chunk is an ordinary error answer; after it, an event carrying
-// OpenAI's error object ends the stream (the SDKs raise it). The writer and its flushing
-// goroutine are those of the /api/ai/* streams.
-func streamV1(w http.ResponseWriter, r *http.Request, gw *gateway.Service, userID string, req *gateway.Request) {
-	sw := newSSEWriter(w)
-	stop := make(chan struct{})
-	var flusher sync.WaitGroup
-	flusher.Go(func() { sw.run(stop, r.Context().Done()) })
-	err := gw.Stream(r.Context(), userID, req, func(c *gateway.Chunk) error { return sw.data(c) })
-	close(stop)
-	flusher.Wait()
-	switch {
-	case err == nil:
-		_ = sw.raw("[DONE]")
-	case !sw.started:
+// v1Request reads a /v1 body with parse and gives it the request's id (the answer's, also
+// its X-Request-Id header when the client's was not a UUID). A failure is answered: ok false.
+func v1Request(w http.ResponseWriter, r *http.Request, parse func([]byte) (*gateway.Request, error)) (auth.Caller, *gateway.Request, bool) {
+	caller, _ := CallerFrom(r.Context())
+	body, err := readJSONBody(w, r)
+	if err != nil {
 		writeError(w, r, err)
-		return
-	default:
-		_ = sw.data(failureBody(r, err))
+		return caller, nil, false
 	}
-	sw.flushNow()
+	req, err := parse(body)
+	if err != nil {
+		writeError(w, r, err)
+		return caller, nil, false
+	}
+	req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
+	if req.Input.RequestID != RequestID(r.Context()) {
+		w.Header().Set("X-Request-Id", req.Input.RequestID)
+	}
+	return caller, req, true
 }
 
 // data writes one unnamed event (OpenAI's streams name none) with v as its JSON data.

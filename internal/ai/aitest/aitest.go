@@ -68,6 +68,9 @@ func Error(provider string, status int, code, message string, headerPairs ...str
 	return fakeprovider.Error(provider, status, code, message, headerPairs...)
 }
 
+// Events answers a server-sent event stream (fakeprovider.Events).
+func Events(events ...string) Responder { return fakeprovider.Events(events...) }
+
 // Hang waits until the request is canceled or d passes (fakeprovider.Hang).
 func Hang(d time.Duration) Responder { return fakeprovider.Hang(d) }
 

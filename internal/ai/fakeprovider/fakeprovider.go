@@ -182,6 +182,25 @@ func JSON(status int, body any, headerPairs ...string) Responder {
 	}
 }
 
+// Events answers a server-sent event stream of events, each "name|data" (an event named
+// name) or "data" alone (an unnamed one, as OpenAI and Gemini send them), flushed one by one.
+func Events(events ...string) Responder {
+	return func(w http.ResponseWriter, _ *http.Request, _ Call) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl, _ := w.(http.Flusher)
+		for _, e := range events {
+			if name, data, ok := strings.Cut(e, "|"); ok {
+				_, _ = io.WriteString(w, "event: "+name+"\ndata: "+data+"\n\n")
+			} else {
+				_, _ = io.WriteString(w, "data: "+e+"\n\n")
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+	}
+}
+
 // Hang waits until the request is canceled (or d passes), then answers nothing useful.
 func Hang(d time.Duration) Responder {
 	return func(w http.ResponseWriter, r *http.Request, _ Call) {
