@@ -13,7 +13,7 @@ import (
 // healthTTL is how long a database check stays fresh; healthTimeout bounds one check.
 const (
 	healthTTL     = time.Second
-	healthTimeout = time.Second
+	healthTimeout = 2 * time.Second
 )
 
 // Health is the body of GET /api/health.
@@ -42,14 +42,23 @@ type dbState struct {
 	db         Pinger
 	first      sync.Once // the first check, which every request waits for
 	ok         atomic.Bool
+	failed     atomic.Int32 // checks failed in a row
 	checked    atomic.Int64 // unix nanos of the last finished check
 	refreshing atomic.Bool
 }
 
+// check pings the database. The state turns to down on the second failure in a row (or the
+// first check's), so that one slow ping under a burst of load does not take the instance out
+// of its load balancer.
 func (s *dbState) check() {
 	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	defer cancel()
-	s.ok.Store(s.db.Ping(ctx) == nil)
+	if s.db.Ping(ctx) == nil {
+		s.failed.Store(0)
+		s.ok.Store(true)
+	} else if n := s.failed.Add(1); n >= 2 || s.checked.Load() == 0 {
+		s.ok.Store(false)
+	}
 	s.checked.Store(time.Now().UnixNano())
 }
 

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"testing"
 
@@ -43,5 +44,39 @@ func TestHealth_Recorder(t *testing.T) {
 				t.Fatalf("health = %d %s", rec.Code, rec.Body.String())
 			}
 		})
+	}
+}
+
+// pings answers Ping with its errors in turn.
+type pings struct{ errs []error }
+
+func (p *pings) Ping(context.Context) error {
+	err := p.errs[0]
+	p.errs = p.errs[1:]
+	return err
+}
+
+// Ensure the database is reported down on a failed first check, and afterwards only on the
+// second failure in a row: one slow ping does not take the instance out of its load balancer.
+func TestHealth_DatabaseDownAfterTwoFailures(t *testing.T) {
+	t.Parallel()
+	down := errors.New("timeout")
+	for _, tc := range []struct {
+		name string
+		errs []error
+		want []bool // the state after each check
+	}{
+		{"first fails", []error{down, nil}, []bool{false, true}},
+		{"one failure", []error{nil, down, nil}, []bool{true, true, true}},
+		{"two in a row", []error{nil, down, down, nil}, []bool{true, true, false, true}},
+		{"apart", []error{nil, down, nil, down, nil}, []bool{true, true, true, true, true}},
+	} {
+		s := &dbState{db: &pings{errs: tc.errs}}
+		for i, want := range tc.want {
+			s.check()
+			if s.ok.Load() != want {
+				t.Errorf("%s: after check %d the database is ok=%v, want %v", tc.name, i+1, s.ok.Load(), want)
+			}
+		}
 	}
 }
