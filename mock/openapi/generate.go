@@ -1,0 +1,372 @@
+package openapi
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxDepth bounds how deep a generated answer nests, so a recursive schema (a tree whose
+// nodes hold nodes) gives a finite answer.
+const maxDepth = 12
+
+// generator builds answers from schemas: static (the same answer every time, as Prism's
+// static mode) or, with rnd set, random data valid against the schema.
+type generator struct {
+	s   *Spec
+	rnd *rand.Rand // nil: static
+}
+
+// formatSamples are the static values of string formats (those of Prism's static mode).
+var formatSamples = map[string]string{
+	"date":      "2019-08-24",
+	"date-time": "2019-08-24T14:15:22Z",
+	"time":      "14:15:22Z",
+	"email":     "user@example.com",
+	"idn-email": "user@example.com",
+	"uri":       "http://example.com",
+	"url":       "http://example.com",
+	"iri":       "http://example.com",
+	"hostname":  "example.com",
+	"ipv4":      "192.168.0.1",
+	"ipv6":      "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
+	"uuid":      "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+	"password":  "pa$$word",
+	"byte":      "U3dhZ2dlciByb2Nrcw==",
+	"binary":    "string",
+	"duration":  "P3D",
+}
+
+// static is the static answer for the schema at l: its example (3.0 example, else the first
+// of 3.1 examples), else its default, const or first enum value, else one built from its
+// parts: each property (writeOnly ones left out), one array item, "string" or a format's
+// sample, 0 (or the minimum), true.
+func (g *generator) static(l loc, depth int) any { return g.value(l, depth) }
+
+func (g *generator) value(l loc, depth int) any {
+	if depth > maxDepth {
+		return nil
+	}
+	l = g.s.res(l)
+	o := l.obj()
+	if o == nil {
+		return nil
+	}
+	if g.rnd == nil {
+		if v, ok := o.get("example"); ok {
+			return v
+		}
+		if ex, ok := o.vals["examples"].([]any); ok && len(ex) > 0 {
+			return ex[0]
+		}
+		if v, ok := o.get("default"); ok {
+			return v
+		}
+	}
+	if v, ok := o.get("const"); ok {
+		return v
+	}
+	if enum, ok := o.vals["enum"].([]any); ok && len(enum) > 0 {
+		if g.rnd == nil {
+			return enum[0]
+		}
+		return enum[g.rnd.IntN(len(enum))]
+	}
+	if parts, ok := o.vals["allOf"].([]any); ok && len(parts) > 0 {
+		return g.allOf(l, len(parts), depth)
+	}
+	for _, k := range []string{"oneOf", "anyOf"} {
+		if parts, ok := o.vals[k].([]any); ok && len(parts) > 0 {
+			return g.value(l.child(k).index(0), depth+1)
+		}
+	}
+	switch g.kind(o) {
+	case "object":
+		return g.object(l, depth)
+	case "array":
+		return g.array(l, depth)
+	case "string":
+		return g.str(o)
+	case "integer":
+		return g.integer(o)
+	case "number":
+		return g.number(o)
+	case "boolean":
+		if g.rnd == nil {
+			return true
+		}
+		return g.rnd.IntN(2) == 0
+	}
+	return nil
+}
+
+// kind is the type to generate: the first non-null one named, else one inferred.
+func (g *generator) kind(o *obj) string {
+	switch t := o.vals["type"].(type) {
+	case string:
+		return t
+	case []any:
+		for _, e := range t {
+			if s, ok := e.(string); ok && s != "null" {
+				return s
+			}
+		}
+		return "null"
+	}
+	switch {
+	case o.vals["properties"] != nil || o.vals["additionalProperties"] != nil:
+		return "object"
+	case o.vals["items"] != nil:
+		return "array"
+	}
+	return ""
+}
+
+// allOf merges the parts' answers: objects key by key, anything else the last part's.
+func (g *generator) allOf(l loc, n, depth int) any {
+	var merged *obj
+	var last any
+	for i := range n {
+		v := g.value(l.child("allOf").index(i), depth+1)
+		if po, ok := v.(*obj); ok {
+			if merged == nil {
+				merged = &obj{vals: map[string]any{}}
+			}
+			for _, k := range po.keys {
+				if _, has := merged.vals[k]; !has {
+					merged.keys = append(merged.keys, k)
+				}
+				merged.vals[k] = po.vals[k]
+			}
+			continue
+		}
+		if v != nil {
+			last = v
+		}
+	}
+	// properties beside allOf belong to the answer too
+	if own := g.object(l, depth); own != nil {
+		if oo, ok := own.(*obj); ok && len(oo.keys) > 0 {
+			if merged == nil {
+				merged = &obj{vals: map[string]any{}}
+			}
+			for _, k := range oo.keys {
+				if _, has := merged.vals[k]; !has {
+					merged.keys = append(merged.keys, k)
+				}
+				merged.vals[k] = oo.vals[k]
+			}
+		}
+	}
+	if merged != nil {
+		return merged
+	}
+	return last
+}
+
+func (g *generator) object(l loc, depth int) any {
+	out := &obj{vals: map[string]any{}}
+	props := l.child("properties")
+	for _, name := range props.obj().keysOrNil() {
+		pl := g.s.res(props.child(name))
+		if pl.obj().boolean("writeOnly") {
+			continue
+		}
+		v := g.value(pl, depth+1)
+		if v == nil && depth+1 > maxDepth {
+			continue
+		}
+		out.keys = append(out.keys, name)
+		out.vals[name] = v
+	}
+	return out
+}
+
+func (g *generator) array(l loc, depth int) any {
+	o := l.obj()
+	n := 1
+	if m, ok := num(o.vals["minItems"]); ok && int(m) > n {
+		n = min(int(m), 100)
+	}
+	if g.rnd != nil {
+		hi := n + 2
+		if m, ok := num(o.vals["maxItems"]); ok && int(m) < hi {
+			hi = max(int(m), n)
+		}
+		n += g.rnd.IntN(hi - n + 1)
+	}
+	if m, ok := num(o.vals["maxItems"]); ok && int(m) < n {
+		n = max(int(m), 0)
+	}
+	out := make([]any, 0, n)
+	for range n {
+		if depth+1 > maxDepth {
+			break
+		}
+		out = append(out, g.value(l.child("items"), depth+1))
+	}
+	return out
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// bounds are a number schema's limits, exclusive ones (3.0 booleans or 3.1 numbers) folded in.
+func bounds(o *obj, step float64) (lo, hi float64, hasLo, hasHi bool) {
+	lo, hasLo = num(o.vals["minimum"])
+	hi, hasHi = num(o.vals["maximum"])
+	if b, ok := o.vals["exclusiveMinimum"].(bool); ok && b && hasLo {
+		lo += step
+	} else if v, ok := num(o.vals["exclusiveMinimum"]); ok {
+		lo, hasLo = v+step, true
+	}
+	if b, ok := o.vals["exclusiveMaximum"].(bool); ok && b && hasHi {
+		hi -= step
+	} else if v, ok := num(o.vals["exclusiveMaximum"]); ok {
+		hi, hasHi = v-step, true
+	}
+	return
+}
+
+func (g *generator) integer(o *obj) any {
+	lo, hi, hasLo, hasHi := bounds(o, 1)
+	lo, hi = math.Ceil(lo), math.Floor(hi)
+	if g.rnd == nil {
+		switch {
+		case hasLo:
+			return int64(lo)
+		case hasHi && hi < 0:
+			return int64(hi)
+		}
+		return int64(0)
+	}
+	if !hasLo {
+		lo = 0
+		if hasHi && hi < 0 {
+			lo = hi - 1000
+		}
+	}
+	if !hasHi {
+		hi = lo + 1000
+	}
+	if hi < lo {
+		return int64(lo)
+	}
+	v := int64(lo) + g.rnd.Int64N(int64(hi-lo)+1)
+	if m, ok := num(o.vals["multipleOf"]); ok && m >= 1 {
+		step := int64(m)
+		v = v / step * step
+		if float64(v) < lo {
+			v += step
+		}
+	}
+	return v
+}
+
+func (g *generator) number(o *obj) any {
+	lo, hi, hasLo, hasHi := bounds(o, 0.01)
+	if g.rnd == nil {
+		switch {
+		case hasLo:
+			return lo
+		case hasHi && hi < 0:
+			return hi
+		}
+		return int64(0)
+	}
+	if !hasLo {
+		lo = 0
+		if hasHi && hi < 0 {
+			lo = hi - 1000
+		}
+	}
+	if !hasHi {
+		hi = lo + 1000
+	}
+	if hi < lo {
+		return lo
+	}
+	v := math.Round((lo+g.rnd.Float64()*(hi-lo))*100) / 100
+	return math.Min(math.Max(v, lo), hi)
+}
+
+var words = []string{"alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "iris", "juniper",
+	"kestrel", "lumen", "maple", "nova", "orchid", "pebble", "quartz", "river", "sable", "tundra", "umber", "vale",
+	"willow", "xenon", "yarrow", "zephyr"}
+
+func (g *generator) str(o *obj) any {
+	format := o.str("format")
+	minLen, hasMin := num(o.vals["minLength"])
+	maxLen, hasMax := num(o.vals["maxLength"])
+	var s string
+	if g.rnd == nil {
+		s = "string"
+		if f, ok := formatSamples[format]; ok {
+			return f
+		}
+	} else {
+		s = g.dynamicString(format)
+		if _, known := formatSamples[format]; known && format != "binary" && format != "password" {
+			return s
+		}
+	}
+	if hasMin && len(s) < int(minLen) {
+		n := min(int(minLen), 1<<16)
+		s = strings.Repeat(s, n/len(s)+1)[:n]
+	}
+	if hasMax && len(s) > int(maxLen) {
+		s = s[:max(int(maxLen), 0)]
+	}
+	return s
+}
+
+func (g *generator) word() string { return words[g.rnd.IntN(len(words))] }
+
+func (g *generator) dynamicString(format string) string {
+	r := g.rnd
+	t := time.Date(2000+r.IntN(30), time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), 0, time.UTC)
+	switch format {
+	case "date":
+		return t.Format(time.DateOnly)
+	case "date-time":
+		return t.Format(time.RFC3339)
+	case "time":
+		return t.Format("15:04:05Z")
+	case "email", "idn-email":
+		return fmt.Sprintf("%s.%s%d@example.com", g.word(), g.word(), r.IntN(100))
+	case "uri", "url", "iri":
+		return fmt.Sprintf("https://%s.example.com/%s", g.word(), g.word())
+	case "hostname":
+		return g.word() + ".example.com"
+	case "ipv4":
+		return fmt.Sprintf("10.%d.%d.%d", r.IntN(256), r.IntN(256), 1+r.IntN(254))
+	case "ipv6":
+		return fmt.Sprintf("2001:db8::%x:%x", r.IntN(65536), r.IntN(65536))
+	case "uuid":
+		return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<12), 0x8000|r.IntN(1<<14), r.Int64N(1<<48))
+	case "byte":
+		return "ZHluYW1pYw=="
+	case "duration":
+		return fmt.Sprintf("P%dD", 1+r.IntN(30))
+	}
+	n := 1 + r.IntN(2)
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = g.word()
+	}
+	return strings.Join(parts, " ")
+}
+
+var _ = slices.Contains[[]string]
