@@ -124,7 +124,7 @@ func (c *converter) value(n *yaml.Node, depth int) (any, error) {
 				o.keys = append(o.keys, k)
 			}
 			o.vals[k] = v
-			o.lines[k] = vn.Line
+			o.lines[k] = kn.Line
 		}
 		return o, nil
 	case yaml.SequenceNode:
