@@ -1,0 +1,142 @@
+package mockserver
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/app/mock/openapi"
+)
+
+const petsSpec = `openapi: 3.0.3
+info: {title: pets, version: "1"}
+paths:
+  /pets/{id}:
+    get:
+      parameters:
+        - {name: id, in: path, required: true, schema: {type: integer}}
+      responses:
+        "200":
+          description: a pet
+          content:
+            application/json:
+              example: {source: openapi, v: 1}
+  /owners:
+    get:
+      responses:
+        "200":
+          description: owners
+          content:
+            application/json:
+              example: [{name: Ada}]
+`
+
+// Ensure the description serves beside a mock file (whose routes win, whatever their
+// parameter names), is listed by the admin API and counted by the stats.
+func TestOpenAPI_BesideTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := writeTemp(t, dir, "pets.yaml", petsSpec)
+	_, hs, _ := newTestServer(t, "m.yaml", "mocks:\n  \"GET /pets/:petId\": {data: {source: file}}\n", func(o *Options) {
+		o.OpenAPI = []string{spec}
+	})
+	tests := []struct {
+		method, path string
+		wantStatus   int
+		wantBody     string
+	}{
+		{"GET", "/pets/7", 200, `{"source":"file"}`},
+		{"GET", "/owners", 200, `[{"name":"Ada"}]`},
+		{"GET", "/owners/1", 404, ""},
+		{"POST", "/owners", 405, ""},
+	}
+	for _, tt := range tests {
+		a := do(t, tt.method, hs.URL+tt.path, "")
+		if a.status != tt.wantStatus || (tt.wantBody != "" && a.body != tt.wantBody) {
+			t.Errorf("%s %s: %d %s, want %d %s", tt.method, tt.path, a.status, a.body, tt.wantStatus, tt.wantBody)
+		}
+		if tt.wantBody == "" && a.header.Get("Content-Type") != openapi.ProblemType {
+			t.Errorf("%s %s: Content-Type %q, want %s", tt.method, tt.path, a.header.Get("Content-Type"), openapi.ProblemType)
+		}
+	}
+	list := decode[struct {
+		Mocks []mockInfo `json:"mocks"`
+	}](t, do(t, "GET", hs.URL+"/__mock/mocks", ""))
+	origins := map[string]string{}
+	calls := map[string]int{}
+	for _, m := range list.Mocks {
+		origins[m.Route], calls[m.Route] = m.Origin, m.Calls
+	}
+	if origins["GET /owners"] != "openapi" || origins["GET /pets/:petId"] != "file" {
+		t.Errorf("origins %v: want GET /owners from openapi, GET /pets/:petId from the file", origins)
+	}
+	if _, shadowed := origins["GET /pets/:id"]; shadowed {
+		t.Errorf("the description's GET /pets/:id is listed though the file's route answers it")
+	}
+	if calls["GET /owners"] != 1 {
+		t.Errorf("GET /owners called %d times, want 1", calls["GET /owners"])
+	}
+	stats := decode[struct {
+		TotalRequests int `json:"totalRequests"`
+	}](t, do(t, "GET", hs.URL+"/__mock/stats", ""))
+	if stats.TotalRequests < 3 {
+		t.Errorf("stats count %d requests, want at least the 3 the description and file answered", stats.TotalRequests)
+	}
+}
+
+// Ensure an edited description is served again, and a broken edit keeps the previous one.
+func TestOpenAPI_Reload(t *testing.T) {
+	t.Parallel()
+	reloads := make(chan error, 10)
+	dir := t.TempDir()
+	path := writeTemp(t, dir, "pets.yaml", petsSpec)
+	s, hs, _ := newTestServer(t, "", "", func(o *Options) {
+		o.OpenAPI = []string{path}
+		o.OnReload = func(err error) { reloads <- err }
+	})
+	if err := s.Watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() error {
+		select {
+		case err := <-reloads:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("no reload after the edit")
+			return nil
+		}
+	}
+	writeAtomically(t, path, replace(petsSpec, "v: 1", "v: 2"))
+	if err := wait(); err != nil {
+		t.Fatalf("valid edit: %v", err)
+	}
+	if a := do(t, "GET", hs.URL+"/pets/1", ""); a.body != `{"source":"openapi","v":2}` {
+		t.Fatalf("after the edit: %d %s", a.status, a.body)
+	}
+	if err := os.WriteFile(path, []byte(replace(petsSpec, "in: path", "in: nowhere")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var le *openapi.LoadError
+	if err := wait(); !errors.As(err, &le) {
+		t.Fatalf("broken edit: %v, want an *openapi.LoadError", err)
+	}
+	if a := do(t, "GET", hs.URL+"/pets/1", ""); a.body != `{"source":"openapi","v":2}` {
+		t.Fatalf("after the broken edit: %d %s, want the previous answer", a.status, a.body)
+	}
+}
+
+// Ensure a description that cannot be served stops the server from starting, with its problems.
+func TestOpenAPI_InvalidRefused(t *testing.T) {
+	t.Parallel()
+	path := writeTemp(t, t.TempDir(), "bad.yaml", replace(petsSpec, "in: path", "in: nowhere"))
+	_, err := New(Options{Logger: quiet, OpenAPI: []string{path}})
+	var le *openapi.LoadError
+	if !errors.As(err, &le) || len(le.Problems) == 0 || filepath.Base(le.File) != "bad.yaml" {
+		t.Fatalf("New: %v, want an *openapi.LoadError for bad.yaml", err)
+	}
+}
+
+func replace(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
