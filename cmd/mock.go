@@ -244,9 +244,14 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 		}
 	}
 	if n := len(so.OpenAPI); n > 0 {
-		mocks += fmt.Sprintf("; %d routes from OpenAPI (%s)", len(srv.SpecRoutes()), strings.Join(so.OpenAPI, ", "))
+		spec := fmt.Sprintf("%d routes from OpenAPI (%s)", len(srv.SpecRoutes()), strings.Join(so.OpenAPI, ", "))
 		if so.Dynamic {
-			mocks += ", generated answers"
+			spec += ", generated answers"
+		}
+		if so.File == "" {
+			mocks = spec
+		} else {
+			mocks = fmt.Sprintf("%d routes from %s; %s", len(srv.RouteKeys())-len(srv.SpecRoutes()), so.File, spec)
 		}
 	}
 	if so.API != nil {

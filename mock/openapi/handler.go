@@ -118,7 +118,7 @@ func (a *answerer) answer(op *operation, req *mock.Request) *mock.Response {
 			return a.respond(op, r, http.StatusUnauthorized, req, Prefer{Dynamic: pref.Dynamic})
 		}
 		p := problem(http.StatusUnauthorized, TypeUnauthorized, "Invalid security scheme used",
-			"Your request does not fullfil the security requirements and no HTTP unauthorized response was found in the spec, so Prism is generating this error for you.", nil)
+			"The request lacks the credentials the operation's security requirements ask for, and the operation defines no 401 answer.", nil)
 		if len(challenges) > 0 {
 			p.Headers["WWW-Authenticate"] = strings.Join(challenges, ", ")
 		}
@@ -140,7 +140,7 @@ func (a *answerer) answer(op *operation, req *mock.Request) *mock.Response {
 			}
 		}
 		return problem(http.StatusUnprocessableEntity, TypeUnprocessable, "Invalid request",
-			"Your request is not valid and no HTTP validation response was found in the spec, so Prism is generating this error for you.", violations)
+			"The request does not match the description (see validation), and the operation defines no 422, 400 or default answer.", violations)
 	}
 	r, status := op.chosen, 0
 	if pref.Code != 0 {

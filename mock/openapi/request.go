@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"mime"
 	"slices"
 	"strconv"
@@ -226,6 +227,26 @@ func collect(out []Violation, e *jsonschema.ValidationError, prefix []string, wh
 		msg = "must NOT have additional properties: " + strings.Join(k.Properties, ", ")
 	case *kind.Enum:
 		msg = "must be equal to one of the allowed values"
+	case *kind.Minimum:
+		msg = "must be >= " + ratString(k.Want)
+	case *kind.Maximum:
+		msg = "must be <= " + ratString(k.Want)
+	case *kind.ExclusiveMinimum:
+		msg = "must be > " + ratString(k.Want)
+	case *kind.ExclusiveMaximum:
+		msg = "must be < " + ratString(k.Want)
+	case *kind.MinLength:
+		msg = fmt.Sprintf("must NOT have fewer than %d characters", k.Want)
+	case *kind.MaxLength:
+		msg = fmt.Sprintf("must NOT have more than %d characters", k.Want)
+	case *kind.MinItems:
+		msg = fmt.Sprintf("must NOT have fewer than %d items", k.Want)
+	case *kind.MaxItems:
+		msg = fmt.Sprintf("must NOT have more than %d items", k.Want)
+	case *kind.Pattern:
+		msg = fmt.Sprintf("must match pattern %q", k.Want)
+	case *kind.Format:
+		msg = fmt.Sprintf("must match format %q", k.Want)
 	default:
 		msg = e.ErrorKind.LocalizedString(printer)
 	}
@@ -238,4 +259,16 @@ func subject(where string, path []string) string {
 		return where
 	}
 	return where + " property " + strings.Join(path, ".")
+}
+
+// ratString writes a schema bound as JSON would: 50, 0.5.
+func ratString(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
