@@ -16,9 +16,14 @@ const maxDepth = 12
 // generator builds answers from schemas: static (the same answer every time, as Prism's
 // static mode) or, with rnd set, random data valid against the schema.
 type generator struct {
-	s   *Spec
-	rnd *rand.Rand // nil: static
+	s    *Spec
+	rnd  *rand.Rand // nil: static
+	made int        // values built so far, bounded by maxValues
 }
+
+// maxValues bounds the values of one generated answer, so a schema whose every property
+// refers to a wide object (wide × deep) cannot make an answer of billions of values.
+const maxValues = 20000
 
 // formatSamples are the static values of string formats (those of Prism's static mode).
 var formatSamples = map[string]string{
@@ -47,7 +52,8 @@ var formatSamples = map[string]string{
 func (g *generator) static(l loc, depth int) any { return g.value(l, depth) }
 
 func (g *generator) value(l loc, depth int) any {
-	if depth > maxDepth {
+	g.made++
+	if depth > maxDepth || g.made > maxValues {
 		return nil
 	}
 	l = g.s.res(l)
@@ -176,7 +182,7 @@ func (g *generator) object(l loc, depth int) any {
 			continue
 		}
 		v := g.value(pl, depth+1)
-		if v == nil && depth+1 > maxDepth {
+		if v == nil && (depth+1 > maxDepth || g.made > maxValues) {
 			continue
 		}
 		out.keys = append(out.keys, name)
@@ -203,7 +209,7 @@ func (g *generator) array(l loc, depth int) any {
 	}
 	out := make([]any, 0, n)
 	for range n {
-		if depth+1 > maxDepth {
+		if depth+1 > maxDepth || g.made > maxValues {
 			break
 		}
 		out = append(out, g.value(l.child("items"), depth+1))

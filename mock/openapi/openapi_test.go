@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -346,4 +347,54 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Ensure a description built to explode (every property of an object refers to the object;
+// an allOf of itself) loads, answers bounded bodies quickly, and validates 3.1 type lists,
+// oneOf and additionalProperties.
+func TestHostileAndThreeOneSchemas(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/hostile.json", openapi.Options{})
+	start := time.Now()
+	for _, path := range []string{"/wide", "/loop"} {
+		got := do(t, srv, "GET", path, nil, "")
+		if got.status != 200 || len(got.body) > 4<<20 {
+			t.Errorf("GET %s: status %d, %d bytes", path, got.status, len(got.body))
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the bounded answers took %v", d)
+	}
+	tests := []struct {
+		body       string
+		wantStatus int
+		wantCode   string // of the first violation
+	}{
+		{`{"label": null, "shape": {"r": 1}}`, 200, ""},
+		{`{"label": "x", "shape": {"w": 1, "h": 2}, "tags": ["a"]}`, 200, ""},
+		{`{"label": true, "shape": {"r": 1}}`, 422, "type"},
+		{`{"label": "x", "shape": {"r": 0}}`, 422, "oneOf"},
+		{`{"label": "x", "shape": {"r": 1}, "extra": 1}`, 422, "additionalProperties"},
+		{`{"label": "x", "shape": {"r": 1}, "tags": ["a", "b", "c"]}`, 422, "maxItems"},
+	}
+	for _, tt := range tests {
+		got := do(t, srv, "POST", "/things", map[string]string{"Content-Type": "application/json"}, tt.body)
+		if got.status != tt.wantStatus {
+			t.Errorf("POST %s: status %d, want %d: %s", tt.body, got.status, tt.wantStatus, got.body)
+			continue
+		}
+		if tt.wantCode == "" {
+			if d := cmp.Diff(map[string]any{"label": "first", "shape": map[string]any{"r": 0.01}, "tags": []any{"string"}}, got.json(t)); d != "" {
+				t.Errorf("answer (-want +got):\n%s", d)
+			}
+			continue
+		}
+		var p struct {
+			Validation []openapi.Violation `json:"validation"`
+		}
+		_ = json.Unmarshal(got.body, &p)
+		if len(p.Validation) == 0 || p.Validation[0].Code != tt.wantCode {
+			t.Errorf("POST %s: violations %+v, want the first with code %q", tt.body, p.Validation, tt.wantCode)
+		}
+	}
 }

@@ -349,9 +349,11 @@ func (s *Spec) params(c *checker, comp *compiler, item, op loc, names map[string
 
 // kinds returns the types a schema allows ("type" as a string or a list, with "null" for a
 // 3.0 nullable), inferred from its parts when it names none.
-func (s *Spec) kinds(l loc) []string {
+func (s *Spec) kinds(l loc) []string { return s.kindsAt(l, 0) }
+
+func (s *Spec) kindsAt(l loc, depth int) []string {
 	o := l.obj()
-	if o == nil {
+	if o == nil || depth > maxDepth {
 		return nil
 	}
 	var out []string
@@ -369,7 +371,7 @@ func (s *Spec) kinds(l loc) []string {
 		for _, k := range []string{"allOf", "oneOf", "anyOf"} {
 			list, _ := o.vals[k].([]any)
 			for i := range list {
-				out = append(out, s.kinds(s.res(l.child(k).index(i)))...)
+				out = append(out, s.kindsAt(s.res(l.child(k).index(i)), depth+1)...)
 			}
 		}
 	}
