@@ -128,6 +128,37 @@ func TestOpenAPI_Reload(t *testing.T) {
 	}
 }
 
+// Ensure an edit of a file the description refers to is served too.
+func TestOpenAPI_ReloadReferencedFile(t *testing.T) {
+	t.Parallel()
+	reloads := make(chan error, 10)
+	dir := t.TempDir()
+	writeTemp(t, dir, "owner.yaml", "Owner: {type: object, properties: {city: {type: string, example: Oslo}}}\n")
+	path := writeTemp(t, dir, "api.yaml", replace(petsSpec, "example: [{name: Ada}]", `schema: {$ref: "./owner.yaml#/Owner"}`))
+	s, hs, _ := newTestServer(t, "", "", func(o *Options) {
+		o.OpenAPI = []string{path}
+		o.OnReload = func(err error) { reloads <- err }
+	})
+	if err := s.Watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if a := do(t, "GET", hs.URL+"/owners", ""); a.body != `{"city":"Oslo"}` {
+		t.Fatalf("before the edit: %d %s", a.status, a.body)
+	}
+	writeAtomically(t, filepath.Join(dir, "owner.yaml"), "Owner: {type: object, properties: {city: {type: string, example: Bergen}}}\n")
+	select {
+	case err := <-reloads:
+		if err != nil {
+			t.Fatalf("reload: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reload after editing the referenced file")
+	}
+	if a := do(t, "GET", hs.URL+"/owners", ""); a.body != `{"city":"Bergen"}` {
+		t.Fatalf("after the edit: %d %s", a.status, a.body)
+	}
+}
+
 // Ensure a description that cannot be served stops the server from starting, with its problems.
 func TestOpenAPI_InvalidRefused(t *testing.T) {
 	t.Parallel()

@@ -374,10 +374,17 @@ func (s *Server) Reload() error {
 // until ctx ends. It watches their directories, so editors that save by renaming a new file
 // over the old one are seen too; bursts of events within 100 ms make one reload.
 func (s *Server) Watch(ctx context.Context) error {
-	files := s.opts.OpenAPI
+	files := append([]string{}, s.opts.OpenAPI...)
 	if s.opts.File != "" {
-		files = append([]string{s.opts.File}, files...)
+		files = append(files, s.opts.File)
 	}
+	s.mu.Lock()
+	if s.specs != nil {
+		for _, spec := range s.specs.specs {
+			files = append(files, spec.Files()...) // the files its references name, too
+		}
+	}
+	s.mu.Unlock()
 	if len(files) == 0 {
 		return errors.New("--watch needs --file or --openapi")
 	}

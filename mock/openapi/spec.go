@@ -72,6 +72,17 @@ func Load(path string) (*Spec, error) {
 	return s, nil
 }
 
+// Files lists the absolute paths of the description's files: its own and every file its
+// references name.
+func (s *Spec) Files() []string {
+	out := make([]string, 0, len(s.docs))
+	for p := range s.docs {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Operations is the number of operations the description defines.
 func (s *Spec) Operations() int { return len(s.ops) }
 
