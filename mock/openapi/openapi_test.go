@@ -331,7 +331,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		ic := mock.New(mock.DefaultConfig(), mock.WithMocks(spec.Definitions(openapi.Options{Dynamic: true, Seed: 1})))
+		ic := mock.New(mock.DefaultConfig(), mock.WithMocks(spec.Definitions(openapi.Options{Dynamic: true, Seed: 1})), mock.WithTransport(noNetwork{}))
 		client := ic.Client()
 		for _, r := range spec.Routes(openapi.Options{}) {
 			if r.Method == "*" {
@@ -397,4 +397,49 @@ func TestHostileAndThreeOneSchemas(t *testing.T) {
 			t.Errorf("POST %s: violations %+v, want the first with code %q", tt.body, p.Validation, tt.wantCode)
 		}
 	}
+}
+
+// FuzzAnswer sends arbitrary requests to a description: every answer is one the description
+// defines or a problem, never a handler failure (a panic surfaces as 500).
+func FuzzAnswer(f *testing.F) {
+	spec, err := openapi.Load("testdata/petstore.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg := mock.DefaultConfig()
+	ic := mock.New(cfg, mock.WithMocks(spec.Definitions(openapi.Options{Seed: 3})), mock.WithTransport(noNetwork{}))
+	client := ic.Client()
+	f.Add("GET", "/pets?limit=3&tags=small,large", "", "application/json", "code=200", "")
+	f.Add("POST", "/pets", `{"name":"Rex","owner":{"email":"a@b.co"}}`, "*/*;q=0.1, text/csv", "dynamic=true", "application/json")
+	f.Add("GET", "/files/%7Bx%7D.json", "", "", "example=tom, code=404", "")
+	f.Add("DELETE", "/pets/0", "[1,2", "text/*", "code=abc", "application/merge-patch+json; charset=utf-8")
+	f.Fuzz(func(t *testing.T, method, path, body, accept, prefer, ctype string) {
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		req, err := http.NewRequest(method, "http://spec.test"+path, strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Prefer", prefer)
+		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("X-API-Key", "k")
+		resp, err := client.Do(req)
+		if err != nil {
+			return // unmatched requests go to the network, which the test has not
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 500 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	})
+}
+
+// noNetwork fails every request that would leave the process, at once.
+type noNetwork struct{}
+
+func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("no network in this test")
 }
