@@ -188,7 +188,13 @@ func appendViolations(out []Violation, err error, prefix []string, where string)
 	if !errors.As(err, &ve) {
 		return append(out, Violation{Location: prefix, Severity: "Error", Code: "schema", Message: where + " " + err.Error()})
 	}
-	return collect(out, ve, prefix, where)
+	n := len(out)
+	out = collect(out, ve, prefix, where)
+	// the validator walks objects in map order: sort by location, so answers repeat
+	slices.SortStableFunc(out[n:], func(a, b Violation) int {
+		return slices.Compare(a.Location, b.Location)
+	})
+	return out
 }
 
 func collect(out []Violation, e *jsonschema.ValidationError, prefix []string, where string) []Violation {
