@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"slices"
@@ -29,28 +30,42 @@ func benchOp(b *testing.B, key string) (*answerer, *operation) {
 }
 
 // BenchmarkValidateBody is the cost of checking a 1 KB JSON body against a schema of 20
-// properties (decoding included), reported as ns/op and as the median of single runs (p50-ns).
+// properties, reported as ns/op and as the median of single runs (p50-ns): "raw" decodes the
+// body first, "decoded" starts from the body the interceptor has already decoded (as served).
 func BenchmarkValidateBody(b *testing.B) {
 	body, err := os.ReadFile("testdata/bench-body.json")
 	if err != nil {
 		b.Fatal(err)
 	}
+	var decoded any
+	if err := json.Unmarshal(body, &decoded); err != nil {
+		b.Fatal(err)
+	}
 	_, op := benchOp(b, "POST /items")
-	req := &mock.Request{Method: "POST", Header: http.Header{"Content-Type": {"application/json"}}, RawBody: body}
-	if v, err := op.validate(req, nil); err != nil || len(v) > 0 {
-		b.Fatalf("the benchmark body is not valid: %v %v", err, v)
+	for _, bc := range []struct {
+		name string
+		req  *mock.Request
+	}{
+		{"raw", &mock.Request{Method: "POST", Header: http.Header{"Content-Type": {"application/json"}}, RawBody: body}},
+		{"decoded", &mock.Request{Method: "POST", Header: http.Header{"Content-Type": {"application/json"}}, RawBody: body, Body: decoded}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if v, err := op.validate(bc.req, nil); err != nil || len(v) > 0 {
+				b.Fatalf("the benchmark body is not valid: %v %v", err, v)
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				_, _ = op.validate(bc.req, nil)
+				times = append(times, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
+		})
 	}
-	times := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		start := time.Now()
-		_, _ = op.validate(req, nil)
-		times = append(times, time.Since(start))
-	}
-	b.StopTimer()
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Nanoseconds()), "p50-ns")
 }
 
 // BenchmarkAnswerStatic is the handler's work for a static answer: routing aside, the
