@@ -96,8 +96,17 @@ func (l loc) index(i int) loc {
 	return loc{d: l.d, ptr: l.ptr + "/" + strconv.Itoa(i), v: v}
 }
 
-// line is the line of the value, when the tree knows it.
+// line is the line of the key holding the value, else of the value, when the tree knows it.
 func (l loc) line() int {
+	if i := strings.LastIndexByte(l.ptr, '/'); i >= 0 && l.d != nil {
+		if parent, _, ok := lookup(l.d.root, l.ptr[:i]); ok {
+			if o, isObj := parent.(*obj); isObj {
+				if line := o.lines[unescapeToken(l.ptr[i+1:])]; line > 0 {
+					return line
+				}
+			}
+		}
+	}
 	if o := l.obj(); o != nil {
 		return o.line
 	}
@@ -138,7 +147,7 @@ func (ld *loader) load(path string) *document {
 		ld.add(*perr)
 		return nil
 	}
-	d := &document{path: abs, url: (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), root: root}
+	d := &document{path: abs, url: fileURL(abs), root: root}
 	ld.docs[abs] = d
 	ld.follow(d, loc{d: d, v: root}, 0)
 	return d

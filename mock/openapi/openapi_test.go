@@ -157,6 +157,7 @@ func TestLoadProblems(t *testing.T) {
 		{"syntax.yaml", 0, "YAML"},
 		{"swagger2.yaml", 1, "OpenAPI 3"},
 		{"absent.yaml", 0, "no such file"},
+		{"bad-schema.yaml", 11, "not a valid schema"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

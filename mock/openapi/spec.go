@@ -277,6 +277,7 @@ func (s *Spec) build(c *checker) {
 		}
 		s.paths = append(s.paths, pi)
 	}
+	comp.finish(c)
 }
 
 func (o *obj) keysOrNil() []string {
@@ -344,7 +345,7 @@ func (s *Spec) params(c *checker, comp *compiler, item, op loc, names map[string
 				if slices.Contains(p.kinds, "array") {
 					p.items = s.kinds(s.res(rs.child("items")))
 				}
-				p.schema = comp.compile(c, sl)
+				comp.compile(sl, &p.schema)
 			}
 			k := p.in + "\x00" + p.name
 			if j, ok := byKey[k]; ok {
@@ -405,7 +406,7 @@ func (s *Spec) requestBody(c *checker, comp *compiler, op loc) *requestBody {
 		ml := s.res(content.child(typ))
 		rm := &reqMedia{typ: strings.ToLower(typ), json: isJSON(typ)}
 		if sl := ml.child("schema"); sl.v != nil && rm.json {
-			rm.schema = comp.compile(c, sl)
+			comp.compile(sl, &rm.schema)
 		}
 		rb.media = append(rb.media, rm)
 	}
