@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 )
@@ -374,5 +373,3 @@ func (g *generator) dynamicString(format string) string {
 	}
 	return strings.Join(parts, " ")
 }
-
-var _ = slices.Contains[[]string]

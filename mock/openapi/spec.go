@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -566,5 +565,3 @@ func (s *Spec) encode(m *media, v any) []byte {
 	}
 	return b
 }
-
-var errNoOperation = errors.New("no such operation")
