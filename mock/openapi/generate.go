@@ -249,13 +249,21 @@ func (g *generator) integer(o *obj) any {
 	lo, hi, hasLo, hasHi := bounds(o, 1)
 	lo, hi = math.Ceil(lo), math.Floor(hi)
 	if g.rnd == nil {
+		v := int64(0)
 		switch {
 		case hasLo:
-			return int64(lo)
+			v = int64(lo)
 		case hasHi && hi < 0:
-			return int64(hi)
+			v = int64(hi)
 		}
-		return int64(0)
+		if m, ok := num(o.vals["multipleOf"]); ok && m >= 1 && v%int64(m) != 0 {
+			step := int64(m)
+			v = (v/step + 1) * step
+			if v-step >= int64(lo) && hasHi && v > int64(hi) {
+				v -= step
+			}
+		}
+		return v
 	}
 	if !hasLo {
 		lo = 0
