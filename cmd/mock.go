@@ -68,15 +68,18 @@ func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) e
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve mocks from a file, or a built-in mock of this API with no --file",
-		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md) and/or WireMock stub mappings
-(--wiremock DIR). With none of --file, --wiremock and --target, serve the real /api of this
+		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md), WireMock stub mappings
+(--wiremock DIR) and/or the operations of OpenAPI 3.0/3.1 descriptions (--openapi FILE: answers
+and request validation as Prism's, see docs/mock-openapi.md). With none of --file, --wiremock,
+--openapi and --target, serve the real /api of this
 project over a throwaway store with demo data (admin@example.com / admin123, user@example.com /
 user123). Unmatched requests go to --target when given, else get a 404 naming
-ROUTE_MATCH_FAILED. The admin API is under /__mock/ (same-origin JSON only; --admin-token).
+ROUTE_MATCH_FAILED (with --openapi, a 404 problem+json NO_PATH_MATCHED_ERROR). The admin API is under /__mock/ (same-origin JSON only; --admin-token).
 CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do not apply.`,
 		Example: `  app mock serve
   app mock serve --file mocks.yaml --watch --cors-origin http://localhost:5173
   app mock serve --wiremock ./wiremock
+  app mock serve --openapi partner.yaml --dynamic --seed 7
   app mock serve --file mocks.yaml --target http://localhost:3000 --delay 100-400
   app mock serve --target https://api.example.com --record recorded.yaml`,
 		Args: cobra.NoArgs,
@@ -347,10 +350,12 @@ type specReport struct {
 func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobra.Command {
 	opts := &mockValidateOptions{}
 	c := &cobra.Command{
-		Use:   "validate [FILE] [--wiremock DIR]",
-		Short: "Check a mock file and/or WireMock mappings without serving them (exit 2 when invalid)",
-		Long: `Check a mock file (every problem with its line), and WireMock stub mappings: each mapping or
-field app does not serve is listed (file, mapping, field) and makes the check fail.`,
+		Use:   "validate [FILE] [--wiremock DIR] [--openapi FILE]",
+		Short: "Check a mock file, WireMock mappings and/or OpenAPI descriptions without serving them",
+		Long: `Check a mock file (every problem with its line; exit 2 when invalid), and WireMock stub
+mappings: each mapping or field app does not serve is listed (file, mapping, field) and makes the
+check fail (exit 2). --openapi checks an OpenAPI description: each problem with its file, line
+and JSON pointer; exit 1 when it cannot be served.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
