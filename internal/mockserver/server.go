@@ -225,6 +225,11 @@ func (s *Server) config(set *mockfile.Set) mock.Config {
 		cfg.FallbackToNetwork = *s.ovr.fallback
 	}
 	cfg.Cache.Routes = set.CacheRoutes()
+	for _, r := range s.specs.visible(set.Definitions()) {
+		// a description's answer depends on Prefer, Accept and credentials, which the cache key
+		// does not hold, and may be generated: never cached
+		cfg.Cache.Routes[r.Key] = mock.RouteCache{Off: true}
+	}
 	for k, r := range s.runtime {
 		cfg.Cache.Routes[k] = r.Cache
 	}
