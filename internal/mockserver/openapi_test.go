@@ -87,6 +87,22 @@ func TestOpenAPI_BesideTheFile(t *testing.T) {
 	}
 }
 
+// Ensure a description's answers are not cached when the file turns the cache on: each
+// request's Prefer header still picks its answer.
+func TestOpenAPI_NotCached(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := writeTemp(t, dir, "pets.yaml", replace(petsSpec, "example: {source: openapi, v: 1}", "examples: {a: {value: {v: a}}, b: {value: {v: b}}}"))
+	_, hs, _ := newTestServer(t, "m.yaml", "config:\n  persistence: {enabled: true, storage: indexeddb, dir: "+filepath.Join(dir, "cache")+", maxCacheSize: 100}\nmocks: {}\n", func(o *Options) {
+		o.OpenAPI = []string{spec}
+	})
+	for _, name := range []string{"a", "b", "a"} {
+		if a := do(t, "GET", hs.URL+"/pets/1", "", "Prefer", "example="+name); a.body != `{"v":"`+name+`"}` {
+			t.Fatalf("Prefer example=%s: %d %s", name, a.status, a.body)
+		}
+	}
+}
+
 // Ensure an edited description is served again, and a broken edit keeps the previous one.
 func TestOpenAPI_Reload(t *testing.T) {
 	t.Parallel()
