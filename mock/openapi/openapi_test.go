@@ -110,6 +110,8 @@ func TestServeAnswers(t *testing.T) {
 		{name: "path nobody defines", method: "GET", path: "/nope", wantStatus: 404, wantType: openapi.ProblemType},
 		{name: "segment mixing text and a parameter", method: "GET", path: "/files/ab.json", wantStatus: 200, wantBody: map[string]any{"file": true}},
 		{name: "its parameter validated", method: "GET", path: "/files/toolong.json", wantStatus: 422},
+		{name: "header parameter checked", method: "GET", path: "/files/ab.json", header: map[string]string{"X-Version": "two"}, wantStatus: 422, wantType: openapi.ProblemType},
+		{name: "header parameter read as its type", method: "GET", path: "/files/ab.json", header: map[string]string{"X-Version": "2"}, wantStatus: 200},
 		{name: "its text checked", method: "GET", path: "/files/ab.xml", wantStatus: 404, wantType: openapi.ProblemType},
 	}
 	for _, tt := range tests {
