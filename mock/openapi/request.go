@@ -232,7 +232,14 @@ func collect(out []Violation, e *jsonschema.ValidationError, prefix []string, wh
 	case *kind.AdditionalProperties:
 		msg = "must NOT have additional properties: " + strings.Join(k.Properties, ", ")
 	case *kind.Enum:
-		msg = "must be equal to one of the allowed values"
+		allowed := make([]string, len(k.Want))
+		for i, v := range k.Want {
+			allowed[i] = "null"
+			if v != nil {
+				allowed[i] = scalarString(v)
+			}
+		}
+		msg = "must be equal to one of the allowed values: " + strings.Join(allowed, ", ")
 	case *kind.Minimum:
 		msg = "must be >= " + ratString(k.Want)
 	case *kind.Maximum:
