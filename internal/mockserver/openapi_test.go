@@ -175,6 +175,24 @@ func TestOpenAPI_ReloadReferencedFile(t *testing.T) {
 	}
 }
 
+// Ensure POST /__mock/reload answers the problems of a description that cannot be served,
+// and keeps serving the previous one.
+func TestOpenAPI_AdminReload(t *testing.T) {
+	t.Parallel()
+	path := writeTemp(t, t.TempDir(), "pets.yaml", petsSpec)
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.OpenAPI = []string{path} })
+	if err := os.WriteFile(path, []byte(replace(petsSpec, "in: path", "in: nowhere")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := do(t, "POST", hs.URL+"/__mock/reload", "")
+	if a.status != 400 || !strings.Contains(a.body, "nowhere") || !strings.Contains(a.body, `"line":7`) {
+		t.Errorf("reload of a broken description: %d %s, want 400 naming the parameter and its line", a.status, a.body)
+	}
+	if a := do(t, "GET", hs.URL+"/owners", ""); a.status != 200 {
+		t.Errorf("after the failed reload GET /owners: %d %s", a.status, a.body)
+	}
+}
+
 // Ensure a description that cannot be served stops the server from starting, with its problems.
 func TestOpenAPI_InvalidRefused(t *testing.T) {
 	t.Parallel()
