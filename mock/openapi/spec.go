@@ -162,8 +162,7 @@ type media struct {
 	json     bool
 	static   []byte // the static answer
 	examples map[string][]byte
-	schema   loc // for generated answers; v nil when there is none
-	hasBody  bool
+	schema   loc               // for generated answers; v nil when there is none
 	headers  map[string]string // the response's headers and this Content-Type
 }
 
@@ -491,7 +490,7 @@ func (s *Spec) response(code string, l loc) *response {
 			body, found = (&generator{s: s}).static(m.schema, 0), true
 		}
 		if found {
-			m.static, m.hasBody = s.encode(m, body), true
+			m.static = s.encode(m, body)
 		}
 		if m.schema.v == nil {
 			m.schema = loc{}
