@@ -2,6 +2,9 @@ package mockserver
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,6 +87,36 @@ func TestOpenAPI_BesideTheFile(t *testing.T) {
 	}](t, do(t, "GET", hs.URL+"/__mock/stats", ""))
 	if stats.TotalRequests < 3 {
 		t.Errorf("stats count %d requests, want at least the 3 the description and file answered", stats.TotalRequests)
+	}
+}
+
+// Ensure WireMock mappings answer before a description, and a proxy target receives what
+// neither answers (in place of the 404 problem).
+func TestOpenAPI_BesideWireMockAndTarget(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := writeTemp(t, dir, "pets.yaml", petsSpec)
+	wm := filepath.Join(dir, "wm", "mappings")
+	if err := os.MkdirAll(wm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTemp(t, wm, "m.json", `{"request":{"method":"GET","urlPath":"/pets/1"},"response":{"status":200,"jsonBody":{"from":"wiremock"}}}`)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("upstream " + r.URL.Path))
+	}))
+	t.Cleanup(upstream.Close)
+	target, _ := url.Parse(upstream.URL)
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) {
+		o.OpenAPI, o.WireMock, o.Target = []string{spec}, filepath.Join(dir, "wm"), target
+	})
+	for path, want := range map[string]string{
+		"/pets/1":    `{"from":"wiremock"}`,
+		"/pets/2":    `{"source":"openapi","v":1}`,
+		"/elsewhere": "upstream /elsewhere",
+	} {
+		if a := do(t, "GET", hs.URL+path, ""); a.status != 200 || a.body != want {
+			t.Errorf("GET %s: %d %s, want %s", path, a.status, a.body, want)
+		}
 	}
 }
 
