@@ -26,22 +26,25 @@ const maxValues = 20000
 
 // formatSamples are the static values of string formats (those of Prism's static mode).
 var formatSamples = map[string]string{
-	"date":      "2019-08-24",
-	"date-time": "2019-08-24T14:15:22Z",
-	"time":      "14:15:22Z",
-	"email":     "user@example.com",
-	"idn-email": "user@example.com",
-	"uri":       "http://example.com",
-	"url":       "http://example.com",
-	"iri":       "http://example.com",
-	"hostname":  "example.com",
-	"ipv4":      "192.168.0.1",
-	"ipv6":      "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
-	"uuid":      "3fa85f64-5717-4562-b3fc-2c963f66afa6",
-	"password":  "pa$$word",
-	"byte":      "U3dhZ2dlciByb2Nrcw==",
-	"binary":    "string",
-	"duration":  "P3D",
+	"date":                  "2019-08-24",
+	"date-time":             "2019-08-24T14:15:22Z",
+	"time":                  "14:15:22Z",
+	"email":                 "user@example.com",
+	"idn-email":             "пользователь@пример.ру",
+	"uri":                   "http://example.com",
+	"uri-reference":         "../dictionary",
+	"uri-template":          "http://example.com/{endpoint}",
+	"iri":                   "http://пример.ру",
+	"iri-reference":         "../словарь",
+	"hostname":              "example.com",
+	"idn-hostname":          "пример.ру",
+	"ipv4":                  "192.168.0.1",
+	"ipv6":                  "2001:0db8:85a3:0000:0000:8a2e:0370:7334",
+	"uuid":                  "095be615-a8ad-4c33-8e9c-c7612fbf6c9f",
+	"json-pointer":          "/json/pointer",
+	"relative-json-pointer": "1/relative/json/pointer",
+	"regex":                 "/regex/",
+	"password":              "pa$$word",
 }
 
 // static is the static answer for the schema at l: its example (3.0 example, else the first
@@ -187,6 +190,15 @@ func (g *generator) object(l loc, depth int) any {
 		out.keys = append(out.keys, name)
 		out.vals[name] = v
 	}
+	// a schema for additional properties gets two of them, as Prism's static mode answers
+	if extra := l.child("additionalProperties"); extra.obj() != nil && depth+1 <= maxDepth {
+		for _, name := range []string{"property1", "property2"} {
+			if _, taken := out.vals[name]; !taken {
+				out.keys = append(out.keys, name)
+				out.vals[name] = g.value(extra, depth+1)
+			}
+		}
+	}
 	return out
 }
 
@@ -245,16 +257,29 @@ func bounds(o *obj, step float64) (lo, hi float64, hasLo, hasHi bool) {
 	return
 }
 
+// formatMinimums are the static values of number formats without bounds: the format's
+// smallest value, as Prism's static mode answers.
+var formatMinimums = map[string]any{
+	"int32":  int64(math.MinInt32),
+	"int64":  int64(-9007199254740991), // JavaScript's smallest safe integer
+	"float":  -3.402823669209385e+38,
+	"double": -math.MaxFloat64,
+}
+
 func (g *generator) integer(o *obj) any {
 	lo, hi, hasLo, hasHi := bounds(o, 1)
 	lo, hi = math.Ceil(lo), math.Floor(hi)
 	if g.rnd == nil {
 		v := int64(0)
-		switch {
+		switch f, isMin := formatMinimums[o.str("format")]; {
 		case hasLo:
 			v = int64(lo)
-		case hasHi && hi < 0:
+		case hasHi:
 			v = int64(hi)
+		case isMin:
+			if i, ok := f.(int64); ok {
+				v = i
+			}
 		}
 		if m, ok := num(o.vals["multipleOf"]); ok && m >= 1 && v%int64(m) != 0 {
 			step := int64(m)
@@ -289,16 +314,28 @@ func (g *generator) integer(o *obj) any {
 }
 
 func (g *generator) number(o *obj) any {
-	lo, hi, hasLo, hasHi := bounds(o, 0.01)
 	if g.rnd == nil {
+		// Prism's static mode: the minimum (an exclusive one plus 1), else the maximum (minus
+		// 1), else the format's smallest value, else 0; kept inside both bounds when the step
+		// of 1 would cross the other one
+		lo, hi, hasLo, hasHi := bounds(o, 1)
+		rlo, rhi, _, _ := bounds(o, 0)
 		switch {
+		case hasLo && hasHi && lo > hi:
+			return (rlo + rhi) / 2
 		case hasLo:
 			return lo
-		case hasHi && hi < 0:
+		case hasHi:
 			return hi
+		}
+		if f, ok := formatMinimums[o.str("format")]; ok {
+			if _, isInt := f.(int64); !isInt {
+				return f
+			}
 		}
 		return int64(0)
 	}
+	lo, hi, hasLo, hasHi := bounds(o, 0.01)
 	if !hasLo {
 		lo = 0
 		if hasHi && hi < 0 {
@@ -330,9 +367,12 @@ func (g *generator) str(o *obj) any {
 			return f
 		}
 	} else {
-		s = g.dynamicString(format)
-		if _, known := formatSamples[format]; known && format != "binary" && format != "password" {
+		var formatted bool
+		if s, formatted = g.dynamicString(format); formatted {
 			return s
+		}
+		if f, ok := formatSamples[format]; ok && format != "password" {
+			return f // a format generated data does not cover: its sample is valid
 		}
 	}
 	if hasMin && len(s) < int(minLen) {
@@ -347,37 +387,39 @@ func (g *generator) str(o *obj) any {
 
 func (g *generator) word() string { return words[g.rnd.IntN(len(words))] }
 
-func (g *generator) dynamicString(format string) string {
+// dynamicString is a random string of the format, and whether it is one; for a format it
+// does not cover (and none), words.
+func (g *generator) dynamicString(format string) (string, bool) {
 	r := g.rnd
 	t := time.Date(2000+r.IntN(30), time.Month(1+r.IntN(12)), 1+r.IntN(28), r.IntN(24), r.IntN(60), r.IntN(60), 0, time.UTC)
 	switch format {
 	case "date":
-		return t.Format(time.DateOnly)
+		return t.Format(time.DateOnly), true
 	case "date-time":
-		return t.Format(time.RFC3339)
+		return t.Format(time.RFC3339), true
 	case "time":
-		return t.Format("15:04:05Z")
+		return t.Format("15:04:05Z"), true
 	case "email", "idn-email":
-		return fmt.Sprintf("%s.%s%d@example.com", g.word(), g.word(), r.IntN(100))
+		return fmt.Sprintf("%s.%s%d@example.com", g.word(), g.word(), r.IntN(100)), true
 	case "uri", "url", "iri":
-		return fmt.Sprintf("https://%s.example.com/%s", g.word(), g.word())
+		return fmt.Sprintf("https://%s.example.com/%s", g.word(), g.word()), true
 	case "hostname":
-		return g.word() + ".example.com"
+		return g.word() + ".example.com", true
 	case "ipv4":
-		return fmt.Sprintf("10.%d.%d.%d", r.IntN(256), r.IntN(256), 1+r.IntN(254))
+		return fmt.Sprintf("10.%d.%d.%d", r.IntN(256), r.IntN(256), 1+r.IntN(254)), true
 	case "ipv6":
-		return fmt.Sprintf("2001:db8::%x:%x", r.IntN(65536), r.IntN(65536))
+		return fmt.Sprintf("2001:db8::%x:%x", r.IntN(65536), r.IntN(65536)), true
 	case "uuid":
-		return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<12), 0x8000|r.IntN(1<<14), r.Int64N(1<<48))
+		return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", r.Uint32(), r.IntN(1<<16), r.IntN(1<<12), 0x8000|r.IntN(1<<14), r.Int64N(1<<48)), true
 	case "byte":
-		return "ZHluYW1pYw=="
+		return "ZHluYW1pYw==", true
 	case "duration":
-		return fmt.Sprintf("P%dD", 1+r.IntN(30))
+		return fmt.Sprintf("P%dD", 1+r.IntN(30)), true
 	}
 	n := 1 + r.IntN(2)
 	parts := make([]string, n)
 	for i := range parts {
 		parts[i] = g.word()
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, " "), false
 }

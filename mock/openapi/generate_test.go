@@ -57,9 +57,9 @@ func TestStaticAnswer(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": 10.0, "step": 5.0, "name": "string", "long": "stringstringstringstringstringstringstri",
-		"kind": "circle", "tags": []any{"string", "string"}, "size": 0.01, "ratio": -5.0,
+		"kind": "circle", "tags": []any{"string", "string"}, "size": 0.5, "ratio": -5.0,
 		"when": "2019-08-24T14:15:22Z", "day": "2019-08-24", "mail": "user@example.com",
-		"site": "http://example.com", "uid": "3fa85f64-5717-4562-b3fc-2c963f66afa6", "ip": "192.168.0.1",
+		"site": "http://example.com", "uid": "095be615-a8ad-4c33-8e9c-c7612fbf6c9f", "ip": "192.168.0.1",
 		"flag": true, "maybe": "string", "pick": 1.0, "parts": []any{map[string]any{"a": 0.0, "b": true}},
 	}
 	if d := cmp.Diff(want, got); d != "" {
