@@ -7,16 +7,21 @@
 #   - the same WireMock mappings served by `app mock serve --wiremock` and by WireMock 3.13.2
 #     (request journal and request logging off), app ≥ 3×;
 #   - a directory of 1,000 WireMock mappings loaded (start to first answer) in under 1 s;
-#   - memory flat over a long c32 run, with the response cache on and with recording on.
+#   - memory flat over a long c32 run, with the response cache on and with recording on;
+#   - an OpenAPI description (mock/openapi/testdata/bench.yaml) served by `app mock serve
+#     --openapi` and by Stoplight Prism 5.14.2 (`prism mock`): a static answer (GET /items/7, its
+#     path parameter checked), app ≥ 5×; and POST /items with a 1 KB JSON body
+#     (mock/openapi/testdata/bench-body.json) validated against a schema of 20 properties.
 #
 #   bash bench/mock_compare.sh [seconds per round (10)] [memory run seconds (600)]
-#   ONLY=wiremock bash bench/mock_compare.sh 10 0   # one group: bare, file, builtin, wiremock
+#   ONLY=wiremock bash bench/mock_compare.sh 10 0   # one group: bare, file, builtin, wiremock, openapi
 #   ROUNDS=5 bash bench/mock_compare.sh 10 0        # rounds per target (3); each row is the median
 #
 # Installs what it compares with into PEERS_DIR (default /tmp/mockbench-peers), never the repo:
 # the WireMock standalone jar from Maven Central (mvn dependency:copy, else curl), else from the
-# npm package wiremock@3.13.2, which ships the same jar. Needs wrk (apt-get install -y wrk), Go,
-# Java 17 and, for the npm fallback, npm. A JVM peer is warmed with 5 s runs until its
+# npm package wiremock@3.13.2, which ships the same jar; Prism from npm
+# (@stoplight/prism-cli@5.14.2: later releases need Node 24) into PRISM_DIR (default /tmp/prism).
+# Needs wrk (apt-get install -y wrk), Go, Java 17, Node 20 and npm. A JVM peer is warmed with 5 s runs until its
 # throughput stops rising (at least 6 runs, then two in a row under 3 % above the best). Every
 # process started here is stopped by its PID. Prints Markdown tables on stdout.
 set -uo pipefail
@@ -27,6 +32,8 @@ WARM="${WARM:-3}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PEERS_DIR="${PEERS_DIR:-/tmp/mockbench-peers}"
 WM_VERSION=3.13.2
+PRISM_VERSION=5.14.2
+PRISM_DIR="${PRISM_DIR:-/tmp/prism}"
 WORK="$(mktemp -d)"
 SERVER_CPU="${SERVER_CPU:-0}"
 WRK_CPU="${WRK_CPU:-1}"
@@ -65,6 +72,16 @@ install_wiremock() {
   return 1
 }
 
+PRISM="$PRISM_DIR/node_modules/.bin/prism"
+install_prism() {
+  [ -x "$PRISM" ] && return 0
+  mkdir -p "$PRISM_DIR"
+  command -v npm >/dev/null && timeout 300 npm install --no-audit --no-fund --prefix "$PRISM_DIR" \
+    "@stoplight/prism-cli@$PRISM_VERSION" >/dev/null 2>&1 && [ -x "$PRISM" ] && return 0
+  echo "  Prism: could not be installed" >&2
+  return 1
+}
+
 # ---- fixtures ---------------------------------------------------------------------------------
 cat >"$WORK/static.yaml" <<EOF
 mocks:
@@ -92,6 +109,12 @@ for i in $(seq 0 999); do
   printf '{"request":{"method":"GET","urlPath":"/m/%d","queryParameters":{"v":{"matches":"[0-9]+"}}},"response":{"status":200,"jsonBody":{"n":%d}}}\n' "$i" "$i" \
     >"$WORK/wm1000/mappings/m$i.json"
 done
+SPEC="$ROOT/mock/openapi/testdata/bench.yaml"
+{
+  echo 'wrk.method = "POST"'
+  printf 'wrk.body = [[%s]]\n' "$(cat "$ROOT/mock/openapi/testdata/bench-body.json")"
+  echo 'wrk.headers["Content-Type"] = "application/json"'
+} >"$WORK/post.lua"
 mkdir -p "$WORK/bare"
 cat >"$WORK/bare/main.go" <<'EOF'
 package main
@@ -150,9 +173,9 @@ warm_jvm() { # warm_jvm URL: 5 s runs until the rate stops rising (at least 6 ru
 # The table's targets. Every server is started first and stays up (pinned to SERVER_CPU, idle
 # until its turn); then ROUNDS rounds measure every target in turn, so a change in the machine's
 # load touches every target alike, and each row is the target's median round.
-T_LABEL=() T_URL=() T_WARM=() T_HDR=() T_PID=()
-target() { # target LABEL URL WARM(seconds, or jvm) [HEADER]: served by the server last started
-  T_LABEL+=("$1"); T_URL+=("$2"); T_WARM+=("$3"); T_HDR+=("${4:-}"); T_PID+=("$SERVER_PID")
+T_LABEL=() T_URL=() T_WARM=() T_HDR=() T_PID=() T_SCRIPT=()
+target() { # target LABEL URL WARM(seconds, or jvm) [HEADER] [WRK SCRIPT]: served by the server last started
+  T_LABEL+=("$1"); T_URL+=("$2"); T_WARM+=("$3"); T_HDR+=("${4:-}"); T_PID+=("$SERVER_PID"); T_SCRIPT+=("${5:-}")
 }
 SKIPPED=()
 skip() { SKIPPED+=("| $1 | – | – | – | – | – | – |"); echo "  $1: skipped ($2)" >&2; }
@@ -163,6 +186,7 @@ serve() { # serve LABEL PORT PATH WARM CMD...: starts a server with one target
 wrk_args() { # wrk_args I: the header arguments of target I
   WRK_ARGS=()
   if [ -n "${T_HDR[$1]}" ]; then WRK_ARGS=(-H "${T_HDR[$1]}"); fi
+  if [ -n "${T_SCRIPT[$1]}" ]; then WRK_ARGS+=(-s "${T_SCRIPT[$1]}"); fi
 }
 measure_once() { # measure_once I: one DUR-second run of target I, as "rps p50 p99 cpu_us"
   local i="$1" t0 t1 out reqs
@@ -206,6 +230,19 @@ if want wiremock; then
     serve "WireMock $WM_VERSION, journal and request logging off" 18083 /api/users/42 jvm java -jar "$WM_JAR" --port 18083 \
       --bind-address 127.0.0.1 --root-dir "$WORK/wm" --disable-banner --disable-request-logging --no-request-journal
   else skip "WireMock $WM_VERSION" "not installed"; fi
+fi
+
+if want openapi; then
+  # Both serve the same description and answer the same requests: the example for the GET, 201
+  # for the POST once its body is validated (a non-2xx answer would show in wrk's output).
+  serve "app mock serve --openapi, static answer" 18095 /items/7 "$WARM" "$WORK/app" mock serve --openapi "$SPEC" --port 18095
+  [ "${T_URL[-1]:-}" = http://127.0.0.1:18095/items/7 ] &&
+    target "app mock serve --openapi, POST 1 KB body validated" http://127.0.0.1:18095/items "$WARM" "" "$WORK/post.lua"
+  if install_prism; then
+    serve "Prism $PRISM_VERSION, static answer" 18096 /items/7 "$WARM" "$PRISM" mock --host 127.0.0.1 --port 18096 "$SPEC"
+    [ "${T_URL[-1]:-}" = http://127.0.0.1:18096/items/7 ] &&
+      target "Prism $PRISM_VERSION, POST 1 KB body validated" http://127.0.0.1:18096/items "$WARM" "" "$WORK/post.lua"
+  else skip "Prism $PRISM_VERSION" "not installed"; fi
 fi
 
 for i in "${!T_LABEL[@]}"; do

@@ -22,6 +22,7 @@ import (
 	"github.com/acme/app/internal/version"
 	"github.com/acme/app/mock"
 	"github.com/acme/app/mock/mockfile"
+	"github.com/acme/app/mock/openapi"
 	"github.com/acme/app/mock/wiremock"
 )
 
@@ -57,6 +58,9 @@ type mockServeOptions struct {
 	AdminToken    string
 	CORSOrigins   []string
 	WireMock      string
+	OpenAPI       []string
+	Dynamic       bool
+	Seed          uint64
 }
 
 func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) error) *cobra.Command {
@@ -64,15 +68,18 @@ func newMockServeCmd(f *factory, runF func(context.Context, *mockServeOptions) e
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve mocks from a file, or a built-in mock of this API with no --file",
-		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md) and/or WireMock stub mappings
-(--wiremock DIR). With none of --file, --wiremock and --target, serve the real /api of this
+		Long: `Serve mocks from a YAML or JSON file (see docs/mock-file.md), WireMock stub mappings
+(--wiremock DIR) and/or the operations of OpenAPI 3.0/3.1 descriptions (--openapi FILE: answers
+and request validation as Prism's, see docs/mock-openapi.md). With none of --file, --wiremock,
+--openapi and --target, serve the real /api of this
 project over a throwaway store with demo data (admin@example.com / admin123, user@example.com /
 user123). Unmatched requests go to --target when given, else get a 404 naming
-ROUTE_MATCH_FAILED. The admin API is under /__mock/ (same-origin JSON only; --admin-token).
+ROUTE_MATCH_FAILED (with --openapi, a 404 problem+json NO_PATH_MATCHED_ERROR). The admin API is under /__mock/ (same-origin JSON only; --admin-token).
 CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do not apply.`,
 		Example: `  app mock serve
   app mock serve --file mocks.yaml --watch --cors-origin http://localhost:5173
   app mock serve --wiremock ./wiremock
+  app mock serve --openapi partner.yaml --dynamic --seed 7
   app mock serve --file mocks.yaml --target http://localhost:3000 --delay 100-400
   app mock serve --target https://api.example.com --record recorded.yaml`,
 		Args: cobra.NoArgs,
@@ -100,6 +107,9 @@ CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do n
 	fl.BoolVar(&opts.RecordSecrets, "record-secrets", false, "keep tokens, passwords and keys in recorded answers (redacted by default)")
 	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
 	fl.BoolVar(&opts.LogRequests, "log-requests", false, "log every mocked request and response")
+	fl.StringArrayVar(&opts.OpenAPI, "openapi", nil, "serve the operations of this OpenAPI 3.0/3.1 description (YAML or JSON) and validate requests against it, as Prism does (repeatable; reloaded when it changes)")
+	fl.BoolVar(&opts.Dynamic, "dynamic", false, "answer --openapi operations with data generated from their schemas (Prefer: dynamic=false still gets the examples)")
+	fl.Uint64Var(&opts.Seed, "seed", 0, "seed of the generated data, so runs answer alike (0: from the clock)")
 	fl.StringVar(&opts.WireMock, "wiremock", "", "serve the WireMock stub mappings of this directory (mappings/*.json, __files/) before the mocks")
 	fl.StringVar(&opts.AdminToken, "admin-token", "", "bearer token the admin API (/__mock/) requires; required when --host is not loopback (or APP_MOCK_ADMIN_TOKEN)")
 	fl.StringArrayVar(&opts.CORSOrigins, "cors-origin", nil, "origin whose requests get their origin echoed with credentials (repeatable); others get *")
@@ -123,7 +133,7 @@ func rejectGlobalFlags(cmd *cobra.Command) error {
 // serverOptions checks the flags and turns them into the server's options.
 func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 	so := mockserver.Options{File: o.File, Record: o.Record, RecordSecrets: o.RecordSecrets, NoCORS: o.NoCORS, LogRequests: o.LogRequests,
-		AdminToken: o.AdminToken, WireMock: o.WireMock}
+		AdminToken: o.AdminToken, WireMock: o.WireMock, OpenAPI: o.OpenAPI, Dynamic: o.Dynamic, Seed: o.Seed}
 	if o.AdminToken == "" && !mockserver.IsLoopback(o.Host) {
 		return so, usageError{fmt.Errorf("--host %s accepts connections from other machines: set --admin-token (or APP_MOCK_ADMIN_TOKEN) to protect the admin API", o.Host)}
 	}
@@ -154,8 +164,11 @@ func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 	if o.Record != "" && o.Target == "" {
 		return so, usageError{errors.New("--record needs --target: only proxied exchanges are recorded")}
 	}
-	if o.Watch && o.File == "" {
-		return so, usageError{errors.New("--watch needs --file")}
+	if o.Watch && o.File == "" && len(o.OpenAPI) == 0 {
+		return so, usageError{errors.New("--watch needs --file or --openapi")}
+	}
+	if (o.Dynamic || o.Seed != 0) && len(o.OpenAPI) == 0 {
+		return so, usageError{errors.New("--dynamic and --seed steer --openapi answers: name a description with --openapi")}
 	}
 	return so, nil
 }
@@ -177,7 +190,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	}
 	so.Logger = f.log
 	started := time.Now()
-	if o.File == "" && o.Target == "" && o.WireMock == "" {
+	if o.File == "" && o.Target == "" && o.WireMock == "" && len(o.OpenAPI) == 0 {
 		api, err := openBuiltinAPI(ctx, f, o.LogRequests)
 		if err != nil {
 			return err
@@ -192,13 +205,18 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 			printProblems(f, le)
 			return usageError{fmt.Errorf("%s is invalid: %d problem(s)", o.File, len(le.Problems))}
 		}
+		var oe *openapi.LoadError
+		if errors.As(err, &oe) {
+			printSpecProblems(f, oe)
+			return usageError{fmt.Errorf("%s cannot be served: %d problem(s)", oe.File, len(oe.Problems))}
+		}
 		return err
 	}
 	defer srv.Close()
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if o.Watch {
+	if o.Watch || len(o.OpenAPI) > 0 {
 		if err := srv.Watch(ctx); err != nil {
 			return err
 		}
@@ -228,6 +246,17 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 			mocks += fmt.Sprintf(" (%d problem(s) not served, see the log)", p)
 		}
 	}
+	if n := len(so.OpenAPI); n > 0 {
+		spec := fmt.Sprintf("%d routes from OpenAPI (%s)", len(srv.SpecRoutes()), strings.Join(so.OpenAPI, ", "))
+		if so.Dynamic {
+			spec += ", generated answers"
+		}
+		if so.File == "" {
+			mocks = spec
+		} else {
+			mocks = fmt.Sprintf("%d routes from %s; %s", len(srv.RouteKeys())-len(srv.SpecRoutes()), so.File, spec)
+		}
+	}
 	if so.API != nil {
 		mocks = "the real /api handlers over a throwaway store, demo data loaded (admin@example.com / admin123, user@example.com / user123)"
 	} else {
@@ -242,6 +271,9 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 	}
 	if so.File == "" && so.API == nil && so.Target == nil {
 		fallback = "none: unmatched requests get WireMock's 404 \"Request was not matched\""
+	}
+	if len(so.OpenAPI) > 0 && so.Target == nil {
+		fallback = "none: unmatched requests get 404 problem+json (NO_PATH_MATCHED_ERROR)"
 	}
 	if so.Target != nil {
 		fallback = so.Target.String()
@@ -287,6 +319,7 @@ func printProblems(f *factory, le *mockfile.LoadError) {
 type mockValidateOptions struct {
 	File     string
 	WireMock string
+	OpenAPI  []string
 	JSON     bool
 }
 
@@ -301,22 +334,35 @@ type validateReport struct {
 	WireMock         string             `json:"wiremock,omitempty"`
 	WireMockMappings int                `json:"wiremockMappings,omitempty"`
 	WireMockProblems []wiremock.Problem `json:"wiremockProblems,omitempty"`
+	// OpenAPI: each description checked, its operations and problems.
+	OpenAPI []specReport `json:"openapi,omitempty"`
+}
+
+// specReport is one description's part of the --json report.
+type specReport struct {
+	File       string            `json:"file"`
+	Valid      bool              `json:"isValid"`
+	Version    string            `json:"version,omitempty"`
+	Operations int               `json:"operations"`
+	Problems   []openapi.Problem `json:"problems"`
 }
 
 func newMockValidateCmd(f *factory, runF func(*mockValidateOptions) error) *cobra.Command {
 	opts := &mockValidateOptions{}
 	c := &cobra.Command{
-		Use:   "validate [FILE] [--wiremock DIR]",
-		Short: "Check a mock file and/or WireMock mappings without serving them (exit 2 when invalid)",
-		Long: `Check a mock file (every problem with its line), and WireMock stub mappings: each mapping or
-field app does not serve is listed (file, mapping, field) and makes the check fail.`,
+		Use:   "validate [FILE] [--wiremock DIR] [--openapi FILE]",
+		Short: "Check a mock file, WireMock mappings and/or OpenAPI descriptions without serving them",
+		Long: `Check a mock file (every problem with its line; exit 2 when invalid), and WireMock stub
+mappings: each mapping or field app does not serve is listed (file, mapping, field) and makes the
+check fail (exit 2). --openapi checks an OpenAPI description: each problem with its file, line
+and JSON pointer; exit 1 when it cannot be served.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.File = args[0]
 			}
-			if opts.File == "" && opts.WireMock == "" {
-				return usageError{errors.New("name a mock file, --wiremock DIR, or both")}
+			if opts.File == "" && opts.WireMock == "" && len(opts.OpenAPI) == 0 {
+				return usageError{errors.New("name a mock file, --wiremock DIR, --openapi FILE, or several")}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -326,6 +372,7 @@ field app does not serve is listed (file, mapping, field) and makes the check fa
 	}
 	c.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	c.Flags().StringVar(&opts.WireMock, "wiremock", "", "a directory of WireMock stub mappings (mappings/*.json, __files/)")
+	c.Flags().StringArrayVar(&opts.OpenAPI, "openapi", nil, "an OpenAPI 3.0/3.1 description (YAML or JSON) to check: each problem with its line; exit 1 when one cannot be served (repeatable)")
 	return c
 }
 
@@ -356,7 +403,24 @@ func runMockValidate(f *factory, o *mockValidateOptions) error {
 		rep.WireMock, rep.WireMockMappings, rep.WireMockProblems = o.WireMock, stubs.Len(), problems
 		rep.Valid = rep.Valid && len(problems) == 0
 	}
+	fileValid, specsValid, badSpecs := rep.Valid, true, 0
+	for _, path := range o.OpenAPI {
+		sr := specReport{File: path, Valid: true, Problems: []openapi.Problem{}}
+		spec, err := openapi.Load(path)
+		var oe *openapi.LoadError
+		switch {
+		case errors.As(err, &oe):
+			sr.Valid, sr.Problems, specsValid = false, oe.Problems, false
+			badSpecs++
+		case err != nil:
+			return err
+		default:
+			sr.Version, sr.Operations = spec.Version, spec.Operations()
+		}
+		rep.OpenAPI = append(rep.OpenAPI, sr)
+	}
 	if o.JSON {
+		rep.Valid = rep.Valid && specsValid
 		if err := f.printer().json(rep); err != nil {
 			return err
 		}
@@ -376,8 +440,15 @@ func runMockValidate(f *factory, o *mockValidateOptions) error {
 				fmt.Fprintf(f.errOut, "%s: %s\n", o.WireMock, p.String())
 			}
 		}
+		for _, sr := range rep.OpenAPI {
+			if sr.Valid {
+				fmt.Fprintf(f.out, "%s: valid OpenAPI %s, %d operation(s)\n", sr.File, sr.Version, sr.Operations)
+				continue
+			}
+			printSpecProblems(f, &openapi.LoadError{File: sr.File, Problems: sr.Problems})
+		}
 	}
-	if !rep.Valid {
+	if !fileValid {
 		n := len(rep.Errors) + len(rep.WireMockProblems)
 		what := o.File
 		if what == "" {
@@ -385,5 +456,20 @@ func runMockValidate(f *factory, o *mockValidateOptions) error {
 		}
 		return usageError{fmt.Errorf("%s is invalid: %d problem(s)", what, n)}
 	}
+	if !specsValid {
+		// exit 1, not 2: the description is the thing checked, not the command line
+		return fmt.Errorf("%d OpenAPI description(s) cannot be served", badSpecs)
+	}
 	return nil
+}
+
+// printSpecProblems writes each problem of an OpenAPI description on its own line to stderr:
+// file:line: JSON pointer: message.
+func printSpecProblems(f *factory, le *openapi.LoadError) {
+	for _, p := range le.Problems {
+		if p.File == "" {
+			p.File = le.File
+		}
+		fmt.Fprintln(f.errOut, p.String())
+	}
 }

@@ -88,7 +88,7 @@ func (s *Server) handleStats(w http.ResponseWriter, _ *http.Request) {
 // mockInfo is one entry of GET /__mock/mocks.
 type mockInfo struct {
 	Route  string `json:"route"`
-	Origin string `json:"origin"` // file, builtin or runtime
+	Origin string `json:"origin"` // file, builtin, runtime or openapi
 	Line   int    `json:"line,omitempty"`
 	Calls  int    `json:"calls"`
 	Spec   any    `json:"spec,omitempty"`
@@ -101,6 +101,10 @@ func (s *Server) handleListMocks(w http.ResponseWriter, _ *http.Request) {
 		origin = "builtin"
 	}
 	info := map[string]mockInfo{}
+	for _, r := range s.specs.visible(s.set.Definitions()) {
+		info[r.Key] = mockInfo{Route: r.Key, Origin: "openapi", Line: r.Line,
+			Spec: map[string]any{"method": r.Method, "path": r.Path, "operationId": r.OperationID}}
+	}
 	for _, r := range s.set.Routes {
 		if !s.removed[r.Key] {
 			info[r.Key] = mockInfo{Route: r.Key, Origin: origin, Line: r.Line, Spec: r.Source}
@@ -463,6 +467,10 @@ func (s *Server) handleReset(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) handleReload(w http.ResponseWriter, _ *http.Request) {
 	if err := s.Reload(); err != nil {
 		var le *mockfile.LoadError
+		if sl, ok := specProblems(err); ok {
+			adminError(w, http.StatusBadRequest, "OpenAPI description invalid; the previous mocks stay", sl.Problems)
+			return
+		}
 		if errors.As(err, &le) {
 			adminError(w, http.StatusBadRequest, "mock file invalid; the previous mocks stay", le.Problems)
 			return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/acme/app/mock"
 	"github.com/acme/app/mock/mockfile"
+	"github.com/acme/app/mock/openapi"
 	"github.com/acme/app/mock/wiremock"
 )
 
@@ -45,6 +46,13 @@ type Options struct {
 	CORSOrigins []string
 	// NoCORS turns off the CORS headers and preflight answers (on by default).
 	NoCORS bool
+	// OpenAPI are OpenAPI 3.0/3.1 descriptions (YAML or JSON) whose operations are served,
+	// answered and validated as Prism does; the file's mocks win where both have a route.
+	OpenAPI []string
+	// Dynamic makes the descriptions answer generated data by default; Seed seeds it (0:
+	// from the clock).
+	Dynamic bool
+	Seed    uint64
 	// WireMock is a directory of WireMock stub mappings (mappings/*.json, __files/) served
 	// before the mocks; it wins over the file's wiremock key.
 	WireMock string
@@ -77,6 +85,7 @@ type Server struct {
 
 	mu      sync.Mutex    // guards the fields below and serialises reconfiguration
 	set     *mockfile.Set // the file's (or the built-in) mocks
+	specs   *specRoutes   // the OpenAPI descriptions' routes (nil: none)
 	runtime map[string]mockfile.Route
 	removed map[string]bool
 	// runtimeSets are the sets of mocks added through the admin API (their sequences).
@@ -107,15 +116,24 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		if opts.API == nil && opts.Target == nil && opts.WireMock == "" {
-			return nil, errors.New("mockserver: nothing to serve: no file, no API handler, no target and no WireMock mappings")
+		if opts.API == nil && opts.Target == nil && opts.WireMock == "" && len(opts.OpenAPI) == 0 {
+			return nil, errors.New("mockserver: nothing to serve: no file, no API handler, no target, no OpenAPI description and no WireMock mappings")
 		}
 		set = &mockfile.Set{Config: mock.DefaultConfig()}
+	}
+	if len(opts.OpenAPI) > 0 {
+		specs, err := loadSpecs(opts.OpenAPI, s.specOptions())
+		if err != nil {
+			return nil, err
+		}
+		s.specs = specs
 	}
 	s.ovr.delay = opts.Delay
 	icOpts := []mock.Option{mock.WithLogger(s.log)}
 	if opts.API != nil {
 		icOpts = append(icOpts, mock.WithFallback(opts.API))
+	} else if len(opts.OpenAPI) > 0 && opts.Target == nil {
+		icOpts = append(icOpts, mock.WithFallback(openapi.NotFound()))
 	}
 	if opts.Target != nil {
 		rt := opts.Transport
@@ -138,7 +156,7 @@ func New(opts Options) (*Server, error) {
 		_ = s.ic.Close()
 		return nil, err
 	}
-	if opts.File != "" || opts.API != nil || opts.Target != nil {
+	if opts.File != "" || opts.API != nil || opts.Target != nil || len(opts.OpenAPI) > 0 {
 		s.next = s.ic
 	}
 	if err := s.loadWireMock(set); err != nil {
@@ -191,7 +209,7 @@ func (s *Server) WireMockMappings() int {
 // config returns the interceptor configuration for set under the flags and overrides.
 func (s *Server) config(set *mockfile.Set) mock.Config {
 	cfg := set.Config
-	if (s.opts.Target != nil || s.opts.API != nil) && !set.FallbackSet {
+	if (s.opts.Target != nil || s.opts.API != nil || len(s.opts.OpenAPI) > 0) && !set.FallbackSet {
 		cfg.FallbackToNetwork = true
 	}
 	if s.opts.LogRequests {
@@ -207,6 +225,11 @@ func (s *Server) config(set *mockfile.Set) mock.Config {
 		cfg.FallbackToNetwork = *s.ovr.fallback
 	}
 	cfg.Cache.Routes = set.CacheRoutes()
+	for _, r := range s.specs.visible(set.Definitions()) {
+		// a description's answer depends on Prefer, Accept and credentials, which the cache key
+		// does not hold, and may be generated: never cached
+		cfg.Cache.Routes[r.Key] = mock.RouteCache{Off: true}
+	}
 	for k, r := range s.runtime {
 		cfg.Cache.Routes[k] = r.Cache
 	}
@@ -215,7 +238,14 @@ func (s *Server) config(set *mockfile.Set) mock.Config {
 
 // definitions merges the set, minus removed routes, with the runtime mocks (which win).
 func (s *Server) definitions(set *mockfile.Set) mock.Definitions {
-	defs := set.Definitions()
+	file := set.Definitions()
+	defs := mock.Definitions{}
+	for _, r := range s.specs.visible(file) {
+		defs[r.Key] = r.Handler
+	}
+	for k, h := range file {
+		defs[k] = h
+	}
 	for k := range s.removed {
 		delete(defs, k)
 	}
@@ -286,10 +316,11 @@ func (s *Server) serveMocks(w http.ResponseWriter, r *http.Request) {
 	s.ic.ServeHTTP(w, r)
 }
 
-// Reload re-reads the mock file. A valid file is swapped in atomically; an invalid one keeps
-// the current mocks and returns why (a *mockfile.LoadError).
+// Reload re-reads the mock file and the OpenAPI descriptions. Valid ones are swapped in
+// atomically; when one is invalid the current mocks stay and Reload returns why (a
+// *mockfile.LoadError or an *openapi.LoadError).
 func (s *Server) Reload() error {
-	if s.opts.File == "" && s.opts.WireMock != "" {
+	if s.opts.File == "" && len(s.opts.OpenAPI) == 0 && s.opts.WireMock != "" {
 		s.mu.Lock()
 		err := s.loadWireMock(s.set) // the mappings are all there is to re-read
 		s.mu.Unlock()
@@ -298,25 +329,42 @@ func (s *Server) Reload() error {
 		}
 		return err
 	}
-	if s.opts.File == "" {
+	if s.opts.File == "" && len(s.opts.OpenAPI) == 0 {
 		return errors.New("the built-in mock has no file to reload")
 	}
-	set, err := mockfile.LoadFile(s.opts.File)
+	var (
+		set   *mockfile.Set
+		specs *specRoutes
+		err   error
+	)
+	if s.opts.File != "" {
+		set, err = mockfile.LoadFile(s.opts.File)
+	}
+	if err == nil && len(s.opts.OpenAPI) > 0 {
+		specs, err = loadSpecs(s.opts.OpenAPI, s.specOptions())
+	}
 	if err == nil {
 		s.mu.Lock()
-		removed := s.removed
+		if set == nil {
+			set = s.set
+		}
+		removed, oldSpecs := s.removed, s.specs
 		s.removed = map[string]bool{} // the file is the truth again: removed file mocks come back
+		if specs != nil {
+			s.specs = specs
+		}
 		if err = s.apply(set); err != nil {
-			s.removed = removed
+			s.removed, s.specs = removed, oldSpecs
 		} else {
 			err = s.loadWireMock(set)
 		}
 		s.mu.Unlock()
 	}
+	what := strings.Join(append([]string{s.opts.File}, s.opts.OpenAPI...), ", ")
 	if err != nil {
-		s.log.Error("mock file not reloaded; keeping the previous mocks", "file", s.opts.File, "err", err)
+		s.log.Error("mocks not reloaded; keeping the previous ones", "files", strings.TrimPrefix(what, ", "), "err", err)
 	} else {
-		s.log.Info("mock file reloaded", "file", s.opts.File, "routes", len(set.Routes))
+		s.log.Info("mocks reloaded", "files", strings.TrimPrefix(what, ", "), "routes", len(s.ic.Mocks()))
 		for _, w := range set.Warnings {
 			s.log.Warn("mock file", "warning", w.String())
 		}
@@ -327,25 +375,44 @@ func (s *Server) Reload() error {
 	return err
 }
 
-// Watch reloads the mock file whenever it changes, until ctx ends. It watches the file's
-// directory, so editors that save by renaming a new file over the old one are seen too;
-// bursts of events within 100 ms make one reload.
+// Watch reloads the mock file and the OpenAPI descriptions whenever one of them changes,
+// until ctx ends. It watches their directories, so editors that save by renaming a new file
+// over the old one are seen too; bursts of events within 100 ms make one reload.
 func (s *Server) Watch(ctx context.Context) error {
-	if s.opts.File == "" {
-		return errors.New("--watch needs --file")
+	files := append([]string{}, s.opts.OpenAPI...)
+	if s.opts.File != "" {
+		files = append(files, s.opts.File)
+	}
+	s.mu.Lock()
+	if s.specs != nil {
+		for _, spec := range s.specs.specs {
+			files = append(files, spec.Files()...) // the files its references name, too
+		}
+	}
+	s.mu.Unlock()
+	if len(files) == 0 {
+		return errors.New("--watch needs --file or --openapi")
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
-	abs, err := filepath.Abs(s.opts.File)
-	if err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Add(filepath.Dir(abs)); err != nil {
-		w.Close()
-		return fmt.Errorf("watch %s: %w", filepath.Dir(abs), err)
+	watched := map[string]bool{}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			w.Close()
+			return err
+		}
+		watched[abs] = true
+		if dir := filepath.Dir(abs); !dirs[dir] {
+			dirs[dir] = true
+			if err := w.Add(dir); err != nil {
+				w.Close()
+				return fmt.Errorf("watch %s: %w", dir, err)
+			}
+		}
 	}
 	go func() {
 		defer w.Close()
@@ -362,7 +429,7 @@ func (s *Server) Watch(ctx context.Context) error {
 				if !ok {
 					return
 				}
-				if filepath.Clean(ev.Name) != abs || !ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename) {
+				if !watched[filepath.Clean(ev.Name)] || !ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename) {
 					continue
 				}
 				if timer != nil {
@@ -380,11 +447,19 @@ func (s *Server) Watch(ctx context.Context) error {
 				if !ok {
 					return
 				}
-				s.log.Warn("watching the mock file", "err", err)
+				s.log.Warn("watching the mock files", "err", err)
 			}
 		}
 	}()
 	return nil
+}
+
+// SpecRoutes lists the routes served from the OpenAPI descriptions now (the file's mocks
+// shadow some), with the description each comes from.
+func (s *Server) SpecRoutes() []openapi.Route {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.specs.visible(s.set.Definitions())
 }
 
 // RouteKeys lists the routes served now, sorted (mock.Interceptor.Mocks sorts them).

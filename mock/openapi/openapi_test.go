@@ -1,0 +1,448 @@
+package openapi_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/acme/app/mock"
+	"github.com/acme/app/mock/openapi"
+)
+
+// serve starts a real HTTP server answering from the description at path.
+func serve(t *testing.T, path string, opts openapi.Options) *httptest.Server {
+	t.Helper()
+	spec, err := openapi.Load(path)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", path, err)
+	}
+	cfg := mock.DefaultConfig()
+	cfg.FallbackToNetwork = true
+	ic := mock.New(cfg, mock.WithMocks(spec.Definitions(opts)), mock.WithFallback(openapi.NotFound()))
+	srv := httptest.NewServer(ic)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) json(t *testing.T) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(a.body, &v); err != nil {
+		t.Fatalf("body %q is not JSON: %v", a.body, err)
+	}
+	return v
+}
+
+func do(t *testing.T, srv *httptest.Server, method, path string, header map[string]string, body string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func TestServeAnswers(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/petstore.yaml", openapi.Options{})
+	tests := []struct {
+		name       string
+		method     string
+		path       string
+		header     map[string]string
+		body       string
+		wantStatus int
+		wantType   string
+		wantBody   any    // compared as JSON when set
+		wantText   string // compared as text when set (or when the status is 204)
+		wantHeader map[string]string
+	}{
+		{name: "list built from the schema and a sibling file", method: "GET", path: "/pets", wantStatus: 200, wantType: "application/json",
+			wantBody:   []any{map[string]any{"id": 1.0, "name": "Tom", "nickname": "string", "owner": map[string]any{"city": "Oslo", "email": "user@example.com"}}},
+			wantHeader: map[string]string{"X-Total": "2"}},
+		{name: "text media type by Accept", method: "GET", path: "/pets", header: map[string]string{"Accept": "text/csv"}, wantStatus: 200, wantType: "text/csv", wantText: "id,name\n1,Tom"},
+		{name: "no media type fits", method: "GET", path: "/pets", header: map[string]string{"Accept": "application/xml"}, wantStatus: 406, wantType: openapi.ProblemType},
+		{name: "first named example", method: "GET", path: "/pets/3", wantStatus: 200, wantBody: map[string]any{"id": 1.0, "name": "Tom"}},
+		{name: "example by name through a reference", method: "GET", path: "/pets/3", header: map[string]string{"Prefer": "example=rex"}, wantStatus: 200, wantBody: map[string]any{"id": 2.0, "name": "Rex"}},
+		{name: "unknown example", method: "GET", path: "/pets/3", header: map[string]string{"Prefer": "example=zed"}, wantStatus: 404, wantType: openapi.ProblemType},
+		{name: "preferred code", method: "GET", path: "/pets/3", header: map[string]string{"Prefer": "code=404"}, wantStatus: 404, wantBody: map[string]any{"error": "no such pet"}},
+		{name: "path parameter under its minimum", method: "GET", path: "/pets/0", wantStatus: 422, wantType: openapi.ProblemType},
+		{name: "query parameter over its maximum", method: "GET", path: "/pets?limit=99", wantStatus: 422, wantType: openapi.ProblemType},
+		{name: "comma-separated array parameter", method: "GET", path: "/pets?tags=small,large", wantStatus: 200},
+		{name: "array item outside its enum", method: "GET", path: "/pets?tags=small,huge", wantStatus: 422},
+		{name: "global apiKey missing: the operation's own 401", method: "POST", path: "/pets", body: `{"name":"Rex"}`, header: map[string]string{"Content-Type": "application/json"}, wantStatus: 401, wantBody: map[string]any{"error": "sign in"}},
+		{name: "readOnly id may be left out, writeOnly not answered", method: "POST", path: "/pets", body: `{"name":"Rex","secret":"s"}`, header: map[string]string{"Content-Type": "application/json", "X-API-Key": "k"}, wantStatus: 201,
+			wantBody: map[string]any{"id": 1.0, "name": "Tom", "nickname": "string", "owner": map[string]any{"city": "Oslo", "email": "user@example.com"}}},
+		{name: "nullable accepts null", method: "POST", path: "/pets", body: `{"name":"Rex","nickname":null}`, header: map[string]string{"Content-Type": "application/json", "X-API-Key": "k"}, wantStatus: 201},
+		{name: "format checked in a sibling file's schema", method: "POST", path: "/pets", body: `{"name":"Rex","owner":{"email":"nope"}}`, header: map[string]string{"Content-Type": "application/json", "X-API-Key": "k"}, wantStatus: 422},
+		{name: "body of another media type", method: "POST", path: "/pets", body: `name=Rex`, header: map[string]string{"Content-Type": "text/plain", "X-API-Key": "k"}, wantStatus: 415, wantType: openapi.ProblemType},
+		{name: "bearer missing", method: "DELETE", path: "/pets/3", wantStatus: 401, wantType: openapi.ProblemType, wantHeader: map[string]string{"WWW-Authenticate": "Bearer"}},
+		{name: "bearer given, no content", method: "DELETE", path: "/pets/3", header: map[string]string{"Authorization": "Bearer t"}, wantStatus: 204, wantText: ""},
+		{name: "method the path lacks", method: "PATCH", path: "/pets/3", wantStatus: 405, wantType: openapi.ProblemType},
+		{name: "path nobody defines", method: "GET", path: "/nope", wantStatus: 404, wantType: openapi.ProblemType},
+		{name: "segment mixing text and a parameter", method: "GET", path: "/files/ab.json", wantStatus: 200, wantBody: map[string]any{"file": true}},
+		{name: "its parameter validated", method: "GET", path: "/files/toolong.json", wantStatus: 422},
+		{name: "header parameter checked", method: "GET", path: "/files/ab.json", header: map[string]string{"X-Version": "two"}, wantStatus: 422, wantType: openapi.ProblemType},
+		{name: "header parameter read as its type", method: "GET", path: "/files/ab.json", header: map[string]string{"X-Version": "2"}, wantStatus: 200},
+		{name: "its text checked", method: "GET", path: "/files/ab.xml", wantStatus: 404, wantType: openapi.ProblemType},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := do(t, srv, tt.method, tt.path, tt.header, tt.body)
+			if got.status != tt.wantStatus {
+				t.Fatalf("status %d, want %d; body %s", got.status, tt.wantStatus, got.body)
+			}
+			if tt.wantType != "" && got.header.Get("Content-Type") != tt.wantType {
+				t.Errorf("Content-Type %q, want %q", got.header.Get("Content-Type"), tt.wantType)
+			}
+			if tt.wantBody != nil {
+				if d := cmp.Diff(tt.wantBody, got.json(t)); d != "" {
+					t.Errorf("body (-want +got):\n%s", d)
+				}
+			}
+			if tt.wantText != "" || got.status == http.StatusNoContent {
+				if string(got.body) != tt.wantText {
+					t.Errorf("body %q, want %q", got.body, tt.wantText)
+				}
+			}
+			for k, v := range tt.wantHeader {
+				if got.header.Get(k) != v {
+					t.Errorf("header %s %q, want %q", k, got.header.Get(k), v)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadProblems(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file     string
+		wantLine int    // a problem at this line (0: any)
+		wantText string // in that problem's message or pointer
+	}{
+		{"broken-ref.yaml", 14, "Missing"},
+		{"ref-cycle.yaml", 0, "cycle"},
+		{"bad-parts.yaml", 9, "required: true"},
+		{"bad-parts.yaml", 14, "nobody"},
+		{"bad-parts.yaml", 16, "2000"},
+		{"missing-file.yaml", 14, "nowhere.yaml"},
+		{"syntax.yaml", 0, "YAML"},
+		{"swagger2.yaml", 1, "OpenAPI 3"},
+		{"absent.yaml", 0, "no such file"},
+		{"bad-schema.yaml", 11, "not a valid schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			_, err := openapi.Load(filepath.Join("testdata", tt.file))
+			var le *openapi.LoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("Load: %v, want a *LoadError", err)
+			}
+			for _, p := range le.Problems {
+				if (tt.wantLine == 0 || p.Line == tt.wantLine) && strings.Contains(p.String(), tt.wantText) {
+					return
+				}
+			}
+			t.Errorf("no problem at line %d naming %q in %v", tt.wantLine, tt.wantText, le.Problems)
+		})
+	}
+}
+
+func TestRecursiveSchemaAnswersFinitely(t *testing.T) {
+	t.Parallel()
+	for _, dynamic := range []bool{false, true} {
+		srv := serve(t, "testdata/petstore.yaml", openapi.Options{Dynamic: dynamic, Seed: 1})
+		got := do(t, srv, "GET", "/tree", nil, "")
+		if got.status != 200 || len(got.body) > 1<<20 {
+			t.Fatalf("dynamic=%v: status %d, %d bytes", dynamic, got.status, len(got.body))
+		}
+		depth, v := 0, got.json(t)
+		for {
+			m, ok := v.(map[string]any)
+			if !ok {
+				break
+			}
+			kids, _ := m["children"].([]any)
+			if len(kids) == 0 {
+				break
+			}
+			depth, v = depth+1, kids[0]
+		}
+		if depth == 0 || depth > 20 {
+			t.Errorf("dynamic=%v: the tree nests %d levels, want between 1 and 20", dynamic, depth)
+		}
+	}
+}
+
+func TestSeedMakesDynamicAnswersRepeat(t *testing.T) {
+	t.Parallel()
+	first := func(seed uint64) []string {
+		srv := serve(t, "testdata/petstore.yaml", openapi.Options{Dynamic: true, Seed: seed})
+		var out []string
+		for range 3 {
+			out = append(out, string(do(t, srv, "GET", "/pets", nil, "").body))
+		}
+		return out
+	}
+	a, b, c := first(7), first(7), first(8)
+	if d := cmp.Diff(a, b); d != "" {
+		t.Errorf("seed 7 twice answered differently:\n%s", d)
+	}
+	if cmp.Equal(a, c) {
+		t.Errorf("seeds 7 and 8 answered alike: %v", a)
+	}
+	if a[0] == a[1] && a[1] == a[2] {
+		t.Errorf("three dynamic answers were the same: %s", a[0])
+	}
+}
+
+func TestViolationsAreLocated(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/petstore.yaml", openapi.Options{})
+	tests := []struct {
+		name, method, path, body string
+		want                     []openapi.Violation // location and code compared
+	}{
+		{"wrong type and missing property", "POST", "/pets", `{"name": 5, "owner": {"email": "x"}}`, []openapi.Violation{
+			{Location: []string{"body", "name"}, Code: "type"},
+			{Location: []string{"body", "owner", "email"}, Code: "format"},
+		}},
+		{"missing required property", "POST", "/pets", `{"nickname": "x"}`, []openapi.Violation{{Location: []string{"body"}, Code: "required"}}},
+		{"missing body", "POST", "/pets", ``, []openapi.Violation{{Location: []string{"body"}, Code: "required"}}},
+		{"not JSON", "POST", "/pets", `{"name":`, []openapi.Violation{{Location: []string{"body"}, Code: "type"}}},
+		{"query over maximum", "GET", "/pets?limit=51", ``, []openapi.Violation{{Location: []string{"query", "limit"}, Code: "maximum"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// the 401 answer comes first without a key
+			got := do(t, srv, tt.method, tt.path, map[string]string{"Content-Type": "application/json", "X-API-Key": "k"}, tt.body)
+			if got.status != 422 {
+				t.Fatalf("status %d, want 422: %s", got.status, got.body)
+			}
+			var p struct {
+				Status     int                 `json:"status"`
+				Type       string              `json:"type"`
+				Validation []openapi.Violation `json:"validation"`
+			}
+			if err := json.Unmarshal(got.body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != 422 || !strings.HasSuffix(p.Type, openapi.TypeUnprocessable) {
+				t.Errorf("problem status %d type %q", p.Status, p.Type)
+			}
+			var gotLC []openapi.Violation
+			for _, v := range p.Validation {
+				if v.Severity != "Error" || v.Message == "" {
+					t.Errorf("violation %+v: want severity Error and a message", v)
+				}
+				gotLC = append(gotLC, openapi.Violation{Location: v.Location, Code: v.Code})
+			}
+			if d := cmp.Diff(tt.want, gotLC); d != "" {
+				t.Errorf("violations (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestRoutesNameOperations(t *testing.T) {
+	t.Parallel()
+	spec, err := openapi.Load("testdata/petstore.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	for _, r := range spec.Routes(openapi.Options{}) {
+		keys[r.Key] = r.OperationID
+	}
+	for key, id := range map[string]string{"GET /pets": "listPets", "POST /pets": "createPet", "GET /pets/:petId": "", "* /pets/:petId": ""} {
+		got, ok := keys[key]
+		if !ok || got != id {
+			t.Errorf("route %q: operationId %q (present %v), want %q; routes %v", key, got, ok, id, keys)
+		}
+	}
+	if spec.Version != "3.0.3" || spec.Operations() != 7 {
+		t.Errorf("version %q, %d operations; want 3.0.3 and 7", spec.Version, spec.Operations())
+	}
+}
+
+func FuzzParsePrefer(f *testing.F) {
+	for _, s := range []string{"code=404", "example=bob, dynamic=true", `code="200"; example="a b"`, "dynamic=false", "code=99999", ",,=", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p := openapi.ParsePrefer([]string{s})
+		if p.Code != 0 && (p.Code < 100 || p.Code > 599) {
+			t.Errorf("ParsePrefer(%q).Code = %d, outside 100-599", s, p.Code)
+		}
+	})
+}
+
+// FuzzLoad feeds arbitrary descriptions to Load: it must return a description or a
+// *LoadError, never panic or hang, and a loaded one must answer its routes.
+func FuzzLoad(f *testing.F) {
+	for _, name := range []string{"petstore.yaml", "broken-ref.yaml", "ref-cycle.yaml", "bad-parts.yaml"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"x","content":{"application/json":{"schema":{"$ref":"#/components/schemas/A"}}}}}}}},"components":{"schemas":{"A":{"type":["object","null"],"properties":{"a":{"$ref":"#/components/schemas/A"}}}}}}`))
+	f.Add([]byte("a: &a [*a, *a]\nb: [*a, *a, *a]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "spec.yaml")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := openapi.Load(path)
+		if err != nil {
+			var le *openapi.LoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("Load: %v is not a *LoadError", err)
+			}
+			return
+		}
+		ic := mock.New(mock.DefaultConfig(), mock.WithMocks(spec.Definitions(openapi.Options{Dynamic: true, Seed: 1})), mock.WithTransport(noNetwork{}))
+		client := ic.Client()
+		for _, r := range spec.Routes(openapi.Options{}) {
+			if r.Method == "*" {
+				continue
+			}
+			req, _ := http.NewRequest(r.Method, "http://spec.test"+strings.ReplaceAll(strings.ReplaceAll(r.Path, "{", "x"), "}", ""), nil)
+			if req == nil {
+				continue
+			}
+			if resp, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	})
+}
+
+// Ensure a description built to explode (every property of an object refers to the object;
+// an allOf of itself) loads, answers bounded bodies quickly, and validates 3.1 type lists,
+// oneOf and additionalProperties.
+func TestHostileAndThreeOneSchemas(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/hostile.json", openapi.Options{})
+	start := time.Now()
+	for _, path := range []string{"/wide", "/loop"} {
+		got := do(t, srv, "GET", path, nil, "")
+		if got.status != 200 || len(got.body) > 4<<20 {
+			t.Errorf("GET %s: status %d, %d bytes", path, got.status, len(got.body))
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the bounded answers took %v", d)
+	}
+	tests := []struct {
+		body       string
+		wantStatus int
+		wantCode   string // of the first violation
+	}{
+		{`{"label": null, "shape": {"r": 1}}`, 200, ""},
+		{`{"label": "x", "shape": {"w": 1, "h": 2}, "tags": ["a"]}`, 200, ""},
+		{`{"label": true, "shape": {"r": 1}}`, 422, "type"},
+		{`{"label": "x", "shape": {"r": 0}}`, 422, "oneOf"},
+		{`{"label": "x", "shape": {"r": 1}, "extra": 1}`, 422, "additionalProperties"},
+		{`{"label": "x", "shape": {"r": 1}, "tags": ["a", "b", "c"]}`, 422, "maxItems"},
+	}
+	for _, tt := range tests {
+		got := do(t, srv, "POST", "/things", map[string]string{"Content-Type": "application/json"}, tt.body)
+		if got.status != tt.wantStatus {
+			t.Errorf("POST %s: status %d, want %d: %s", tt.body, got.status, tt.wantStatus, got.body)
+			continue
+		}
+		if tt.wantCode == "" {
+			if d := cmp.Diff(map[string]any{"label": "first", "shape": map[string]any{"r": 1.0}, "tags": []any{"string"}}, got.json(t)); d != "" {
+				t.Errorf("answer (-want +got):\n%s", d)
+			}
+			continue
+		}
+		var p struct {
+			Validation []openapi.Violation `json:"validation"`
+		}
+		_ = json.Unmarshal(got.body, &p)
+		if len(p.Validation) == 0 || p.Validation[0].Code != tt.wantCode {
+			t.Errorf("POST %s: violations %+v, want the first with code %q", tt.body, p.Validation, tt.wantCode)
+		}
+	}
+}
+
+// FuzzAnswer sends arbitrary requests to a description: every answer is one the description
+// defines or a problem, never a handler failure (a panic surfaces as 500).
+func FuzzAnswer(f *testing.F) {
+	spec, err := openapi.Load("testdata/petstore.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg := mock.DefaultConfig()
+	ic := mock.New(cfg, mock.WithMocks(spec.Definitions(openapi.Options{Seed: 3})), mock.WithTransport(noNetwork{}))
+	client := ic.Client()
+	f.Add("GET", "/pets?limit=3&tags=small,large", "", "application/json", "code=200", "")
+	f.Add("POST", "/pets", `{"name":"Rex","owner":{"email":"a@b.co"}}`, "*/*;q=0.1, text/csv", "dynamic=true", "application/json")
+	f.Add("GET", "/files/%7Bx%7D.json", "", "", "example=tom, code=404", "")
+	f.Add("DELETE", "/pets/0", "[1,2", "text/*", "code=abc", "application/merge-patch+json; charset=utf-8")
+	f.Fuzz(func(t *testing.T, method, path, body, accept, prefer, ctype string) {
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		req, err := http.NewRequest(method, "http://spec.test"+path, strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Accept", accept)
+		req.Header.Set("Prefer", prefer)
+		req.Header.Set("Content-Type", ctype)
+		req.Header.Set("X-API-Key", "k")
+		resp, err := client.Do(req)
+		if err != nil {
+			return // unmatched requests go to the network, which the test has not
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 500 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		}
+	})
+}
+
+// noNetwork fails every request that would leave the process, at once.
+type noNetwork struct{}
+
+func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("no network in this test")
+}
