@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
@@ -85,6 +86,7 @@ type Deps struct {
 	Keys     *keys.Service    // personal API keys (/api/keys; a key is accepted on the AI routes and /v1)
 	Budget   *budget.Service  // GET /api/ai/budget
 	Gateway  *gateway.Service // the OpenAI-compatible /v1
+	Admin    *admin.Service   // /api/admin: users, their roles and budgets
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
