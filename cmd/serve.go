@@ -15,6 +15,7 @@ import (
 
 	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/console"
 	"github.com/acme/app/internal/httpapi"
 	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/version"
@@ -160,6 +161,7 @@ func apiHandler(opts httpapi.Options, svc *services) http.Handler {
 		Budget:    svc.budget,
 		Gateway:   svc.gateway,
 		Admin:     adm,
+		Console:   console.New(),
 	})
 }
 
