@@ -80,6 +80,11 @@ const stat = (page, label) => ({
   waitFor: () => page.getByRole('group', { name: exact(label) }).waitFor(),
 });
 
+/** With CONSOLE_SCREENSHOTS=dir, a screenshot of the page as name.png there (for a person). */
+async function shot(page, name) {
+  if (cfg.screenshots) await page.screenshot({ path: join(cfg.screenshots, name + '.png'), fullPage: true });
+}
+
 async function checkUsage(page, token, days) {
   const totals = (await api('GET', `/api/ai/usage?days=${days}`, token)).body;
   const rows = (await api('GET', `/api/ai/usage/providers?days=${days}`, token)).body;
@@ -114,6 +119,7 @@ async function checkUsage(page, token, days) {
     }
   });
   ok(`days=${days}: the chart has one mark per day, each titled with its date and values`);
+  await shot(page, `usage-${days}`);
 }
 
 const profile = mkdtempSync(join(tmpdir(), 'console-check-'));
@@ -178,6 +184,7 @@ try {
   // Readable at 360 px: nothing wider than the screen but the tables' own scrolling.
   await page.setViewportSize({ width: 360, height: 800 });
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  await shot(page, 'usage-360px');
   if (width > 360) fail(`at 360 px wide the page is ${width} px wide`);
   ok('readable at 360 px wide');
   await page.setViewportSize({ width: 1280, height: 900 });
@@ -196,6 +203,7 @@ try {
   if ((await page.getByRole('table').innerText()).includes(secret)) fail('the key list shows the secret');
   let models = await api('GET', '/v1/models', secret);
   if (models.status !== 200 || !Array.isArray(models.body?.data)) fail(`GET /v1/models with the new key: ${models.status}`);
+  await shot(page, 'keys');
   ok(`created key ${keyName}: shown once, listed without its secret, GET /v1/models with it answers 200`);
   await row.getByRole('button', { name: exact('Revoke') }).click();
   await row.waitFor({ state: 'detached' });
@@ -216,6 +224,7 @@ try {
   await userRow.getByLabel(exact('Monthly budget')).fill('12.5');
   await userRow.getByRole('button', { name: exact('Save') }).click();
   await userRow.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+  await shot(page, 'users');
   const budget = (await api('GET', '/api/ai/budget', userToken)).body;
   if (budget.limit !== 12.5) fail(`after Save the user's budget limit is ${budget.limit}`);
   ok(`an admin set ${cfg.user.email}'s monthly budget to $12.50`);
@@ -227,6 +236,7 @@ try {
   await until(async () => (await stat(page, 'Limit').textContent()).trim() === '$12.50', 'Limit $12.50 on the Budget view');
   const remaining = await stat(page, 'Remaining').textContent();
   if (!sameMoney(remaining, budget.remaining)) fail(`Remaining shows ${remaining}, the API says ${budget.remaining}`);
+  await shot(page, 'budget');
   ok('the user\'s Budget view shows Limit $12.50 and the API\'s Remaining');
   await signOut(page);
 

@@ -5,7 +5,8 @@
 # providers; a user makes calls on three providers and an admin is granted with the CLI, then
 # .ci/console-check.mjs signs in as each and checks what the console shows against the API.
 # Usage: .ci/console-check.sh [path/to/app] (default bin/app).
-# PLAYWRIGHT_DIR=dir reuses an install of playwright-core there.
+# PLAYWRIGHT_DIR=dir reuses an install of playwright-core there; CONSOLE_SCREENSHOTS=dir saves
+# screenshots of each view there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -71,7 +72,8 @@ done
 [ "$n" = 4 ] || { echo "console-check: usage counts $n calls, not 4" >&2; exit 1; }
 
 CONFIG="$(python3 -c 'import json,sys; a=sys.argv[1:]; print(json.dumps({"base": a[0], "chromium": a[1], "playwright": a[2],
-  "user": {"email": a[3], "password": a[4]}, "admin": {"email": a[5], "password": a[6]}}))' \
-  "$BASE" "$CHROMIUM" "$PLAYWRIGHT_DIR/node_modules/playwright-core" "$USER_EMAIL" "$USER_PASSWORD" "$ADMIN_EMAIL" "$ADMIN_PASSWORD")"
+  "user": {"email": a[3], "password": a[4]}, "admin": {"email": a[5], "password": a[6]}, "screenshots": a[7] or None}))' \
+  "$BASE" "$CHROMIUM" "$PLAYWRIGHT_DIR/node_modules/playwright-core" "$USER_EMAIL" "$USER_PASSWORD" "$ADMIN_EMAIL" "$ADMIN_PASSWORD" \
+  "${CONSOLE_SCREENSHOTS:+$(realpath "$CONSOLE_SCREENSHOTS")}")"
 node .ci/console-check.mjs "$CONFIG"
 echo "console-check: the console works in Chromium"

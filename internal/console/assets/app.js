@@ -465,6 +465,8 @@ function App() {
   return html`<${Console} token=${session.token} user=${session.user} onSignOut=${signOut} />`;
 }
 
-render(html`<${App} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+root.textContent = ''; // the "Loading" placeholder of the page
+render(html`<${App} />`, root);
 performance.mark('console-interactive'); // the first view is rendered and answers input
 
