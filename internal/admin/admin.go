@@ -108,7 +108,7 @@ func (s *Service) Grant(ctx context.Context, userID, role string) (*User, error)
 // Revoke takes a known role from the user and returns them. An administrator cannot take
 // admin from themselves (Invalid): the last one would lock everyone out of this page.
 func (s *Service) Revoke(ctx context.Context, actorID, userID, role string) (*User, error) {
-	if role == "admin" && userID == actorID {
+	if id, err := auth.ParseUserID(userID); err == nil && role == "admin" && id.Hex() == actorID {
 		return nil, apperr.E(apperr.Invalid, "you cannot revoke your own admin role; another admin can")
 	}
 	v, err := s.auth.RevokeByID(ctx, userID, role)

@@ -247,6 +247,7 @@ func TestAdminRoles(t *testing.T) {
 		{"UnknownUser", "PUT", "/api/admin/users/65f000000000000000000001/roles/admin", 404, "user,admin", 200},
 		{"Revoke", "DELETE", "/api/admin/users/" + id + "/roles/admin", 200, "user", 403},
 		{"RevokeOwnAdmin", "DELETE", "/api/admin/users/" + adminID + "/roles/admin", 400, "user", 403},
+		{"RevokeOwnAdminUpperCase", "DELETE", "/api/admin/users/" + strings.ToUpper(adminID) + "/roles/admin", 400, "user", 403},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := do(fx.h, tc.method, tc.path, "", adminTok)

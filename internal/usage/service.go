@@ -347,7 +347,7 @@ type DayUsage struct {
 // user-days; `app usage reconcile` in another process shows here within settledTTL.
 const (
 	settledTTL     = 5 * time.Minute
-	maxSettledDays = 200_000
+	maxSettledDays = 100_000
 )
 
 // Daily returns the caller's totals per UTC day over the last `days` days, oldest first,
