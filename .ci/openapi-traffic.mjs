@@ -128,8 +128,36 @@ await send("v1ChatCompletions", "POST", "/v1/chat/completions", {
   token: key.key, want: 200,
   body: { model: "anthropic/claude-haiku-4-5", messages: [{ role: "developer", content: "Be brief." }, { role: "user", content: [{ type: "text", text: "Stream" }] }], stream: true, stream_options: { include_usage: true } },
 });
+const weather = { type: "function", function: { name: "get_weather", description: "Weather", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } };
+for (const model of ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {
+  const first = (await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: key.key, want: 200,
+    body: { model, messages: [{ role: "user", content: "Weather in Paris?" }], tools: [weather], tool_choice: "auto", parallel_tool_calls: true } })).json;
+  const msg = first.choices[0].message;
+  await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: key.key, want: 200,
+    body: { model, tools: [weather], messages: [{ role: "user", content: "Weather in Paris?" }, msg, { role: "tool", tool_call_id: msg.tool_calls[0].id, content: "sunny" }] } });
+}
+await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: key.key, want: 200,
+  body: { model: "anthropic/claude-haiku-4-5", messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=", detail: "low" } }] }],
+    response_format: { type: "json_schema", json_schema: { name: "thing", schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] } } } } });
+await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: key.key, want: 200, body: { model: "gemini/gemini-2.5-flash", messages: [{ role: "user", content: "JSON" }], response_format: { type: "json_object" } } });
 await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: key.key, body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }], n: 2 }, want: 400, valid: false });
 await send("v1ChatCompletions", "POST", "/v1/chat/completions", { token: "sk-app-" + "0".repeat(43), body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }, want: 401 });
+// Anthropic's Messages API.
+const anthropicHeaders = { "x-api-key": key.key, "anthropic-version": "2023-06-01" };
+for (const model of ["anthropic/claude-haiku-4-5", "openai/gpt-4o-mini"]) {
+  await send("v1Messages", "POST", "/v1/messages", { headers: anthropicHeaders, want: 200,
+    body: { model, max_tokens: 50, system: "Be brief.", messages: [{ role: "user", content: "Say hello" }], metadata: { user_id: "u1" } } });
+  const tools = [{ name: "get_weather", description: "Weather", input_schema: weather.function.parameters }];
+  const first = (await send("v1Messages", "POST", "/v1/messages", { headers: anthropicHeaders, want: 200,
+    body: { model, max_tokens: 100, tools, tool_choice: { type: "any" }, messages: [{ role: "user", content: "Weather in Paris?" }] } })).json;
+  const use = first.content.find((b) => b.type === "tool_use");
+  await send("v1Messages", "POST", "/v1/messages", { headers: anthropicHeaders, want: 200,
+    body: { model, max_tokens: 100, tools, messages: [{ role: "user", content: "Weather in Paris?" }, { role: "assistant", content: first.content },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: "sunny" }] }] } });
+}
+await send("v1Messages", "POST", "/v1/messages", { token: key.key, want: 200, body: { model: "anthropic/claude-haiku-4-5", max_tokens: 50, stream: true, messages: [{ role: "user", content: "Stream" }] } });
+await send("v1Messages", "POST", "/v1/messages", { headers: anthropicHeaders, want: 400, valid: false, body: { model: "anthropic/claude-haiku-4-5", messages: [{ role: "user", content: "hi" }] } });
+await send("v1Messages", "POST", "/v1/messages", { headers: { "x-api-key": "sk-app-" + "0".repeat(43) }, want: 401, body: { model: "anthropic/claude-haiku-4-5", max_tokens: 5, messages: [{ role: "user", content: "hi" }] } });
 const models = (await send("v1Models", "GET", "/v1/models", { token: key.key, want: 200 })).json;
 const first = models?.data?.[0]?.id ?? "openai/gpt-4o-mini";
 await send("v1Model", "GET", `/v1/models/${first}`, { token: tok, want: 200 });

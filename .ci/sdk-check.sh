@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Drives `app serve` with the official OpenAI SDK for Node (installed from npm into a temporary
-# directory), against the acceptance suite's fake providers: a plain call to each provider, a
-# call streamed with the SDK's stream helper, models.list() and models.retrieve(), and a wrong key caught as the SDK's
-# AuthenticationError. Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
+# Drives `app serve` with the official OpenAI and Anthropic SDKs for Node (installed from npm into
+# a temporary directory), against the acceptance suite's fake providers. OpenAI's SDK on /v1: a
+# plain call to each provider, a call streamed with the SDK's stream helper, a two-step tool
+# loop on each provider (non-streamed and streamed), a json_schema answer on each provider,
+# models.list() and models.retrieve(), and a wrong key caught as the SDK's AuthenticationError.
+# Anthropic's SDK on /v1/messages with a personal key: messages.create and messages.stream
+# (finalMessage()), with and without tools, on an anthropic/ and an openai/ model.
+# Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APP="$(realpath "${1:-bin/app}")"
 SHARED="$(realpath ../shared/acceptance)"
 OPENAI_VERSION="${OPENAI_NPM_VERSION:-^7}" # the major tested; OPENAI_NPM_VERSION=latest tries the newest
+ANTHROPIC_VERSION="${ANTHROPIC_NPM_VERSION:-latest}"
 
 command -v node >/dev/null && command -v npm >/dev/null || { echo "sdk-check: node and npm are needed" >&2; exit 1; }
 
 . .ci/lib.sh
 
 # The official SDK, from npm.
-(cd "$TMP" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent "openai@$OPENAI_VERSION" >/dev/null)
+(cd "$TMP" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent "openai@$OPENAI_VERSION" "@anthropic-ai/sdk@$ANTHROPIC_VERSION" >/dev/null)
 
 # The fake providers, standalone.
 start_fake_providers
@@ -83,5 +88,85 @@ try {
   console.log(`ok  wrong key: AuthenticationError (${e.status} ${e.code})`);
 }
 JS
-(cd "$TMP" && node check.mjs "$BASE/v1" "$KEY")
-echo "sdk-check: the official OpenAI SDK works against /v1"
+
+cat >"$TMP/tools.mjs" <<'JS'
+import OpenAI from "openai";
+
+const [baseURL, apiKey] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0 });
+const fail = (msg) => { console.error("sdk-check: " + msg); process.exit(1); };
+const tools = [{ type: "function", function: { name: "get_weather", description: "Current weather in a city",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } }];
+const ask = { role: "user", content: "What is the weather in Paris?" };
+
+for (const model of ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {
+  for (const streamed of [false, true]) {
+    const first = streamed
+      ? await client.chat.completions.stream({ model, messages: [ask], tools }).finalChatCompletion()
+      : await client.chat.completions.create({ model, messages: [ask], tools });
+    const msg = first.choices[0].message;
+    const call = msg.tool_calls?.[0];
+    if (first.choices[0].finish_reason !== "tool_calls" || call?.function?.name !== "get_weather" || !call.id) {
+      fail(`${model} (streamed: ${streamed}): no tool call in ${JSON.stringify(first)}`);
+    }
+    JSON.parse(call.function.arguments);
+    const second = await client.chat.completions.create({ model, tools,
+      messages: [ask, msg, { role: "tool", tool_call_id: call.id, content: "sunny and 21 degrees" }] });
+    const text = second.choices[0].message.content;
+    if (!text || !text.includes("sunny")) fail(`${model}: the answer after the tool result is ${JSON.stringify(second)}`);
+    console.log(`ok  ${model} tool loop (streamed: ${streamed}): ${call.function.name}(${call.function.arguments}) -> ${JSON.stringify(text)}`);
+  }
+  const person = { type: "object", properties: { name: { type: "string" }, age: { type: "integer" } }, required: ["name", "age"] };
+  const json = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Invent a person" }],
+    response_format: { type: "json_schema", json_schema: { name: "person", schema: person, strict: true } } });
+  const parsed = JSON.parse(json.choices[0].message.content);
+  if (typeof parsed.name !== "string" || typeof parsed.age !== "number") fail(`${model} json_schema: ${json.choices[0].message.content}`);
+  console.log(`ok  ${model} json_schema: ${json.choices[0].message.content}`);
+}
+JS
+
+cat >"$TMP/anthropic.mjs" <<'JS'
+import Anthropic from "@anthropic-ai/sdk";
+
+const [baseURL, apiKey] = process.argv.slice(2);
+const client = new Anthropic({ baseURL, apiKey, maxRetries: 0 });
+const fail = (msg) => { console.error("sdk-check: " + msg); process.exit(1); };
+const tools = [{ name: "get_weather", description: "Current weather in a city",
+  input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
+
+for (const model of ["anthropic/claude-haiku-4-5", "openai/gpt-4o-mini"]) {
+  const plain = { model, max_tokens: 100, system: "Answer briefly.", messages: [{ role: "user", content: "Say hello" }] };
+  const m = await client.messages.create(plain);
+  if (m.type !== "message" || m.content[0]?.type !== "text" || !m.content[0].text || m.stop_reason !== "end_turn" || !(m.usage.output_tokens > 0)) {
+    fail(`${model} messages.create: ${JSON.stringify(m)}`);
+  }
+  const s = await client.messages.stream(plain).finalMessage();
+  if (!s.content[0]?.text || s.stop_reason !== "end_turn" || !(s.usage.output_tokens > 0)) {
+    fail(`${model} messages.stream: ${JSON.stringify(s)} (create answered ${JSON.stringify(m.content)})`);
+  }
+  console.log(`ok  ${model} messages.create and messages.stream: ${JSON.stringify(m.content[0].text)}`);
+  for (const streamed of [false, true]) {
+    const req = { model, max_tokens: 300, tools, messages: [{ role: "user", content: "What is the weather in Paris?" }] };
+    const first = streamed ? await client.messages.stream(req).finalMessage() : await client.messages.create(req);
+    const use = first.content.find((b) => b.type === "tool_use");
+    if (first.stop_reason !== "tool_use" || use?.name !== "get_weather" || typeof use.input !== "object") {
+      fail(`${model} tools (streamed: ${streamed}): ${JSON.stringify(first)}`);
+    }
+    const second = await client.messages.create({ ...req, messages: [...req.messages, { role: "assistant", content: first.content },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: use.id, content: "sunny and 21 degrees" }] }] });
+    const text = second.content.find((b) => b.type === "text")?.text;
+    if (!text?.includes("sunny")) fail(`${model}: the answer after the tool result is ${JSON.stringify(second)}`);
+    console.log(`ok  ${model} tool loop (streamed: ${streamed}): get_weather(${JSON.stringify(use.input)}) -> ${JSON.stringify(text)}`);
+  }
+}
+try {
+  await new Anthropic({ baseURL, apiKey: "sk-app-" + "0".repeat(43), maxRetries: 0 }).messages.create({
+    model: "anthropic/claude-haiku-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+  fail("a wrong key was accepted");
+} catch (e) {
+  if (!(e instanceof Anthropic.AuthenticationError)) fail(`wrong key: ${e}`);
+  console.log(`ok  wrong key: AuthenticationError (${e.status})`);
+}
+JS
+(cd "$TMP" && node check.mjs "$BASE/v1" "$KEY" && node tools.mjs "$BASE/v1" "$KEY" && node anthropic.mjs "$BASE" "$KEY")
+echo "sdk-check: the official OpenAI SDK works against /v1, Anthropic's against /v1/messages"

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/acme/app/internal/ai/fakeprovider"
+	"github.com/acme/app/internal/ai/providers"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/demo"
 )
@@ -53,13 +54,15 @@ func openBuiltinAPI(ctx context.Context, f *factory, logRequests bool) (_ *built
 	cfg.JWT.Secret = hex.EncodeToString(secret)
 	cfg.Auth.BcryptCost = 4
 	cfg.RateLimit.Limit, cfg.RateLimit.AuthLimit = builtinRateLimit, builtinRateLimit
-	for name, p := range map[string]*config.Provider{"openai": &cfg.AI.OpenAI, "anthropic": &cfg.AI.Anthropic, "gemini": &cfg.AI.Gemini} {
+	for _, name := range providers.Names() {
 		fake, err := fakeprovider.Start(name)
 		if err != nil {
 			return nil, fmt.Errorf("built-in mock: %w", err)
 		}
 		b.fakes = append(b.fakes, fake)
+		p := cfg.AI.Providers[name]
 		p.BaseURL, p.APIKey = fake.BaseURL(), "mock-"+name+"-key"
+		cfg.AI.Providers[name] = p
 	}
 	mf := &factory{in: f.in, out: f.out, errOut: f.errOut, getenv: f.getenv, cfg: cfg, log: f.log}
 	if b.svc, err = openServer(ctx, mf); err != nil {

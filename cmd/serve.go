@@ -130,6 +130,7 @@ func apiOptions(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) httpap
 	return httpapi.Options{
 		Logger:          log,
 		MaxBodyBytes:    cfg.Server.MaxBodyBytes,
+		MaxAIBodyBytes:  cfg.AI.MaxBodyBytes,
 		RateLimit:       cfg.RateLimit.Limit,
 		RateWindow:      cfg.RateLimit.Window,
 		AuthRateLimit:   cfg.RateLimit.AuthLimit,

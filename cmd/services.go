@@ -10,7 +10,6 @@ import (
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
-	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/gateway"
 	"github.com/acme/app/internal/keys"
@@ -401,18 +400,18 @@ func (s *services) AI(ctx context.Context) (*ai.Service, error) {
 		return nil, err
 	}
 	cfg := s.f.cfg
+	pcfg := make(map[string]ai.ProviderConfig, len(cfg.AI.Providers))
+	for name, p := range cfg.AI.Providers {
+		pcfg[name] = ai.ProviderConfig(p)
+	}
 	s.ai = ai.New(ai.Options{
-		Providers: map[string]ai.ProviderConfig{
-			"openai":    ai.ProviderConfig(cfg.AI.OpenAI),
-			"anthropic": ai.ProviderConfig(cfg.AI.Anthropic),
-			"gemini":    ai.ProviderConfig(cfg.AI.Gemini),
-		},
-		Timeout:  cfg.AI.Timeout,
-		Prices:   prices,
-		Recorder: us,
-		Observer: m,
-		Budget:   aiBudget{b},
-		Logger:   s.f.log,
+		Providers: pcfg,
+		Timeout:   cfg.AI.Timeout,
+		Prices:    prices,
+		Recorder:  us,
+		Observer:  m,
+		Budget:    aiBudget{b},
+		Logger:    s.f.log,
 
 		StreamIdleTimeout:   cfg.AI.StreamIdleTimeout,
 		StreamMaxDuration:   cfg.AI.StreamMaxDuration,
@@ -438,12 +437,12 @@ func (s *services) Gateway(ctx context.Context) (*gateway.Service, error) {
 	}
 	cfg := s.f.cfg
 	configured := map[string]string{}
-	for name, p := range map[string]config.Provider{"openai": cfg.AI.OpenAI, "anthropic": cfg.AI.Anthropic, "gemini": cfg.AI.Gemini} {
+	for name, p := range cfg.AI.Providers {
 		if p.APIKey != "" {
 			configured[name] = p.DefaultModel
 		}
 	}
-	s.gateway = gateway.New(gateway.Options{AI: a, Prices: prices, Providers: configured})
+	s.gateway = gateway.New(gateway.Options{AI: a, Prices: prices, Providers: configured, MaxImageBytes: cfg.AI.MaxImageBytes})
 	s.built(builtGateway)
 	return s.gateway, nil
 }

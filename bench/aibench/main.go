@@ -1,7 +1,8 @@
 // Command aibench holds the parts bench/ai_compare.sh measures app serve with: a fake OpenAI
 // upstream, a do-nothing forwarder in front of it, and a client of many concurrent streams.
 //
-//	aibench fake PORT                  a chat completion, or with "stream": true PIECES pieces GAP apart
+//	aibench fake PORT                  a chat completion, or with "stream": true PIECES pieces GAP apart;
+//	                                   asked with "tool_choice":"required", a tool call of the same size
 //	aibench forward PORT UPSTREAM      httputil.ReverseProxy to UPSTREAM, streaming as it reads
 //	aibench streams URL N BODY [AUTH]  N concurrent streamed POSTs of BODY; prints one line of figures
 //	aibench bare PORT                  GET /api/health answered by a bare net/http handler
@@ -68,6 +69,13 @@ func main() {
 
 const answer = `{"id":"chatcmpl-fake123","object":"chat.completion","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I help you today?","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default"}`
 
+// toolAnswer is answer's tool-call twin: the same usage, a call in place of the text, and a
+// text of the same length in plainTwin, so that the two answers are the same size.
+const (
+	toolAnswer = `{"id":"chatcmpl-fake123","object":"chat.completion","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"id":"call_abcdefghijklmnopqrstuvwx","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"days\":3}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default"}`
+	plainTwin  = `{"id":"chatcmpl-fake123","object":"chat.completion","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I help you today? The weather in Paris for three days is mild, sunny and dry. Bring a light jacket for the evenings and sunglasses for midday, to","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default"}`
+)
+
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
@@ -84,9 +92,18 @@ func fake(port string) error {
 	}
 	http.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		tools := bytes.Contains(body, []byte(`"tools":`))
+		call := bytes.Contains(body, []byte(`"tool_choice":"required"`))
 		if !bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(answer))
+			switch {
+			case call:
+				_, _ = w.Write([]byte(toolAnswer))
+			case tools:
+				_, _ = w.Write([]byte(plainTwin))
+			default:
+				_, _ = w.Write([]byte(answer))
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -94,6 +111,13 @@ func fake(port string) error {
 		chunk := func(s string) {
 			fmt.Fprintf(w, "data: %s\n\n", s)
 			fl.Flush()
+		}
+		finish := "stop"
+		if call {
+			// A tool call streamed as OpenAI does: its id and name, then argument fragments of
+			// the size of the text pieces.
+			finish = "tool_calls"
+			chunk(`{"id":"c","object":"chat.completion.chunk","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_abc","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`)
 		}
 		for i := range pieces {
 			if i > 0 {
@@ -103,9 +127,13 @@ func fake(port string) error {
 					return
 				}
 			}
+			if call {
+				chunk(`{"id":"c","object":"chat.completion.chunk","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"word "}}]},"finish_reason":null}]}`)
+				continue
+			}
 			chunk(`{"id":"c","object":"chat.completion.chunk","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}`)
 		}
-		chunk(`{"id":"c","object":"chat.completion.chunk","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		chunk(`{"id":"c","object":"chat.completion.chunk","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{},"finish_reason":"` + finish + `"}]}`)
 		chunk(fmt.Sprintf(`{"id":"c","object":"chat.completion.chunk","created":1763800000,"model":"gpt-4o-mini-2024-07-18","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":%d,"total_tokens":%d}}`, pieces, pieces+12))
 		chunk("[DONE]")
 	})

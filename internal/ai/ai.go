@@ -38,9 +38,14 @@ type Completion struct {
 
 	// FinishReason is why the answer ended, in OpenAI's words: stop, length, content_filter,
 	// tool_calls ("" when the provider did not say).
-	FinishReason    string `json:"-"`
-	CachedTokens    int64  `json:"-"` // prompt tokens read from the provider's cache
-	ReasoningTokens int64  `json:"-"` // completion tokens spent on reasoning/thinking
+	FinishReason string `json:"-"`
+	// ToolCalls are the tools the answer calls (none on the three endpoints, which offer no
+	// tools).
+	ToolCalls    []ToolCall `json:"-"`
+	CachedTokens int64      `json:"-"` // prompt tokens read from the provider's cache
+	// CacheWriteTokens are the prompt tokens written to the provider's cache (Anthropic).
+	CacheWriteTokens int64 `json:"-"`
+	ReasoningTokens  int64 `json:"-"` // completion tokens spent on reasoning/thinking
 }
 
 // Usage counts tokens by one rule for every provider: cached prompt tokens are prompt tokens,
@@ -253,7 +258,8 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 	return s.run(ctx, userID, providerName, in, nil)
 }
 
-// Stream is Complete with the answer's text handed to onDelta piece by piece as it arrives.
+// Stream is Complete with the answer's text and tool calls handed to onDelta piece by piece
+// as they arrive.
 // An error returned before onDelta was first called means nothing was sent (the caller may still
 // answer a JSON error); onDelta returning an error cancels the upstream call.
 //
@@ -261,15 +267,15 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 // ai.stream_idle_timeout the gap between two events. Retries happen only before the provider
 // starts its answer. A call canceled mid-stream is recorded as canceled with the usage the
 // provider reported until then.
-func (s *Service) Stream(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(text string) error) (*Completion, error) {
+func (s *Service) Stream(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(Delta) error) (*Completion, error) {
 	if onDelta == nil {
-		onDelta = func(string) error { return nil }
+		onDelta = func(Delta) error { return nil }
 	}
 	return s.run(ctx, userID, providerName, in, onDelta)
 }
 
 // run is Complete (onDelta nil) and Stream.
-func (s *Service) run(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(string) error) (*Completion, error) {
+func (s *Service) run(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(Delta) error) (*Completion, error) {
 	ep, ok := providers[providerName]
 	if !ok {
 		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
@@ -287,8 +293,13 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
 			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
 	}
+	id := RequestIDFor(in.RequestID)
 	c := &call{model: in.Model, messages: in.Messages, temperature: ep.spec.defaultTemperature, maxTokens: s.maxTok,
-		topP: in.TopP, stop: in.Stop, stream: onDelta != nil}
+		topP: in.TopP, stop: in.Stop, stream: onDelta != nil, tools: in.Tools, toolChoice: in.ToolChoice,
+		parallel: in.ParallelToolCalls, format: in.ResponseFormat, idPrefix: toolCallIDPrefix(id)}
+	if err := ep.provider.check(c); err != nil {
+		return nil, err
+	}
 	if c.model == "" {
 		c.model = cfg.DefaultModel
 	}
@@ -300,7 +311,6 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	}
 	_, refuses := s.noTemperature.Get(modelKey{providerName, c.model})
 	c.sendTemperature = !refuses
-	id := RequestIDFor(in.RequestID)
 
 	var hold Reservation
 	if s.budget != nil {
@@ -327,7 +337,7 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	}
 	return s.finish(ctx, finished{
 		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
-		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold,
+		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold, idPrefix: c.idPrefix,
 	})
 }
 
@@ -341,6 +351,18 @@ type finished struct {
 	res                         *result        // the answer; on a failure mid-stream, what came until then (may be nil)
 	err                         *upstreamError // nil: success
 	hold                        Reservation    // the budget's hold (nil: no budget)
+	idPrefix                    string         // of the tool call ids made up where the provider gives none
+}
+
+// toolCallIDPrefix is the prefix of the ids made up for the tool calls of the call with
+// request id id (Gemini names none): "call_", 24 hex digits of id, "_"; the call's number
+// follows, so that ids are stable within an answer and unique across answers.
+func toolCallIDPrefix(id string) string {
+	hex := strings.ReplaceAll(id, "-", "")
+	if len(hex) > 24 {
+		hex = hex[:24]
+	}
+	return "call_" + hex + "_"
 }
 
 // finish is the one place where a call that reached a provider ends: it is priced, recorded,
@@ -368,11 +390,17 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 		if prices.Entry != "" {
 			rec.Prices = &prices
 		}
+		for i := range f.res.toolCalls {
+			if f.res.toolCalls[i].ID == "" {
+				f.res.toolCalls[i].ID = f.idPrefix + strconv.Itoa(i)
+			}
+		}
 		c = &Completion{
-			Text:  f.res.text,
+			Text: f.res.text, ToolCalls: f.res.toolCalls,
 			Usage: Usage{PromptTokens: f.res.promptTokens, CompletionTokens: f.res.completionTokens, TotalTokens: total},
 			Model: rec.Model, Provider: f.provider, Cost: cost, RequestID: f.id,
-			FinishReason: f.res.finishReason, CachedTokens: f.res.cacheReadTokens, ReasoningTokens: f.res.reasoningTokens,
+			FinishReason: f.res.finishReason, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
+			ReasoningTokens: f.res.reasoningTokens,
 		}
 	}
 	var err error
@@ -411,8 +439,11 @@ func (s *Service) worstCase(provider string, c *call) float64 {
 		}
 	}
 	var promptBytes int
-	for _, m := range c.messages {
-		promptBytes += len(m.Content)
+	for i := range c.messages {
+		promptBytes += c.messages[i].size()
+	}
+	for _, t := range c.tools {
+		promptBytes += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	return usage.RoundCost(float64(promptBytes)*in + float64(c.maxTokens)*out)
 }
@@ -445,7 +476,7 @@ func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c
 			u.status = resp.StatusCode
 			return u
 		}
-		r, err := ep.provider.parse(resp.Header, body)
+		r, err := ep.provider.parse(c, resp.Header, body)
 		if err != nil {
 			return asUpstream(err)
 		}

@@ -1,7 +1,9 @@
 package ai
 
 import (
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,7 +40,14 @@ func TestParseGolden(t *testing.T) {
 		{"OpenAINotObject", "openai", `[]`, result{}, "not a JSON object"},
 		{"OpenAINull", "openai", `null`, result{}, "no choices"},
 		{"AnthropicTextBlocksJoined", "anthropic", `{"id":"msg_1","type":"message","model":"claude-haiku-4-5","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"a"},{"type":"tool_use","id":"t"},{"type":"text","text":"b"}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":6,"cache_read_input_tokens":7,"cache_creation_input_tokens":8}}`,
-			result{text: "ab", model: "claude-haiku-4-5", promptTokens: 20, completionTokens: 6, cacheReadTokens: 7, cacheWriteTokens: 8, finishReason: "tool_calls", providerRequestID: "msg_1"}, ""},
+			result{text: "ab", toolCalls: []ToolCall{{ID: "t", Arguments: "{}"}}, model: "claude-haiku-4-5", promptTokens: 20, completionTokens: 6, cacheReadTokens: 7, cacheWriteTokens: 8, finishReason: "tool_calls", providerRequestID: "msg_1"}, ""},
+		{"OpenAIToolCalls", "openai", `{"id":"c","choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`,
+			result{toolCalls: []ToolCall{{ID: "call_1", Name: "f", Arguments: `{"a":1}`}, {ID: "call_2", Name: "g", Arguments: "{}"}}, finishReason: "tool_calls", providerRequestID: "c"}, ""},
+		{"AnthropicToolUse", "anthropic", `{"id":"m","content":[{"type":"text","text":"Let me see."},{"type":"tool_use","id":"toolu_1","name":"f","input":{"city":"x"}}],"stop_reason":"tool_use"}`,
+			result{text: "Let me see.", toolCalls: []ToolCall{{ID: "toolu_1", Name: "f", Arguments: `{"city":"x"}`}}, finishReason: "tool_calls", providerRequestID: "m"}, ""},
+		{"GeminiFunctionCalls", "gemini", `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":1}}},{"functionCall":{"name":"g"}}]},"finishReason":"STOP"}]}`,
+			result{toolCalls: []ToolCall{{Name: "f", Arguments: `{"a":1}`}, {Name: "g", Arguments: "{}"}}, finishReason: "tool_calls"}, ""},
+		{"GeminiFunctionCallArgsNotObject", "gemini", `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":[1]}}]}}]}`, result{}, "not an object"},
 		{"AnthropicErrorObject", "anthropic", `{"type":"error","error":{"type":"api_error","message":"x"}}`, result{}, "error object"},
 		{"AnthropicTruncated", "anthropic", `{"id":"msg_1","content":[{"type":"te`, result{}, "not valid JSON"},
 		{"GeminiThoughtsSkipped", "gemini", `{"candidates":[{"content":{"parts":[{"text":"a","thought":true},{"text":"b"}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":2,"thoughtsTokenCount":3,"toolUsePromptTokenCount":4,"cachedContentTokenCount":1},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`,
@@ -51,7 +60,7 @@ func TestParseGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := providers[tt.provider].provider.parse(http.Header{}, []byte(tt.body))
+			got, err := providers[tt.provider].provider.parse(&call{}, http.Header{}, []byte(tt.body))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(describe(asUpstream(err)), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -61,7 +70,7 @@ func TestParseGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *got != tt.want {
+			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, tt.want)
 			}
 		})
@@ -105,22 +114,54 @@ func TestStreamDecodersGolden(t *testing.T) {
 			{"", `{"candidates":[{"content":{"parts":[{"text":"think","thought":true},{"text":"A"}]}}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":1},"modelVersion":"g","responseId":"r"}`},
 			{"", `{"candidates":[{"content":{"parts":[{"text":"B"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":4,"candidatesTokenCount":2,"thoughtsTokenCount":1}}`}}, "A|B", false,
 			result{text: "AB", model: "g", promptTokens: 4, completionTokens: 3, reasoningTokens: 1, finishReason: "stop", providerRequestID: "r"}, ""},
+		{"OpenAIToolCallPieces", "openai", []ev{
+			{"", `{"id":"c","choices":[{"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}`},
+			{"", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\""}}]}}]}`},
+			{"", `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}},{"index":1,"id":"call_2","function":{"name":"g","arguments":"{}"}}]}}]}`},
+			{"", `{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`},
+			{"", `[DONE]`}}, `#0:call_1:f:|#0:::{"a"|#0::::1}|#1:call_2:g:{}`, true,
+			result{toolCalls: []ToolCall{{ID: "call_1", Name: "f", Arguments: `{"a":1}`}, {ID: "call_2", Name: "g", Arguments: "{}"}}, finishReason: "tool_calls", providerRequestID: "c"}, ""},
+		{"OpenAIToolCallIndexOutOfBounds", "openai", []ev{{"", `{"choices":[{"delta":{"tool_calls":[{"index":100000,"function":{"arguments":"x"}}]}}]}`}},
+			"", false, result{}, "tool call numbered 100000"},
+		{"AnthropicToolUse", "anthropic", []ev{
+			{"message_start", `{"type":"message_start","message":{"id":"m","model":"claude","usage":{"input_tokens":5,"output_tokens":1}}}`},
+			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hm."}}`},
+			{"content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"f","input":{}}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}`},
+			{"content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":":1}"}}`},
+			{"content_block_stop", `{"type":"content_block_stop","index":1}`},
+			{"content_block_start", `{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_2","name":"g","input":{}}}`},
+			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`},
+			{"message_stop", `{"type":"message_stop"}`}}, `Hm.|#0:toolu_1:f:|#0:::{"a"|#0::::1}|#1:toolu_2:g:`, true,
+			result{text: "Hm.", toolCalls: []ToolCall{{ID: "toolu_1", Name: "f", Arguments: `{"a":1}`}, {ID: "toolu_2", Name: "g", Arguments: "{}"}},
+				model: "claude", promptTokens: 5, completionTokens: 9, finishReason: "tool_calls", providerRequestID: "m"}, ""},
+		{"AnthropicInputForNoTool", "anthropic", []ev{{"content_block_delta", `{"type":"content_block_delta","index":3,"delta":{"type":"input_json_delta","partial_json":"{"}}`}},
+			"", false, result{}, "no tool call"},
+		{"GeminiFunctionCalls", "gemini", []ev{
+			{"", `{"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":1}}},{"functionCall":{"id":"x","name":"g","args":{}}}]},"finishReason":"STOP"}]}`}},
+			`#0::f:{"a":1}|#1:x:g:{}`, false, result{toolCalls: []ToolCall{{Name: "f", Arguments: `{"a":1}`}, {ID: "x", Name: "g", Arguments: "{}"}}, finishReason: "tool_calls"}, ""},
 		{"GeminiNegative", "gemini", []ev{{"", `{"usageMetadata":{"promptTokenCount":-5}}`}}, "", false, result{}, "impossible token count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dec := providers[tt.provider].provider.newStream(http.Header{})
+			dec := providers[tt.provider].provider.newStream(&call{}, http.Header{})
 			var deltas []string
 			end := false
 			var err error
 			for _, e := range tt.events {
-				var d string
-				if d, end, err = dec.event(e.name, []byte(e.data)); err != nil {
+				var ds []Delta
+				if ds, end, err = dec.event(e.name, []byte(e.data), nil); err != nil {
 					break
 				}
-				if d != "" {
-					deltas = append(deltas, d)
+				for _, d := range ds {
+					if tc := d.ToolCall; tc != nil {
+						deltas = append(deltas, fmt.Sprintf("#%d:%s:%s:%s", tc.Index, tc.ID, tc.Name, tc.Arguments))
+					} else {
+						deltas = append(deltas, d.Text)
+					}
 				}
 			}
 			if strings.Join(deltas, "|") != tt.wantDeltas {
@@ -135,7 +176,7 @@ func TestStreamDecodersGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if end != tt.wantEnd || *dec.result() != tt.want {
+			if end != tt.wantEnd || !reflect.DeepEqual(*dec.result(), tt.want) {
 				t.Errorf("end %v, got %+v\nwant %+v", end, *dec.result(), tt.want)
 			}
 		})
@@ -152,7 +193,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, ep := range providers {
-			res, err := ep.provider.parse(http.Header{}, []byte(body))
+			res, err := ep.provider.parse(&call{}, http.Header{}, []byte(body))
 			if err != nil {
 				continue
 			}

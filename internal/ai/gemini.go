@@ -2,6 +2,7 @@ package ai
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,6 +34,8 @@ type geminiRequest struct {
 	Contents          []geminiContent        `json:"contents"`
 	SystemInstruction *geminiContent         `json:"systemInstruction,omitempty"`
 	GenerationConfig  geminiGenerationConfig `json:"generationConfig"`
+	Tools             []geminiTool           `json:"tools,omitempty"`
+	ToolConfig        *geminiToolConfig      `json:"toolConfig,omitempty"`
 }
 
 type geminiContent struct {
@@ -40,37 +43,167 @@ type geminiContent struct {
 	Parts []geminiPart `json:"parts"`
 }
 
+// geminiPart is one part of a content: text, inline data, a function call or its response.
 type geminiPart struct {
-	Text    string `json:"text"`
-	Thought bool   `json:"thought,omitempty"`
+	Text             string                  `json:"text,omitempty"`
+	Thought          bool                    `json:"thought,omitempty"`
+	InlineData       *geminiInlineData       `json:"inlineData,omitempty"`
+	FunctionCall     *geminiFunctionCall     `json:"functionCall,omitempty"`
+	FunctionResponse *geminiFunctionResponse `json:"functionResponse,omitempty"`
+}
+
+type geminiInlineData struct {
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
+}
+
+type geminiFunctionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+type geminiFunctionResponse struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
+}
+
+type geminiTool struct {
+	FunctionDeclarations []geminiFunctionDeclaration `json:"functionDeclarations"`
+}
+
+// geminiFunctionDeclaration declares a tool with its schema as JSON Schema
+// (parametersJsonSchema), which Gemini takes as the client wrote it.
+type geminiFunctionDeclaration struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+}
+
+type geminiToolConfig struct {
+	FunctionCallingConfig geminiFunctionCallingConfig `json:"functionCallingConfig"`
+}
+
+type geminiFunctionCallingConfig struct {
+	Mode                 string   `json:"mode"` // AUTO, ANY, NONE
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
 }
 
 type geminiGenerationConfig struct {
-	Temperature     *float64 `json:"temperature,omitempty"`
-	TopP            *float64 `json:"topP,omitempty"`
-	StopSequences   []string `json:"stopSequences,omitempty"`
-	MaxOutputTokens int      `json:"maxOutputTokens"`
+	Temperature        *float64        `json:"temperature,omitempty"`
+	TopP               *float64        `json:"topP,omitempty"`
+	StopSequences      []string        `json:"stopSequences,omitempty"`
+	MaxOutputTokens    int             `json:"maxOutputTokens"`
+	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+}
+
+// check refuses what Gemini cannot take: an image by URL (it reads inline data only) and
+// arguments that are not an object.
+func (gemini) check(c *call) error {
+	for i := range c.messages {
+		m := &c.messages[i]
+		for j, p := range m.Parts {
+			if p.Image != nil && !p.Image.Inline() {
+				at := fmt.Sprintf("messages.%d.content.%d.image_url", i, j)
+				return refuse(at, at+": gemini models read images sent inline (a data: URL), not by URL")
+			}
+		}
+		for j, tc := range m.ToolCalls {
+			if _, ok := argumentsObject(tc.Arguments); !ok {
+				at := fmt.Sprintf("messages.%d.tool_calls.%d.function.arguments", i, j)
+				return refuse(at, at+" must be a JSON object on gemini models")
+			}
+		}
+	}
+	return nil
 }
 
 func (gemini) body(c *call) any {
 	r := geminiRequest{Contents: make([]geminiContent, 0, len(c.messages)), GenerationConfig: geminiGenerationConfig{
 		Temperature: c.temperatureParam(), TopP: c.topP, StopSequences: c.stop, MaxOutputTokens: c.maxTokens}}
-	for _, m := range c.messages {
-		part := geminiPart{Text: m.Content}
+	var names map[string]string // tool call id: name, for the results
+	for i := range c.messages {
+		m := &c.messages[i]
 		switch m.Role {
 		case "system":
 			if r.SystemInstruction == nil {
 				r.SystemInstruction = &geminiContent{}
 			}
-			r.SystemInstruction.Parts = append(r.SystemInstruction.Parts, part)
-			continue
+			r.SystemInstruction.Parts = append(r.SystemInstruction.Parts, geminiPart{Text: m.text()})
+		case "tool":
+			if names == nil {
+				names = toolNames(c.messages)
+			}
+			part := geminiPart{FunctionResponse: &geminiFunctionResponse{Name: names[m.ToolCallID], Response: geminiResult(m.Content)}}
+			if n := len(r.Contents); n > 0 && i > 0 && c.messages[i-1].Role == "tool" {
+				r.Contents[n-1].Parts = append(r.Contents[n-1].Parts, part)
+				continue
+			}
+			r.Contents = append(r.Contents, geminiContent{Role: "user", Parts: []geminiPart{part}})
 		case "assistant":
-			r.Contents = append(r.Contents, geminiContent{Role: "model", Parts: []geminiPart{part}})
+			r.Contents = append(r.Contents, geminiContent{Role: "model", Parts: geminiParts(m)})
 		default:
-			r.Contents = append(r.Contents, geminiContent{Role: m.Role, Parts: []geminiPart{part}})
+			r.Contents = append(r.Contents, geminiContent{Role: m.Role, Parts: geminiParts(m)})
+		}
+	}
+	if len(c.tools) > 0 {
+		decl := make([]geminiFunctionDeclaration, len(c.tools))
+		for i, t := range c.tools {
+			decl[i] = geminiFunctionDeclaration{Name: t.Name, Description: t.Description, ParametersJSONSchema: t.Parameters}
+		}
+		r.Tools = []geminiTool{{FunctionDeclarations: decl}}
+		switch c.toolChoice.Mode {
+		case ToolNone:
+			r.ToolConfig = &geminiToolConfig{geminiFunctionCallingConfig{Mode: "NONE"}}
+		case ToolRequired:
+			r.ToolConfig = &geminiToolConfig{geminiFunctionCallingConfig{Mode: "ANY"}}
+		case ToolNamed:
+			r.ToolConfig = &geminiToolConfig{geminiFunctionCallingConfig{Mode: "ANY", AllowedFunctionNames: []string{c.toolChoice.Name}}}
+		case ToolAuto:
+			r.ToolConfig = &geminiToolConfig{geminiFunctionCallingConfig{Mode: "AUTO"}}
+		}
+	}
+	if f := c.format; f != nil {
+		r.GenerationConfig.ResponseMimeType = "application/json"
+		if f.Type == "json_schema" {
+			r.GenerationConfig.ResponseJSONSchema = f.Schema
 		}
 	}
 	return r
+}
+
+// geminiParts is m's content as parts: its text and images, then its function calls.
+func geminiParts(m *Message) []geminiPart {
+	var out []geminiPart
+	if len(m.Parts) == 0 && (m.Content != "" || len(m.ToolCalls) == 0) {
+		out = append(out, geminiPart{Text: m.Content})
+	}
+	for _, p := range m.Parts {
+		if p.Image != nil {
+			out = append(out, geminiPart{InlineData: &geminiInlineData{MimeType: p.Image.MediaType, Data: p.Image.Data}})
+		} else {
+			out = append(out, geminiPart{Text: p.Text})
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		args, _ := argumentsObject(tc.Arguments) // check refused the others
+		out = append(out, geminiPart{FunctionCall: &geminiFunctionCall{Name: tc.Name, Args: args}})
+	}
+	return out
+}
+
+// geminiResult is a tool's result as a functionResponse's response, which must be an object:
+// the result when it is a JSON object, else {"result": the text}.
+func geminiResult(content string) json.RawMessage {
+	if obj, ok := argumentsObject(content); ok && content != "" {
+		return obj
+	}
+	b, _ := json.Marshal(struct {
+		Result string `json:"result"`
+	}{content})
+	return b
 }
 
 type geminiResponse struct {
@@ -99,6 +232,29 @@ func (c *geminiCandidate) text() string {
 		}
 	}
 	return b.String()
+}
+
+// addCalls notes the candidate's function calls in b, appending each as a delta to out.
+func (c *geminiCandidate) addCalls(b *toolCallBuilder, out []Delta) ([]Delta, error) {
+	for _, p := range c.Content.Parts {
+		fc := p.FunctionCall
+		if fc == nil {
+			continue
+		}
+		args := "{}"
+		if len(fc.Args) > 0 && string(fc.Args) != "null" {
+			if _, ok := argumentsObject(string(fc.Args)); !ok {
+				return out, malformed("gemini sent a function call whose args are not an object")
+			}
+			args = string(fc.Args)
+		}
+		piece, err := b.add(b.next(), fc.ID, fc.Name, args)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, Delta{ToolCall: piece})
+	}
+	return out, nil
 }
 
 type geminiUsage struct {
@@ -138,7 +294,7 @@ func geminiFinish(reason string) string {
 	return "stop"
 }
 
-func (gemini) parse(_ http.Header, body []byte) (*result, error) {
+func (gemini) parse(_ *call, _ http.Header, body []byte) (*result, error) {
 	var r geminiResponse
 	if err := decodeAnswer("gemini", body, &r); err != nil {
 		return nil, err
@@ -151,6 +307,13 @@ func (gemini) parse(_ http.Header, body []byte) (*result, error) {
 	}
 	res := &result{text: r.Candidates[0].text(), model: r.ModelVersion, providerRequestID: r.ResponseID,
 		finishReason: geminiFinish(r.Candidates[0].FinishReason)}
+	var calls toolCallBuilder
+	if _, err := r.Candidates[0].addCalls(&calls, nil); err != nil {
+		return nil, err
+	}
+	if res.toolCalls = calls.calls(); res.toolCalls != nil && res.finishReason == "stop" {
+		res.finishReason = "tool_calls"
+	}
 	if r.UsageMetadata != nil {
 		if err := r.UsageMetadata.apply(res); err != nil {
 			return nil, err
@@ -194,16 +357,17 @@ func (gemini) failure(status int, header http.Header, body []byte) *upstreamErro
 // geminiStream reads :streamGenerateContent?alt=sse: every event is a whole
 // GenerateContentResponse with the text added and the usage so far; the body's end ends it.
 type geminiStream struct {
-	res  result
-	text strings.Builder
+	res   result
+	text  strings.Builder
+	calls toolCallBuilder
 }
 
-func (gemini) newStream(http.Header) streamDecoder { return &geminiStream{} }
+func (gemini) newStream(*call, http.Header) streamDecoder { return &geminiStream{} }
 
-func (s *geminiStream) event(_ string, data []byte) (string, bool, error) {
+func (s *geminiStream) event(_ string, data []byte, out []Delta) ([]Delta, bool, error) {
 	var r geminiResponse
 	if err := decodeAnswer("gemini", data, &r); err != nil {
-		return "", false, err
+		return out, false, err
 	}
 	if r.ModelVersion != "" {
 		s.res.model = r.ModelVersion
@@ -213,25 +377,31 @@ func (s *geminiStream) event(_ string, data []byte) (string, bool, error) {
 	}
 	if r.UsageMetadata != nil {
 		if err := r.UsageMetadata.apply(&s.res); err != nil {
-			return "", false, err
+			return out, false, err
 		}
 	}
 	if len(r.Candidates) == 0 {
 		if r.PromptFeedback.BlockReason != "" {
-			return "", false, &upstreamError{status: http.StatusOK, blocked: r.PromptFeedback.BlockReason}
+			return out, false, &upstreamError{status: http.StatusOK, blocked: r.PromptFeedback.BlockReason}
 		}
-		return "", false, nil
+		return out, false, nil
 	}
 	if f := geminiFinish(r.Candidates[0].FinishReason); f != "" {
 		s.res.finishReason = f
 	}
-	delta := r.Candidates[0].text()
-	s.text.WriteString(delta)
-	return delta, false, nil
+	if text := r.Candidates[0].text(); text != "" {
+		s.text.WriteString(text)
+		out = append(out, Delta{Text: text})
+	}
+	out, err := r.Candidates[0].addCalls(&s.calls, out)
+	return out, false, err
 }
 
 func (s *geminiStream) result() *result {
 	s.res.text = s.text.String()
+	if s.res.toolCalls = s.calls.calls(); s.res.toolCalls != nil && s.res.finishReason == "stop" {
+		s.res.finishReason = "tool_calls"
+	}
 	return &s.res
 }
 

@@ -12,12 +12,6 @@ import (
 	"github.com/acme/app/internal/validate"
 )
 
-// Message is one chat message of a request.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
 // ChatInput is the body of the three AI endpoints: {messages, model?, temperature?, maxTokens?,
 // stream?}.
 // Decoding it never fails on a field's type: type problems are kept and reported by
@@ -38,6 +32,13 @@ type ChatInput struct {
 	// Gemini's systemInstruction); the Anthropic and Gemini endpoints refuse the role, as the
 	// service they replace did, and other surfaces set it.
 	SystemAllowed bool `json:"-"`
+
+	// Tools, ToolChoice, ParallelToolCalls and ResponseFormat are set by the surfaces that
+	// speak a provider's dialect (the three endpoints take none of them).
+	Tools             []Tool          `json:"-"`
+	ToolChoice        ToolChoice      `json:"-"`
+	ParallelToolCalls *bool           `json:"-"`
+	ResponseFormat    *ResponseFormat `json:"-"`
 
 	// RequestID, when a UUID, becomes the answer's requestId (the HTTP layer passes the
 	// request's X-Request-Id); otherwise a new one is made.
@@ -162,12 +163,23 @@ func (in *ChatInput) validate(s *spec) error {
 	case in.Messages != nil && len(in.Messages) == 0:
 		p.add("messages", validate.NotEmpty("messages"))
 	}
+	called := map[string]bool{}
 	for i, m := range in.Messages {
-		if !slices.Contains(s.roles, m.Role) && (m.Role != "system" || !in.SystemAllowed) {
+		if !slices.Contains(s.roles, m.Role) && (m.Role != "system" || !in.SystemAllowed) && (m.Role != "tool" || m.ToolCallID == "") {
 			at := fmt.Sprintf("messages.%d.role", i)
 			p.add(at, validate.IsIn(at, s.roles))
 		}
-		if m.Content == "" {
+		for _, c := range m.ToolCalls {
+			called[c.ID] = true
+		}
+		if m.Role == "tool" && m.ToolCallID != "" {
+			if !called[m.ToolCallID] {
+				at := fmt.Sprintf("messages.%d.tool_call_id", i)
+				p.add(at, fmt.Sprintf("%s %q answers no tool call of an earlier assistant message", at, m.ToolCallID))
+			}
+			continue // a tool's result may be empty
+		}
+		if !m.hasContent() {
 			at := fmt.Sprintf("messages.%d.content", i)
 			if !slices.ContainsFunc(in.problems.msgs, func(msg string) bool { return strings.HasPrefix(msg, at) }) {
 				p.add(at, validate.NotEmpty(at))

@@ -21,27 +21,137 @@ func (openAI) headers(apiKey string) []string { return []string{"Authorization",
 // openAIRequest is the body of a chat completion. max_completion_tokens, not max_tokens: the
 // latter is refused by reasoning models.
 type openAIRequest struct {
-	Model               string               `json:"model"`
-	Messages            []Message            `json:"messages"`
-	Temperature         *float64             `json:"temperature,omitempty"`
-	TopP                *float64             `json:"top_p,omitempty"`
-	Stop                []string             `json:"stop,omitempty"`
-	MaxCompletionTokens int                  `json:"max_completion_tokens"`
-	Stream              bool                 `json:"stream,omitempty"`
-	StreamOptions       *openAIStreamOptions `json:"stream_options,omitempty"`
+	Model               string                `json:"model"`
+	Messages            []openAIMessage       `json:"messages"`
+	Temperature         *float64              `json:"temperature,omitempty"`
+	TopP                *float64              `json:"top_p,omitempty"`
+	Stop                []string              `json:"stop,omitempty"`
+	MaxCompletionTokens int                   `json:"max_completion_tokens"`
+	Stream              bool                  `json:"stream,omitempty"`
+	StreamOptions       *openAIStreamOptions  `json:"stream_options,omitempty"`
+	Tools               []openAITool          `json:"tools,omitempty"`
+	ToolChoice          any                   `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool                 `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat      *openAIResponseFormat `json:"response_format,omitempty"`
 }
 
 type openAIStreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
+// openAIMessage is a message on the wire: content a string, an array of parts, or null (an
+// assistant's tool calls alone).
+type openAIMessage struct {
+	Role       string           `json:"role"`
+	Content    any              `json:"content"`
+	ToolCalls  []openAIToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
+}
+
+type openAIPart struct {
+	Type     string          `json:"type"` // text, image_url
+	Text     string          `json:"text,omitempty"`
+	ImageURL *openAIImageURL `json:"image_url,omitempty"`
+}
+
+type openAIImageURL struct {
+	URL    string `json:"url"`
+	Detail string `json:"detail,omitempty"`
+}
+
+type openAIToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"` // function
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type openAITool struct {
+	Type     string         `json:"type"` // function
+	Function openAIFunction `json:"function"`
+}
+
+type openAIFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+type openAIResponseFormat struct {
+	Type       string            `json:"type"`
+	JSONSchema *openAIJSONSchema `json:"json_schema,omitempty"`
+}
+
+type openAIJSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
+}
+
+// check takes everything: OpenAI's own format is the conversation's.
+func (openAI) check(*call) error { return nil }
+
 func (openAI) body(c *call) any {
-	r := openAIRequest{Model: c.model, Messages: c.messages, Temperature: c.temperatureParam(), TopP: c.topP,
-		Stop: c.stop, MaxCompletionTokens: c.maxTokens}
+	r := openAIRequest{Model: c.model, Messages: make([]openAIMessage, len(c.messages)), Temperature: c.temperatureParam(),
+		TopP: c.topP, Stop: c.stop, MaxCompletionTokens: c.maxTokens}
+	for i := range c.messages {
+		r.Messages[i] = openAIMessageOf(&c.messages[i])
+	}
 	if c.stream {
 		r.Stream, r.StreamOptions = true, &openAIStreamOptions{IncludeUsage: true}
 	}
+	if len(c.tools) > 0 {
+		r.Tools = make([]openAITool, len(c.tools))
+		for i, t := range c.tools {
+			r.Tools[i] = openAITool{Type: "function", Function: openAIFunction{Name: t.Name, Description: t.Description,
+				Parameters: t.Parameters, Strict: t.Strict}}
+		}
+		r.ParallelToolCalls = c.parallel
+		switch c.toolChoice.Mode {
+		case ToolAuto, ToolNone, ToolRequired:
+			r.ToolChoice = c.toolChoice.Mode
+		case ToolNamed:
+			r.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": c.toolChoice.Name}}
+		}
+	}
+	if f := c.format; f != nil {
+		r.ResponseFormat = &openAIResponseFormat{Type: f.Type}
+		if f.Type == "json_schema" {
+			r.ResponseFormat.JSONSchema = &openAIJSONSchema{Name: f.Name, Description: f.Description, Schema: f.Schema, Strict: f.Strict}
+		}
+	}
 	return r
+}
+
+// openAIMessageOf is m on OpenAI's wire.
+func openAIMessageOf(m *Message) openAIMessage {
+	out := openAIMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+	switch {
+	case len(m.Parts) > 0:
+		parts := make([]openAIPart, len(m.Parts))
+		for i, p := range m.Parts {
+			if p.Image != nil {
+				parts[i] = openAIPart{Type: "image_url", ImageURL: &openAIImageURL{URL: p.Image.URL, Detail: p.Image.Detail}}
+			} else {
+				parts[i] = openAIPart{Type: "text", Text: p.Text}
+			}
+		}
+		out.Content = parts
+	case len(m.ToolCalls) > 0 && m.Content == "":
+		out.Content = nil
+	}
+	if len(m.ToolCalls) > 0 {
+		out.ToolCalls = make([]openAIToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			out.ToolCalls[i].ID, out.ToolCalls[i].Type = tc.ID, "function"
+			out.ToolCalls[i].Function.Name, out.ToolCalls[i].Function.Arguments = tc.Name, tc.Arguments
+		}
+	}
+	return out
 }
 
 type openAIResponse struct {
@@ -53,7 +163,8 @@ type openAIResponse struct {
 
 type openAIChoice struct {
 	Message struct {
-		Content string `json:"content"` // null (a refusal or a tool call) is an empty text
+		Content   string           `json:"content"` // null (a refusal or a tool call) is an empty text
+		ToolCalls []openAIToolCall `json:"tool_calls"`
 	} `json:"message"`
 	FinishReason string `json:"finish_reason"`
 }
@@ -91,7 +202,7 @@ func openAIFinish(reason string) string {
 	return reason
 }
 
-func (openAI) parse(header http.Header, body []byte) (*result, error) {
+func (openAI) parse(_ *call, header http.Header, body []byte) (*result, error) {
 	var r openAIResponse
 	if err := decodeAnswer("openai", body, &r); err != nil {
 		return nil, err
@@ -101,6 +212,12 @@ func (openAI) parse(header http.Header, body []byte) (*result, error) {
 	}
 	res := &result{text: r.Choices[0].Message.Content, model: r.Model, providerRequestID: r.ID,
 		finishReason: openAIFinish(r.Choices[0].FinishReason)}
+	if calls := r.Choices[0].Message.ToolCalls; len(calls) > 0 {
+		res.toolCalls = make([]ToolCall, len(calls))
+		for i, tc := range calls {
+			res.toolCalls[i] = ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		}
+	}
 	if r.Usage != nil {
 		if err := r.Usage.apply(res); err != nil {
 			return nil, err
@@ -147,7 +264,15 @@ type openAIChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Content string `json:"content"`
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -159,24 +284,25 @@ type openAIChunk struct {
 }
 
 type openAIStream struct {
-	res  result
-	text strings.Builder
+	res   result
+	text  strings.Builder
+	calls toolCallBuilder
 }
 
-func (openAI) newStream(header http.Header) streamDecoder {
+func (openAI) newStream(_ *call, header http.Header) streamDecoder {
 	return &openAIStream{res: result{providerRequestID: header.Get("x-request-id")}}
 }
 
-func (s *openAIStream) event(_ string, data []byte) (string, bool, error) {
+func (s *openAIStream) event(_ string, data []byte, out []Delta) ([]Delta, bool, error) {
 	if string(data) == "[DONE]" {
-		return "", true, nil
+		return out, true, nil
 	}
 	var c openAIChunk
 	if err := decodeAnswer("openai", data, &c); err != nil {
-		return "", false, err
+		return out, false, err
 	}
 	if c.Error != nil {
-		return "", false, &upstreamError{status: http.StatusOK, message: c.Error.Message}
+		return out, false, &upstreamError{status: http.StatusOK, message: c.Error.Message}
 	}
 	if c.ID != "" {
 		s.res.providerRequestID = c.ID
@@ -186,21 +312,33 @@ func (s *openAIStream) event(_ string, data []byte) (string, bool, error) {
 	}
 	if c.Usage != nil {
 		if err := c.Usage.apply(&s.res); err != nil {
-			return "", false, err
+			return out, false, err
 		}
 	}
 	if len(c.Choices) == 0 {
-		return "", false, nil
+		return out, false, nil
 	}
-	if f := c.Choices[0].FinishReason; f != "" {
+	ch := &c.Choices[0]
+	if f := ch.FinishReason; f != "" {
 		s.res.finishReason = openAIFinish(f)
 	}
-	s.text.WriteString(c.Choices[0].Delta.Content)
-	return c.Choices[0].Delta.Content, false, nil
+	if ch.Delta.Content != "" {
+		s.text.WriteString(ch.Delta.Content)
+		out = append(out, Delta{Text: ch.Delta.Content})
+	}
+	for _, tc := range ch.Delta.ToolCalls {
+		piece, err := s.calls.add(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
+		if err != nil {
+			return out, false, err
+		}
+		out = append(out, Delta{ToolCall: piece})
+	}
+	return out, false, nil
 }
 
 func (s *openAIStream) result() *result {
 	s.res.text = s.text.String()
+	s.res.toolCalls = s.calls.calls()
 	return &s.res
 }
 func (s *openAIStream) endsAtEOF() bool { return false }

@@ -12,10 +12,12 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/acme/app/internal/apperr"
 )
 
-// provider speaks one vendor's wire format. Adding a provider is one file that implements it
-// and one line in providerList.
+// provider speaks one vendor's wire format. Adding a provider is one file that implements it,
+// one line in providerList and its entry in package providers (its name and defaults).
 type provider interface {
 	// spec returns the endpoint's rules and defaults; it is called once, at package init.
 	spec() spec
@@ -23,22 +25,26 @@ type provider interface {
 	path(c *call) string
 	// headers are the authentication (and version) headers for apiKey, as name, value pairs.
 	headers(apiKey string) []string
+	// check refuses, before anything is sent, what the provider cannot take of c (an image
+	// URL Gemini cannot fetch, tool arguments that are not an object): an Invalid
+	// *apperr.Error naming the parameter, or nil.
+	check(c *call) error
 	// body is the typed JSON request body for c.
 	body(c *call) any
-	// parse reads a 2xx answer. An error is an *upstreamError.
-	parse(header http.Header, body []byte) (*result, error)
+	// parse reads a 2xx answer to c. An error is an *upstreamError.
+	parse(c *call, header http.Header, body []byte) (*result, error)
 	// failure classifies a non-2xx answer.
 	failure(status int, header http.Header, body []byte) *upstreamError
-	// newStream returns the reader of one streamed answer's events.
-	newStream(header http.Header) streamDecoder
+	// newStream returns the reader of one streamed answer's events to c.
+	newStream(c *call, header http.Header) streamDecoder
 }
 
 // streamDecoder reads one streamed answer, event by event.
 type streamDecoder interface {
-	// event reads one server-sent event: the text it adds (may be empty) and whether it ends
-	// the stream. An error is an *upstreamError (a failure the provider reported mid-stream,
+	// event reads one server-sent event: it appends to out the pieces of text and tool calls
+	// it adds (maybe none), and reports whether it ends the stream. An error is an *upstreamError (a failure the provider reported mid-stream,
 	// or an event that cannot be read).
-	event(name string, data []byte) (delta string, end bool, err error)
+	event(name string, data []byte, out []Delta) (deltas []Delta, end bool, err error)
 	// result is the answer so far: the usage reported until now, the model, the finish reason.
 	result() *result
 	// endsAtEOF reports whether the end of the body is a normal end of the stream (Gemini's
@@ -91,6 +97,11 @@ type call struct {
 	topP            *float64
 	stop            []string
 	stream          bool
+	tools           []Tool
+	toolChoice      ToolChoice
+	parallel        *bool // parallel tool calls (nil: the provider's default)
+	format          *ResponseFormat
+	idPrefix        string // of the tool call ids made up where the provider gives none
 }
 
 // temperatureParam is the temperature to send, or nil when the model refused one.
@@ -105,6 +116,7 @@ func (c *call) temperatureParam() *float64 {
 // result is a provider's answer, normalized.
 type result struct {
 	text              string
+	toolCalls         []ToolCall
 	model             string // as the provider reports it ("" = the requested one)
 	promptTokens      int64  // every prompt token, cached ones included
 	completionTokens  int64  // every completion token, reasoning/thinking included
@@ -247,6 +259,12 @@ func retryAfter(header http.Header, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// refuse is the Invalid error of a parameter a provider cannot take (param in the
+// service's notation: messages.0.content.1.image_url), sent to no provider.
+func refuse(param, msg string) error {
+	return &apperr.Error{Kind: apperr.Invalid, Messages: []string{msg}, Param: param}
 }
 
 func malformed(what string) *upstreamError {

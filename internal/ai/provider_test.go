@@ -3,12 +3,15 @@ package ai
 import (
 	"slices"
 	"testing"
+
+	registry "github.com/acme/app/internal/ai/providers"
 )
 
-// Ensure every provider is indexed under its spec's name, Providers keeps providerList's
-// order, and a caller changing the list it got does not change the next one.
+// Ensure every provider of package providers has its file here, in the same order, indexed
+// under its spec's name; Providers keeps that order, and a caller changing the list it got
+// does not change the next one.
 func TestProviders(t *testing.T) {
-	want := []string{"openai", "anthropic", "gemini"}
+	want := registry.Names()
 	got := Providers()
 	if !slices.Equal(got, want) {
 		t.Fatalf("Providers() = %v, want %v", got, want)

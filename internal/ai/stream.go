@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -22,9 +23,9 @@ var (
 )
 
 // stream calls the provider for a streamed answer, retrying only until the provider starts
-// answering, and hands every piece of text to onDelta as it arrives. On a failure after the
+// answering, and hands every piece of text or tool call to onDelta as it arrives. On a failure after the
 // answer started, the result so far (its usage) comes with the error.
-func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call, onDelta func(string) error) (*result, int, *upstreamError) {
+func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call, onDelta func(Delta) error) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	var started atomic.Bool // an event came: the timer is the idle one
@@ -50,7 +51,9 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 	}
 	defer resp.Body.Close()
 
-	dec := ep.provider.newStream(resp.Header)
+	dec := ep.provider.newStream(c, resp.Header)
+	var deltas []Delta
+	sent := false // a delta was handed to onDelta
 	events := newSSEReader(io.LimitReader(resp.Body, maxStreamBytes))
 	fail := func(u *upstreamError) (*result, int, *upstreamError) {
 		if parent.Err() != nil {
@@ -64,6 +67,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 	}
 	for {
 		name, data, err := events.next()
+		var end bool
 		if err != nil {
 			if errors.Is(err, io.EOF) && dec.endsAtEOF() {
 				break
@@ -82,12 +86,18 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		}
 		started.Store(true)
 		timer.Reset(s.idle)
-		delta, end, err := dec.event(name, data)
+		deltas, end, err = dec.event(name, data, deltas[:0])
 		if err != nil {
 			return fail(asUpstream(err))
 		}
-		if delta != "" {
-			if err := onDelta(delta); err != nil {
+		for _, d := range deltas {
+			if !sent {
+				d.PromptTokens, sent = dec.result().promptTokens, true
+			}
+			if d.ToolCall != nil && d.ToolCall.Name != "" && d.ToolCall.ID == "" {
+				d.ToolCall.ID = c.idPrefix + strconv.Itoa(d.ToolCall.Index)
+			}
+			if err := onDelta(d); err != nil {
 				cancel(err)
 				return fail(&upstreamError{canceled: true})
 			}

@@ -17,13 +17,13 @@ import (
 var models = map[string]string{"openai": "gpt-4o-mini", "anthropic": "claude-haiku-4-5", "gemini": "gemini-2.5-flash-lite"}
 
 // collect returns an onDelta that keeps the pieces.
-func collect() (*[]string, func(string) error) {
+func collect() (*[]string, func(ai.Delta) error) {
 	var mu sync.Mutex
 	var got []string
-	return &got, func(s string) error {
+	return &got, func(d ai.Delta) error {
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, s)
+		got = append(got, d.Text)
 		return nil
 	}
 }
@@ -89,7 +89,7 @@ func TestStream_NotBuffered(t *testing.T) {
 	fake := aitest.New(t, "openai", aitest.Stream(aitest.StreamOptions{Sent: hold}))
 	svc, _ := newService(t, fake, "openai", nil)
 	_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
-		func(string) error {
+		func(ai.Delta) error {
 			release()
 			return nil
 		})
@@ -141,7 +141,7 @@ func TestStream_Failures(t *testing.T) {
 		svc, _ := newService(t, fake, "openai", func(o *ai.Options) { o.Timeout = 100 * time.Millisecond })
 		called := false
 		_, err := svc.Stream(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
-			func(string) error { called = true; return nil })
+			func(ai.Delta) error { called = true; return nil })
 		if apperr.KindOf(err) != apperr.UpstreamTimeout || called {
 			t.Fatalf("err = %v, onDelta called %v", err, called)
 		}
@@ -180,7 +180,7 @@ func TestStream_CallerLeaves(t *testing.T) {
 			defer cancel()
 			n := 0
 			_, err := svc.Stream(ctx, "u", "anthropic", input(t, `{"messages":[{"role":"user","content":"x"}]}`),
-				func(string) error {
+				func(ai.Delta) error {
 					if n++; n == 2 {
 						if how == "OnDeltaFails" {
 							return errors.New("client gone")

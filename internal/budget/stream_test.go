@@ -57,7 +57,7 @@ func TestLongStreamNeverTakesTheBudgetOver(t *testing.T) {
 		start := time.Now()
 		go func() {
 			var once bool
-			_, err := svc.Stream(ctx, "u", "openai", in, func(string) error {
+			_, err := svc.Stream(ctx, "u", "openai", in, func(ai.Delta) error {
 				if !once {
 					once = true
 					close(first)

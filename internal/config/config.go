@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/acme/app/internal/ai/providers"
 	"github.com/acme/app/internal/suggest"
 )
 
@@ -76,11 +77,10 @@ type Auth struct {
 	Roles      []string // roles grantable besides user and admin
 }
 
-// AI configures the three providers.
+// AI configures the providers and the calls to them.
 type AI struct {
-	OpenAI      Provider
-	Anthropic   Provider
-	Gemini      Provider
+	// Providers are the providers' settings by name (every name of providers.List).
+	Providers   map[string]Provider
 	Timeout     time.Duration
 	PricingFile string
 	// StreamIdleTimeout bounds the gap between two events of a streamed answer.
@@ -89,6 +89,11 @@ type AI struct {
 	StreamMaxDuration time.Duration
 	// MaxIdleConnsPerHost is the keep-alive pool kept per provider host.
 	MaxIdleConnsPerHost int
+	// MaxImageBytes is the largest inline image of a request, decoded.
+	MaxImageBytes int64
+	// MaxBodyBytes is the request body limit of the routes that take images
+	// (/v1/chat/completions, /v1/messages); the other routes keep server.max_body_bytes.
+	MaxBodyBytes int64
 	// DefaultMonthlyBudget is every user's AI budget in USD per UTC month, unless they have
 	// their own; nil: none.
 	DefaultMonthlyBudget *float64
@@ -157,7 +162,7 @@ type key struct {
 }
 
 // Keys lists every configuration key with its default; docs/configuration.md mirrors it.
-var keys = []key{
+var keys = slices.Concat([]key{
 	{name: "addr", def: ":3000", flag: "addr", usage: "address to listen on"},
 	{name: "data_dir", def: "./data", flag: "data-dir", usage: "directory for the embedded store, lock and generated secrets"},
 	{name: "mongodb.uri", env: []string{"MONGODB_URI"}, flag: "mongodb-uri", usage: "MongoDB URI (empty: embedded store)"},
@@ -173,20 +178,14 @@ var keys = []key{
 	{name: "ratelimit.trusted_proxies", kind: kCIDRs},
 	{name: "auth.bcrypt_cost", def: "10", kind: kInt, min: 4, max: 31},
 	{name: "auth.roles", kind: kRoles, usage: "roles an operator may grant besides user and admin"},
-	{name: "ai.openai.api_key", env: []string{"OPENAI_API_KEY"}},
-	{name: "ai.openai.base_url", def: "https://api.openai.com/v1", kind: kURL},
-	{name: "ai.openai.default_model", def: "gpt-6-luna"},
-	{name: "ai.anthropic.api_key", env: []string{"ANTHROPIC_API_KEY"}},
-	{name: "ai.anthropic.base_url", def: "https://api.anthropic.com/v1", kind: kURL},
-	{name: "ai.anthropic.default_model", def: "claude-haiku-4-5"},
-	{name: "ai.gemini.api_key", env: []string{"GEMINI_API_KEY"}},
-	{name: "ai.gemini.base_url", def: "https://generativelanguage.googleapis.com/v1beta", kind: kURL},
-	{name: "ai.gemini.default_model", def: "gemini-3.1-flash-lite"},
+}, providerKeys(), []key{
 	{name: "ai.timeout", def: "60s", kind: kDuration, min: 1},
 	{name: "ai.pricing_file"},
 	{name: "ai.stream_idle_timeout", def: "60s", kind: kDuration, min: 1},
 	{name: "ai.stream_max_duration", def: "10m", kind: kDuration, min: 1},
 	{name: "ai.max_idle_conns_per_host", def: "256", kind: kInt, min: 1},
+	{name: "ai.max_image_bytes", def: "20971520", kind: kInt, min: 1, usage: "largest inline image of a /v1 request, decoded"},
+	{name: "ai.max_body_bytes", def: "33554432", kind: kInt, min: 1, usage: "request body limit of /v1/chat/completions and /v1/messages"},
 	{name: "ai.default_monthly_budget", usage: "USD per user per UTC month (empty: no budget)"},
 	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
 	{name: "dbcheck.max_limit", def: "1000", kind: kInt, min: 1},
@@ -205,6 +204,20 @@ var keys = []key{
 	{name: "metrics.addr", usage: "address of the Prometheus /metrics listener (empty: off)"},
 	{name: "cors.allowed_origins", kind: kOrigins, usage: "origins allowed to call the API from a browser"},
 	{name: "cors.allow_credentials", def: "false", kind: kBool},
+})
+
+// providerKeys are the keys of every AI provider: ai.<name>.api_key (also read from the
+// provider's own variable), base_url and default_model.
+func providerKeys() []key {
+	var out []key
+	for _, p := range providers.List {
+		prefix := "ai." + p.Name + "."
+		out = append(out,
+			key{name: prefix + "api_key", env: []string{p.KeyEnv}},
+			key{name: prefix + "base_url", def: p.BaseURL, kind: kURL},
+			key{name: prefix + "default_model", def: p.DefaultModel})
+	}
+	return out
 }
 
 // MinSecretBytes is the shortest jwt.secret accepted (HS256 wants a key as long as its hash).
@@ -403,15 +416,15 @@ func parse(raw map[string]string) (*Config, error) {
 		},
 		Auth: Auth{BcryptCost: p.int("auth.bcrypt_cost"), Roles: p.roles("auth.roles")},
 		AI: AI{
-			OpenAI:      p.provider("openai"),
-			Anthropic:   p.provider("anthropic"),
-			Gemini:      p.provider("gemini"),
+			Providers:   p.providers(),
 			Timeout:     p.dur("ai.timeout"),
 			PricingFile: p.str("ai.pricing_file"),
 
 			StreamIdleTimeout:   p.dur("ai.stream_idle_timeout"),
 			StreamMaxDuration:   p.dur("ai.stream_max_duration"),
 			MaxIdleConnsPerHost: p.int("ai.max_idle_conns_per_host"),
+			MaxImageBytes:       int64(p.int("ai.max_image_bytes")),
+			MaxBodyBytes:        int64(p.int("ai.max_body_bytes")),
 
 			DefaultMonthlyBudget: p.dollars("ai.default_monthly_budget"),
 		},
@@ -611,11 +624,15 @@ func (p *parser) cidrs(name string) []*net.IPNet {
 	return out
 }
 
-func (p *parser) provider(name string) Provider {
-	prefix := "ai." + name + "."
-	return Provider{
-		APIKey:       p.str(prefix + "api_key"),
-		BaseURL:      p.str(prefix + "base_url"),
-		DefaultModel: p.str(prefix + "default_model"),
+func (p *parser) providers() map[string]Provider {
+	out := make(map[string]Provider, len(providers.List))
+	for _, info := range providers.List {
+		prefix := "ai." + info.Name + "."
+		out[info.Name] = Provider{
+			APIKey:       p.str(prefix + "api_key"),
+			BaseURL:      p.str(prefix + "base_url"),
+			DefaultModel: p.str(prefix + "default_model"),
+		}
 	}
+	return out
 }

@@ -18,7 +18,7 @@ import (
 // Completer is the AI service as the gateway uses it.
 type Completer interface {
 	Complete(ctx context.Context, userID, provider string, in ai.ChatInput) (*ai.Completion, error)
-	Stream(ctx context.Context, userID, provider string, in ai.ChatInput, onDelta func(text string) error) (*ai.Completion, error)
+	Stream(ctx context.Context, userID, provider string, in ai.ChatInput, onDelta func(ai.Delta) error) (*ai.Completion, error)
 }
 
 // Options configure the service.
@@ -28,22 +28,31 @@ type Options struct {
 	// Providers are the configured providers (those with an API key) and their default
 	// models: /v1/models lists only their models.
 	Providers map[string]string
-	Now       func() time.Time // nil: time.Now
+	// MaxImageBytes is ai.max_image_bytes: the largest inline image, decoded (0: 20 MB).
+	MaxImageBytes int64
+	Now           func() time.Time // nil: time.Now
 }
+
+// DefaultMaxImageBytes is the largest inline image when Options.MaxImageBytes is 0.
+const DefaultMaxImageBytes = 20 << 20
 
 // Service answers the OpenAI-compatible endpoints.
 type Service struct {
-	ai     Completer
-	prices *ai.Prices
-	models ModelList
-	now    func() time.Time
+	ai       Completer
+	prices   *ai.Prices
+	models   ModelList
+	maxImage int64
+	now      func() time.Time
 }
 
 // New returns the service.
 func New(opts Options) *Service {
-	s := &Service{ai: opts.AI, prices: opts.Prices, now: opts.Now}
+	s := &Service{ai: opts.AI, prices: opts.Prices, maxImage: opts.MaxImageBytes, now: opts.Now}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.maxImage <= 0 {
+		s.maxImage = DefaultMaxImageBytes
 	}
 	s.models = ModelList{Object: "list", Data: []Model{}}
 	created := s.now().Unix()
@@ -87,9 +96,25 @@ func (s *Service) Complete(ctx context.Context, userID string, req *Request) (*C
 	}
 	return &ChatCompletion{
 		ID: completionID(c.RequestID), Object: "chat.completion", Created: s.now().Unix(), Model: s.answerModel(req, c),
-		Choices: []Choice{{Message: AnswerMessage{Role: "assistant", Content: c.Text}, FinishReason: finish(c)}},
+		Choices: []Choice{{Message: answerMessage(c), FinishReason: finish(c)}},
 		Usage:   usageOf(c),
 	}, nil
+}
+
+// answerMessage is the assistant's message of c: its text (null beside tool calls when there
+// is none) and its tool calls.
+func answerMessage(c *ai.Completion) AnswerMessage {
+	m := AnswerMessage{Role: "assistant"}
+	if c.Text != "" || len(c.ToolCalls) == 0 {
+		m.Content = &c.Text
+	}
+	if len(c.ToolCalls) > 0 {
+		m.ToolCalls = make([]ToolCall, len(c.ToolCalls))
+		for i, tc := range c.ToolCalls {
+			m.ToolCalls[i] = ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}}
+		}
+	}
+	return m
 }
 
 // Stream answers a streamed request: emit receives each chunk as it is ready, the assistant's
@@ -99,8 +124,18 @@ func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit 
 	chunk := &Chunk{ID: completionID(req.Input.RequestID), Object: "chat.completion.chunk", Created: s.now().Unix(),
 		Model: req.Model, Choices: make([]ChunkChoice, 1)}
 	first := true
-	c, err := s.ai.Stream(ctx, userID, req.Provider, req.Input, func(text string) error {
-		chunk.Choices[0].Delta = Delta{Content: text}
+	piece := make([]DeltaToolCall, 1)
+	c, err := s.ai.Stream(ctx, userID, req.Provider, req.Input, func(d ai.Delta) error {
+		chunk.Choices[0].Delta = Delta{Content: d.Text}
+		if tc := d.ToolCall; tc != nil {
+			// The first piece of a call carries its id, type and name; the others a fragment
+			// of its arguments, as OpenAI streams them.
+			piece[0] = DeltaToolCall{Index: tc.Index, ID: tc.ID, Function: DeltaFunction{Name: tc.Name, Arguments: tc.Arguments}}
+			if tc.ID != "" {
+				piece[0].Type = "function"
+			}
+			chunk.Choices[0].Delta.ToolCalls = piece
+		}
 		if first {
 			chunk.Choices[0].Delta.Role, first = "assistant", false
 		}

@@ -20,11 +20,26 @@ type Choice struct {
 	Logprobs     *struct{}     `json:"logprobs"`
 }
 
-// AnswerMessage is the assistant's message of a choice.
+// AnswerMessage is the assistant's message of a choice: its text (null when it only calls
+// tools) and its tool calls.
 type AnswerMessage struct {
-	Role    string  `json:"role"` // "assistant"
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string     `json:"role"` // "assistant"
+	Content   *string    `json:"content"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one call of a function tool in an answer.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function a tool call calls, its arguments a JSON text.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // Usage is OpenAI's usage object: cached tokens are a part of the prompt tokens, reasoning
@@ -65,10 +80,26 @@ type ChunkChoice struct {
 	Logprobs     *struct{} `json:"logprobs"`
 }
 
-// Delta is a piece of the assistant's message.
+// Delta is a piece of the assistant's message: text, or a piece of a tool call.
 type Delta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	ToolCalls []DeltaToolCall `json:"tool_calls,omitempty"`
+}
+
+// DeltaToolCall is a piece of the tool call numbered Index: the first carries its id, type
+// and name, the following ones fragments of its arguments.
+type DeltaToolCall struct {
+	Index    int           `json:"index"`
+	ID       string        `json:"id,omitempty"`
+	Type     string        `json:"type,omitempty"`
+	Function DeltaFunction `json:"function"`
+}
+
+// DeltaFunction is a piece of a tool call's function.
+type DeltaFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // ModelList is OpenAI's answer to GET /v1/models.

@@ -2,12 +2,16 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/ai/providers"
 	"github.com/acme/app/internal/apperr"
 )
 
@@ -42,11 +46,12 @@ type chatRequest map[string]json.RawMessage
 var accepted = map[string]bool{
 	"model": true, "messages": true, "temperature": true, "top_p": true, "max_tokens": true,
 	"max_completion_tokens": true, "stop": true, "stream": true, "stream_options": true, "user": true,
+	"tools": true, "tool_choice": true, "parallel_tool_calls": true, "response_format": true,
 }
 
 // neutral are parameters accepted only at the value that changes nothing (OpenAI's default).
 var neutral = map[string]string{
-	"n": "1", "presence_penalty": "0", "frequency_penalty": "0", "logprobs": "false", "parallel_tool_calls": "true",
+	"n": "1", "presence_penalty": "0", "frequency_penalty": "0", "logprobs": "false",
 }
 
 // Parse reads a chat-completions body. Anything the gateway cannot honour is an Invalid
@@ -67,20 +72,23 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 			}
 			return nil, unsupported(name, fmt.Sprintf("is only supported at its default (%s) by this gateway.", def))
 		}
-		if name == "response_format" && compact(raw) == `{"type":"text"}` {
-			continue
-		}
 		return nil, unsupported(name, "is not supported by this gateway.")
 	}
 	req := &Request{}
 	if err := s.route(fields, req); err != nil {
 		return nil, err
 	}
-	msgs, err := parseMessages(fields["messages"])
+	msgs, err := parseMessages(fields["messages"], s.maxImage)
 	if err != nil {
 		return nil, err
 	}
 	req.Input.Messages, req.Input.SystemAllowed = msgs, true
+	if err := parseTools(fields, &req.Input); err != nil {
+		return nil, err
+	}
+	if req.Input.ResponseFormat, err = responseFormat(fields["response_format"]); err != nil {
+		return nil, err
+	}
 	if req.Input.Temperature, err = number(fields, "temperature", 0, 2); err != nil {
 		return nil, err
 	}
@@ -151,31 +159,28 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 	}
 	p, ok := s.prices.ProviderOf(model)
 	if !ok {
-		return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: "+
-			"openai/MODEL, anthropic/MODEL or gemini/MODEL.", model)
+		return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: %s.",
+			model, strings.Join(prefixes, ", "))
 	}
 	req.Provider, req.Input.Model = p, model
 	return nil
 }
 
-func isProvider(name string) bool {
-	for _, p := range ai.Providers() {
-		if p == name {
-			return true
-		}
+func isProvider(name string) bool { return slices.Contains(providers.Names(), name) }
+
+// prefixes are the model prefixes, for messages: openai/MODEL, ….
+var prefixes = func() []string {
+	names := providers.Names()
+	for i, n := range names {
+		names[i] = n + "/MODEL"
 	}
-	return false
-}
+	return names
+}()
 
-// message is one message of the request.
-type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-// parseMessages reads `messages`: roles system, developer (sent as system), user and
-// assistant; content a string or an array of text parts.
-func parseMessages(raw json.RawMessage) ([]ai.Message, error) {
+// parseMessages reads `messages`: roles system, developer (sent as system), user, assistant
+// (its tool_calls included) and tool; content a string or an array of parts (text, and for a
+// user image_url of at most maxImage bytes).
+func parseMessages(raw json.RawMessage, maxImage int64) ([]ai.Message, error) {
 	if isNull(raw) {
 		return nil, invalid("messages", "", "Missing required parameter: 'messages'.")
 	}
@@ -186,69 +191,190 @@ func parseMessages(raw json.RawMessage) ([]ai.Message, error) {
 	if len(items) == 0 {
 		return nil, invalid("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1.")
 	}
-	out := make([]ai.Message, 0, len(items))
+	out := make([]ai.Message, len(items))
 	for i, item := range items {
-		at := fmt.Sprintf("messages[%d]", i)
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(item, &fields) != nil || fields == nil {
-			return nil, invalid(at, "invalid_type", "Invalid type for '%s': expected an object.", at)
-		}
-		for name, v := range fields {
-			if name != "role" && name != "content" && !isNull(v) {
-				return nil, unsupported(at+"."+name, "is not supported by this gateway.")
-			}
-		}
-		var m message
-		if json.Unmarshal(fields["role"], &m.Role) != nil {
-			return nil, invalid(at+".role", "invalid_type", "Invalid type for '%s.role': expected one of system, developer, user, assistant.", at)
-		}
-		switch m.Role {
-		case "system", "developer":
-			m.Role = "system"
-		case "user", "assistant":
-		case "tool", "function":
-			return nil, unsupported(at+".role", fmt.Sprintf("'%s' is not supported by this gateway (no tools).", m.Role))
-		default:
-			return nil, invalid(at+".role", "invalid_value", "Invalid value for '%s.role': expected one of system, developer, user, assistant.", at)
-		}
-		text, err := content(at+".content", fields["content"])
-		if err != nil {
+		if err := parseMessage(fmt.Sprintf("messages[%d]", i), item, maxImage, &out[i]); err != nil {
 			return nil, err
 		}
-		out = append(out, ai.Message{Role: m.Role, Content: text})
 	}
 	return out, nil
 }
 
-// content reads a message's content: a string, or an array of text parts joined.
-func content(at string, raw json.RawMessage) (string, error) {
+// messageFields are the fields a message of each role may carry.
+var messageFields = map[string][]string{
+	"system": {"content"}, "developer": {"content"}, "user": {"content"},
+	"assistant": {"content", "tool_calls"}, "tool": {"content", "tool_call_id"},
+}
+
+// parseMessage reads the message at (messages[i]) into m.
+func parseMessage(at string, item json.RawMessage, maxImage int64, m *ai.Message) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(item, &fields) != nil || fields == nil {
+		return invalid(at, "invalid_type", "Invalid type for '%s': expected an object.", at)
+	}
+	const roles = "system, developer, user, assistant, tool"
+	if json.Unmarshal(fields["role"], &m.Role) != nil {
+		return invalid(at+".role", "invalid_type", "Invalid type for '%s.role': expected one of %s.", at, roles)
+	}
+	allowed, ok := messageFields[m.Role]
+	switch {
+	case m.Role == "function":
+		return unsupported(at+".role", "'function' is not supported by this gateway: use tools and the 'tool' role.")
+	case !ok:
+		return invalid(at+".role", "invalid_value", "Invalid value for '%s.role': expected one of %s.", at, roles)
+	}
+	for name, v := range fields {
+		if name != "role" && !slices.Contains(allowed, name) && !isNull(v) {
+			return unsupported(at+"."+name, "is not supported by this gateway.")
+		}
+	}
+	if m.Role == "developer" {
+		m.Role = "system"
+	}
+	switch m.Role {
+	case "assistant":
+		calls, err := toolCalls(at+".tool_calls", fields["tool_calls"])
+		if err != nil {
+			return err
+		}
+		m.ToolCalls = calls
+		if isNull(fields["content"]) && len(calls) > 0 {
+			return nil
+		}
+	case "tool":
+		if json.Unmarshal(fields["tool_call_id"], &m.ToolCallID) != nil || m.ToolCallID == "" {
+			return invalid(at+".tool_call_id", "", "Missing required parameter: '%s.tool_call_id' (the id of the call this message answers).", at)
+		}
+	}
+	text, parts, err := content(at+".content", fields["content"], m.Role == "user", maxImage)
+	if err != nil {
+		return err
+	}
+	m.Content, m.Parts = text, parts
+	return nil
+}
+
+// toolCalls reads an assistant message's tool_calls.
+func toolCalls(at string, raw json.RawMessage) ([]ai.ToolCall, error) {
 	if isNull(raw) {
-		return "", invalid(at, "", "Missing required parameter: '%s'.", at)
+		return nil, nil
+	}
+	var items []struct {
+		ID       *string `json:"id"`
+		Type     *string `json:"type"`
+		Function *struct {
+			Name      *string `json:"name"`
+			Arguments *string `json:"arguments"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, invalid(at, "invalid_type", "Invalid type for '%s': expected an array of {id, type: \"function\", function: {name, arguments}}.", at)
+	}
+	out := make([]ai.ToolCall, len(items))
+	for j, tc := range items {
+		cat := fmt.Sprintf("%s[%d]", at, j)
+		switch {
+		case tc.ID == nil || *tc.ID == "":
+			return nil, invalid(cat+".id", "", "Missing required parameter: '%s.id'.", cat)
+		case tc.Type != nil && *tc.Type != "function":
+			return nil, invalid(cat+".type", "invalid_value", "Invalid value for '%s.type': expected 'function'.", cat)
+		case tc.Function == nil || tc.Function.Name == nil || *tc.Function.Name == "":
+			return nil, invalid(cat+".function.name", "", "Missing required parameter: '%s.function.name'.", cat)
+		}
+		out[j] = ai.ToolCall{ID: *tc.ID, Name: *tc.Function.Name}
+		if tc.Function.Arguments != nil {
+			out[j].Arguments = *tc.Function.Arguments
+		}
+	}
+	return out, nil
+}
+
+// content reads a message's content: a string, or an array of parts. Text parts alone are
+// joined into the text; with images (allowed in user messages) they are the parts.
+func content(at string, raw json.RawMessage, images bool, maxImage int64) (string, []ai.Part, error) {
+	if isNull(raw) {
+		return "", nil, invalid(at, "", "Missing required parameter: '%s'.", at)
 	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
-		return text, nil
+		return text, nil, nil
 	}
-	var parts []map[string]json.RawMessage
-	if json.Unmarshal(raw, &parts) != nil {
-		return "", invalid(at, "invalid_type", "Invalid type for '%s': expected a string or an array of text parts.", at)
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return "", nil, invalid(at, "invalid_type", "Invalid type for '%s': expected a string or an array of content parts.", at)
+	}
+	parts := make([]ai.Part, len(items))
+	hasImage := false
+	for j, item := range items {
+		pat := fmt.Sprintf("%s[%d]", at, j)
+		var typ string
+		if json.Unmarshal(item["type"], &typ) != nil {
+			return "", nil, invalid(pat+".type", "invalid_type", "Invalid type for '%s.type': expected a string.", pat)
+		}
+		switch {
+		case typ == "text":
+			if json.Unmarshal(item["text"], &parts[j].Text) != nil {
+				return "", nil, invalid(pat+".text", "invalid_type", "Invalid type for '%s.text': expected a string.", pat)
+			}
+		case typ == "image_url" && images:
+			im, err := imagePart(pat+".image_url", item["image_url"], maxImage)
+			if err != nil {
+				return "", nil, err
+			}
+			parts[j].Image, hasImage = im, true
+		case typ == "image_url":
+			return "", nil, unsupported(pat+".type", "'image_url' is only supported in user messages.")
+		default:
+			return "", nil, unsupported(pat+".type", fmt.Sprintf("'%s' is not supported by this gateway (text and image_url parts only).", typ))
+		}
+	}
+	if hasImage {
+		return "", parts, nil
 	}
 	var b strings.Builder
-	for j, part := range parts {
-		pat := fmt.Sprintf("%s[%d]", at, j)
-		var typ, t string
-		if json.Unmarshal(part["type"], &typ) != nil {
-			return "", invalid(pat+".type", "invalid_type", "Invalid type for '%s.type': expected a string.", pat)
-		}
-		if typ != "text" {
-			return "", unsupported(pat+".type", fmt.Sprintf("'%s' is not supported by this gateway (text parts only).", typ))
-		}
-		if json.Unmarshal(part["text"], &t) != nil {
-			return "", invalid(pat+".text", "invalid_type", "Invalid type for '%s.text': expected a string.", pat)
-		}
-		b.WriteString(t)
+	for _, p := range parts {
+		b.WriteString(p.Text)
 	}
-	return b.String(), nil
+	return b.String(), nil, nil
+}
+
+// imagePart reads an image_url part's {url, detail?}: a data: URL (base64, at most maxImage
+// bytes decoded) or an http(s) URL.
+func imagePart(at string, raw json.RawMessage, maxImage int64) (*ai.Image, error) {
+	var v struct {
+		URL    *string `json:"url"`
+		Detail *string `json:"detail"`
+	}
+	if json.Unmarshal(raw, &v) != nil || v.URL == nil {
+		return nil, invalid(at+".url", "", "Missing required parameter: '%s.url'.", at)
+	}
+	im := &ai.Image{URL: *v.URL}
+	if v.Detail != nil {
+		switch *v.Detail {
+		case "auto", "low", "high":
+			im.Detail = *v.Detail
+		default:
+			return nil, invalid(at+".detail", "invalid_value", "Invalid value for '%s.detail': expected auto, low or high.", at)
+		}
+	}
+	if rest, ok := strings.CutPrefix(im.URL, "data:"); ok {
+		meta, data, ok := strings.Cut(rest, ",")
+		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+		if !ok || !isBase64 || !strings.HasPrefix(mediaType, "image/") || data == "" {
+			return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': a data URL must be data:image/TYPE;base64,DATA.", at)
+		}
+		if n := int64(base64.StdEncoding.DecodedLen(len(data))); n > maxImage {
+			return nil, &apperr.Error{Kind: apperr.TooLarge, Param: at + ".url", Code: "image_too_large",
+				Messages: []string{fmt.Sprintf("The image at '%s.url' is larger than this gateway's limit of %d bytes (ai.max_image_bytes).", at, maxImage)}}
+		}
+		im.MediaType, im.Data = mediaType, data
+		return im, nil
+	}
+	u, err := url.Parse(im.URL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': expected an http(s) URL or a data: URL.", at)
+	}
+	return im, nil
 }
 
 // number reads an optional number in lo..hi.

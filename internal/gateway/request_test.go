@@ -70,14 +70,35 @@ func TestParseRefused(t *testing.T) {
 		body, param, code string
 	}{
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"n":2}`, "n", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function"}]}`, "tools", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini",` + msg + `,"response_format":{"type":"json_object"}}`, "response_format", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini",` + msg + `,"logit_bias":{"1":2}}`, "logit_bias", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini",` + msg + `,"seed":1}`, "seed", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`,
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function"}]}`, "tools[0].function.name", ""},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"web_search"}]}`, "tools[0].type", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":{"type":"function"}}`, "tools", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a b"}}]}`, "tools[0].function.name", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}]}`, "tools[1].function.name", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a","parameters":"x"}}]}`, "tools[0].function.parameters", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tool_choice":"auto"}`, "tool_choice", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":"always"}`, "tool_choice", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a"}}],"tool_choice":{"type":"function","function":{"name":"b"}}}`, "tool_choice", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"parallel_tool_calls":"no"}`, "parallel_tool_calls", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"response_format":{"type":"xml"}}`, "response_format.type", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"response_format":{"type":"json_schema"}}`, "response_format.json_schema.name", ""},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":[]}}}`, "response_format.json_schema.schema", "invalid_type"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/y.png"}}]}]}`,
+			"messages[0].content[0].image_url.url", "invalid_image_url"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:text/plain;base64,eA=="}}]}]}`,
+			"messages[0].content[0].image_url.url", "invalid_image_url"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"max"}}]}]}`,
+			"messages[0].content[0].image_url.detail", "invalid_value"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`,
 			"messages[0].content[0].type", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"tool","content":"x","tool_call_id":"1"}]}`, "messages[0].tool_call_id", "unsupported_parameter"},
-		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"input_audio"}]}]}`,
+			"messages[0].content[0].type", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"tool","content":"x"}]}`, "messages[0].tool_call_id", ""},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"function","content":"x"}]}`, "messages[0].role", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"x","tool_calls":[]}]}`, "messages[0].tool_calls", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"f"}}]}]}`, "messages[0].tool_calls[0].id", ""},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{}}]}]}`, "messages[0].tool_calls[0].function.name", ""},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"assistant","tool_calls":"x"}]}`, "messages[0].tool_calls", "invalid_type"},
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"x","name":"bob"}]}`, "messages[0].name", "unsupported_parameter"},
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"robot","content":"x"}]}`, "messages[0].role", "invalid_value"},
 		{`{"model":"openai/gpt-4o-mini","messages":[]}`, "messages", "empty_array"},
@@ -149,7 +170,7 @@ func (f failing) Complete(context.Context, string, string, ai.ChatInput) (*ai.Co
 	return nil, f.err
 }
 
-func (f failing) Stream(context.Context, string, string, ai.ChatInput, func(string) error) (*ai.Completion, error) {
+func (f failing) Stream(context.Context, string, string, ai.ChatInput, func(ai.Delta) error) (*ai.Completion, error) {
 	return nil, f.err
 }
 

@@ -162,8 +162,6 @@ func TestAdminUsers_List(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // Ensure PUT /api/admin/users/{id}/budget sets and clears a user's own budget (stored, and
 // shown by the user's GET /api/ai/budget) and answers 400 to anything but a number from 0 to
 // the maximum or null, 404 to an unknown user, changing nothing.

@@ -143,10 +143,13 @@ func streamAnswer(w http.ResponseWriter, r *http.Request, svc *ai.Service, userI
 	stop := make(chan struct{})
 	var flusher sync.WaitGroup
 	flusher.Go(func() { sw.run(stop, r.Context().Done()) })
-	c, err := svc.Stream(r.Context(), userID, provider, in, func(text string) error {
+	c, err := svc.Stream(r.Context(), userID, provider, in, func(d ai.Delta) error {
+		if d.Text == "" {
+			return nil // the endpoints offer no tools: an answer is text
+		}
 		return sw.event("delta", struct {
 			Text string `json:"text"`
-		}{text})
+		}{d.Text})
 	})
 	close(stop)
 	flusher.Wait()

@@ -15,10 +15,9 @@ import (
 // already under way (an error event ending a stream). A format never logs (writeError does)
 // and never shows the text of an internal error.
 //
-// The formats are envelopeFormat (/api, and every request no route matched) and openAIFormat
-// (/v1). A route group of another dialect (Anthropic's {"type":"error","error":{"type",
-// "message"}} for an Anthropic-compatible route) is one more errorFormat, given to its routes
-// with withFormat.
+// The formats are envelopeFormat (/api, and every request no route matched), openAIFormat
+// (/v1) and anthropicFormat (/v1/messages); a route group of another dialect is one more
+// errorFormat, given to its routes with withFormat.
 type errorFormat func(h http.Header, err error) (status int, body any)
 
 // formatted is a route's handler, its middleware included, with the error format of its

@@ -67,6 +67,19 @@ func RequestID(ctx context.Context) string {
 	return ""
 }
 
+// withMaxBody gives h, a route's handler, the request body limit n (0: the server's).
+func withMaxBody(n int64, h http.Handler) http.Handler {
+	if n <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ri := infoFrom(r.Context()); ri != nil {
+			ri.maxBody = n
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func maxBodyFrom(ctx context.Context) int64 {
 	if ri := infoFrom(ctx); ri != nil && ri.maxBody > 0 {
 		return ri.maxBody
@@ -303,7 +316,14 @@ var errUnauthorized = apperr.E(apperr.Unauthorized, "Unauthorized")
 // the caller is the user as it stands now (accounts), so that a deleted user's tokens and keys
 // stop working with the account.
 func (a *authenticator) authenticate(r *http.Request, keysAllowed bool) (auth.Caller, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	header := r.Header.Get("Authorization")
+	if header == "" && keysAllowed {
+		// Anthropic's SDKs send the key in X-Api-Key.
+		if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
+			header = "Bearer " + k
+		}
+	}
+	scheme, token, ok := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return auth.Caller{}, errUnauthorized

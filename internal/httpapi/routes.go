@@ -1,6 +1,10 @@
 package httpapi
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/acme/app/internal/ai/providers"
+)
 
 // router is where addRoutes registers the routes: the server's http.ServeMux, or a test's
 // recorder (the OpenAPI description is checked against this list).
@@ -36,9 +40,9 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 
 	// AI proxy and usage (ai, usage).
 	if deps.AI != nil {
-		mux.Handle("POST /api/ai/openai/chat", protectAI(handleAIComplete(deps.AI, "openai")))
-		mux.Handle("POST /api/ai/anthropic/messages", protectAI(handleAIComplete(deps.AI, "anthropic")))
-		mux.Handle("POST /api/ai/gemini/generate", protectAI(handleAIComplete(deps.AI, "gemini")))
+		for _, p := range providers.List { // /api/ai/openai/chat, /api/ai/anthropic/messages, /api/ai/gemini/generate
+			mux.Handle("POST /api/ai/"+p.Name+"/"+p.Endpoint, protectAI(handleAIComplete(deps.AI, p.Name)))
+		}
 	}
 	if deps.Usage != nil {
 		mux.Handle("GET /api/ai/usage", protectAI(handleUsageSummary(deps.Usage)))
@@ -68,10 +72,12 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 	// middleware's refusals included, in OpenAI's error format.
 	if gw := deps.Gateway; gw != nil {
 		v1 := func(h http.Handler) http.Handler { return withFormat(openAIFormat, protectAI(h)) }
-		mux.Handle("POST /v1/chat/completions", v1(handleV1Chat(gw)))
+		mux.Handle("POST /v1/chat/completions", v1(withMaxBody(opts.MaxAIBodyBytes, handleV1Chat(gw))))
 		mux.Handle("GET /v1/models", v1(handleV1Models(gw)))
 		mux.Handle("GET /v1/models/{provider}/{model...}", v1(handleV1Model(gw)))
 		mux.Handle("GET /v1/models/{model}", v1(handleV1Model(gw))) // the model's slashes escaped, as the SDKs send it
+		// Anthropic's Messages API, in Anthropic's error format.
+		mux.Handle("POST /v1/messages", withFormat(anthropicFormat, protectAI(withMaxBody(opts.MaxAIBodyBytes, handleV1Messages(gw)))))
 	}
 
 	// MongoDB utilities (dbcheck).

@@ -140,7 +140,7 @@ func TestV1Chat(t *testing.T) {
 		}
 		c := decodeJSON[gateway.ChatCompletion](t, rec.Body.Bytes())
 		if c.Object != "chat.completion" || !strings.HasPrefix(c.ID, "chatcmpl-") || c.Model != tc.answered || len(c.Choices) != 1 ||
-			c.Choices[0].Message.Content != "Hello from the fake" || c.Choices[0].FinishReason != "stop" ||
+			c.Choices[0].Message.Content == nil || *c.Choices[0].Message.Content != "Hello from the fake" || c.Choices[0].FinishReason != "stop" ||
 			c.Usage.PromptTokens != 11 || c.Usage.CompletionTokens != 7 || c.Usage.TotalTokens != 18 {
 			t.Fatalf("%s: answer %s", tc.model, rec.Body)
 		}

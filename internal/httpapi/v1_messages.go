@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/gateway"
+)
+
+// handleV1Messages answers POST /v1/messages: Anthropic's Messages request in, Anthropic's
+// message (or its event stream) out, whichever provider the model names; its failures are
+// answered in Anthropic's error format (anthropicFormat).
+func handleV1Messages(gw *gateway.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, _ := CallerFrom(r.Context())
+		body, err := readJSONBody(w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		req, err := gw.ParseMessages(body)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
+		if req.Input.RequestID != RequestID(r.Context()) {
+			w.Header().Set("X-Request-Id", req.Input.RequestID)
+		}
+		w.Header().Set("Request-Id", req.Input.RequestID) // where Anthropic's SDKs look for it
+		if !req.Stream {
+			m, err := gw.CompleteMessage(r.Context(), caller.ID, req)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			encode(w, http.StatusOK, m)
+			return
+		}
+		sw := newSSEWriter(w)
+		stop := make(chan struct{})
+		var flusher sync.WaitGroup
+		flusher.Go(func() { sw.run(stop, r.Context().Done()) })
+		err = gw.StreamMessage(r.Context(), caller.ID, req, func(e *gateway.MessageEvent) error { return sw.event(e.Type, e) })
+		close(stop)
+		flusher.Wait()
+		switch {
+		case err == nil:
+		case !sw.started:
+			writeError(w, r, err)
+			return
+		default:
+			_ = sw.event("error", failureBody(r, err))
+		}
+		sw.flushNow()
+	})
+}
+
+// anthropicFormat is the error format of /v1/messages, Anthropic's {"type": "error",
+// "error": {"type", "message"}}, with its types: invalid_request_error 400,
+// authentication_error 401, permission_error 403, not_found_error 404, request_too_large
+// 413, rate_limit_error 429, billing_error 402 (a spent budget, with X-Should-Retry: false),
+// timeout_error 504, api_error for the other failures.
+func anthropicFormat(h http.Header, err error) (int, any) {
+	status, msgs, _ := clientMessages(err)
+	msg := strings.Join(msgs, "; ")
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	status, body := gateway.AnthropicErrorOf(status, apperr.KindOf(err), msg)
+	if body.Error.Type == "billing_error" && h != nil {
+		h.Set("X-Should-Retry", "false")
+	}
+	return status, body
+}

@@ -1,0 +1,259 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/acme/app/internal/ai/aitest"
+	"github.com/acme/app/internal/gateway"
+	"github.com/acme/app/internal/keys"
+)
+
+// sseAnswer answers a streamed request with the events given as "name|data" ("data" alone: an
+// unnamed event).
+func sseAnswer(events ...string) aitest.Responder {
+	return func(w http.ResponseWriter, _ *http.Request, _ aitest.Call) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			if name, data, ok := strings.Cut(e, "|"); ok {
+				_, _ = w.Write([]byte("event: " + name + "\ndata: " + data + "\n\n"))
+			} else {
+				_, _ = w.Write([]byte("data: " + e + "\n\n"))
+			}
+		}
+	}
+}
+
+// events reads a server-sent event stream as (name, data) pairs.
+func events(t *testing.T, body string) [][2]string {
+	t.Helper()
+	var out [][2]string
+	var name string
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			out = append(out, [2]string{name, strings.TrimPrefix(line, "data: ")})
+			name = ""
+		}
+	}
+	return out
+}
+
+const (
+	anthropicToolAnswer = `{"id":"m","type":"message","content":[{"type":"text","text":"Checking."},
+		{"type":"tool_use","id":"toolu_a","name":"get_weather","input":{"city":"x"}}],"stop_reason":"tool_use","usage":{"input_tokens":5,"output_tokens":7}}`
+	openAIToolAnswer = `{"id":"c","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[
+		{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"x\"}"}}]},"finish_reason":"tool_calls"}],
+		"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`
+	weatherTool = `{"type":"function","function":{"name":"get_weather","description":"Weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}`
+)
+
+// Ensure /v1/chat/completions answers a tool call as OpenAI does, whole and streamed piece by
+// piece, whichever provider made it.
+func TestV1Chat_ToolCalls(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, aitest.JSON(200, json.RawMessage(anthropicToolAnswer)),
+		sseAnswer(`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5}}}`,
+			`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"get_weather","input":{}}}`,
+			`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"ci"}}`,
+			`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"ty\":\"x\"}"}}`,
+			`message_delta|{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}`,
+			`message_stop|{"type":"message_stop"}`))
+	_, tok := fx.user(t)
+	body := `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"Weather?"}],"tools":[` + weatherTool + `]`
+	rec := do(fx.h, "POST", "/v1/chat/completions", body+`}`, tok)
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	c := decodeJSON[gateway.ChatCompletion](t, rec.Body.Bytes())
+	want := gateway.AnswerMessage{Role: "assistant", Content: ptr("Checking."), ToolCalls: []gateway.ToolCall{
+		{ID: "toolu_a", Type: "function", Function: gateway.FunctionCall{Name: "get_weather", Arguments: `{"city":"x"}`}}}}
+	if diff := cmp.Diff(want, c.Choices[0].Message); diff != "" || c.Choices[0].FinishReason != "tool_calls" {
+		t.Errorf("message (-want +got):\n%s finish %q", diff, c.Choices[0].FinishReason)
+	}
+
+	rec = do(fx.h, "POST", "/v1/chat/completions", body+`,"stream":true}`, tok)
+	var pieces []gateway.DeltaToolCall
+	finish := ""
+	for _, e := range events(t, rec.Body.String()) {
+		if e[1] == "[DONE]" {
+			continue
+		}
+		ch := decodeJSON[gateway.Chunk](t, []byte(e[1]))
+		if len(ch.Choices) == 1 {
+			pieces = append(pieces, ch.Choices[0].Delta.ToolCalls...)
+			if f := ch.Choices[0].FinishReason; f != nil {
+				finish = *f
+			}
+		}
+	}
+	wantPieces := []gateway.DeltaToolCall{
+		{Index: 0, ID: "toolu_a", Type: "function", Function: gateway.DeltaFunction{Name: "get_weather"}},
+		{Index: 0, Function: gateway.DeltaFunction{Arguments: `{"ci`}},
+		{Index: 0, Function: gateway.DeltaFunction{Arguments: `ty":"x"}`}},
+	}
+	if diff := cmp.Diff(wantPieces, pieces); diff != "" || finish != "tool_calls" {
+		t.Errorf("streamed pieces (-want +got):\n%s finish %q\n%s", diff, finish, rec.Body)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// messagesReq is POST /v1/messages as Anthropic's SDK sends it, the key in x-api-key.
+func messagesReq(h http.Handler, body, key string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	if key != "" {
+		req.Header.Set("X-Api-Key", key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// Ensure /v1/messages answers Anthropic's message for every provider: a tool call from OpenAI
+// as a tool_use block, the tool result sent back as OpenAI's tool message.
+func TestV1Messages_TranslatesForOpenAI(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, aitest.JSON(200, json.RawMessage(openAIToolAnswer)), aitest.OK("It is sunny."))
+	uid, _ := fx.user(t)
+	key, err := fx.keys.Create(context.Background(), uid, "", keys.CreateInput{Name: "sdk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := `"tools":[{"name":"get_weather","description":"Weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]`
+	rec := messagesReq(fx.h, `{"model":"openai/gpt-4o-mini","max_tokens":100,"system":[{"type":"text","text":"Be brief."}],
+		"messages":[{"role":"user","content":"Weather?"}],`+tools+`,"metadata":{"user_id":"u1"}}`, key.Key)
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	m := decodeJSON[gateway.Message](t, rec.Body.Bytes())
+	want := []gateway.ContentBlock{{Type: "tool_use", ID: "call_a", Name: "get_weather", Input: json.RawMessage(`{"city":"x"}`)}}
+	if diff := cmp.Diff(want, m.Content); diff != "" || *m.StopReason != "tool_use" || m.Usage.InputTokens != 5 || m.Usage.OutputTokens != 7 ||
+		m.Type != "message" || !strings.HasPrefix(m.ID, "msg_") {
+		t.Errorf("content (-want +got):\n%s\n%s", diff, rec.Body)
+	}
+	sent := fx.fakes["openai"].Last().Body
+	if diff := cmp.Diff([]any{map[string]any{"role": "system", "content": "Be brief."}, map[string]any{"role": "user", "content": "Weather?"}}, sent["messages"]); diff != "" {
+		t.Errorf("openai received (-want +got):\n%s", diff)
+	}
+	rec = messagesReq(fx.h, `{"model":"openai/gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"Weather?"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"call_a","name":"get_weather","input":{"city":"x"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_a","content":[{"type":"text","text":"sunny"}]},{"type":"text","text":"And?"}]}],`+tools+`}`, key.Key)
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	m = decodeJSON[gateway.Message](t, rec.Body.Bytes())
+	if len(m.Content) != 1 || *m.Content[0].Text != "It is sunny." || *m.StopReason != "end_turn" {
+		t.Errorf("answer %s", rec.Body)
+	}
+	var got []any
+	_ = json.Unmarshal([]byte(`[{"role":"user","content":"Weather?"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"x\"}"}}]},
+		{"role":"tool","content":"sunny","tool_call_id":"call_a"},{"role":"user","content":"And?"}]`), &got)
+	if diff := cmp.Diff(got, fx.fakes["openai"].Last().Body["messages"]); diff != "" {
+		t.Errorf("openai received (-want +got):\n%s", diff)
+	}
+}
+
+// Ensure a streamed /v1/messages is Anthropic's event sequence, each event named as its type,
+// with a block per text run and per tool call.
+func TestV1Messages_Stream(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, sseAnswer(
+		`{"id":"c","choices":[{"delta":{"role":"assistant","content":"Hm"}}]}`,
+		`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}`,
+		`{"id":"c","choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`,
+		`{"id":"c","choices":[{"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`,
+		`[DONE]`))
+	_, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/v1/messages", `{"model":"openai/gpt-4o-mini","max_tokens":50,"stream":true,
+		"messages":[{"role":"user","content":"Weather?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`, tok)
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	var got []string
+	for _, e := range events(t, rec.Body.String()) {
+		var v struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal([]byte(e[1]), &v)
+		if v.Type != e[0] {
+			t.Errorf("event %q carries type %q", e[0], v.Type)
+		}
+		got = append(got, e[0])
+	}
+	want := []string{"message_start", "ping", "content_block_start", "content_block_delta", "content_block_stop",
+		"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s\n%s", diff, rec.Body)
+	}
+	if !strings.Contains(rec.Body.String(), `"delta":{"stop_reason":"tool_use"},"usage":{"input_tokens":5,"output_tokens":7`) ||
+		!strings.Contains(rec.Body.String(), `"delta":{"type":"input_json_delta","partial_json":"{}"}`) {
+		t.Errorf("stream %s", rec.Body)
+	}
+}
+
+// Ensure every refusal on /v1/messages is Anthropic's error, with its type and status, and
+// nothing reaches a provider.
+func TestV1Messages_Errors(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	_, tok := fx.user(t)
+	spent, spentTok := fx.user(t)
+	zero := 0.0
+	if _, err := fx.budget.SetLimit(context.Background(), spent, &zero); err != nil {
+		t.Fatal(err)
+	}
+	ok := `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name, body, key, token string
+		status                 int
+		typ                    string
+	}{
+		{"no key", ok, "", "", 401, "authentication_error"},
+		{"unknown key", ok, keys.Prefix + strings.Repeat("0", 43), "", 401, "authentication_error"},
+		{"malformed JSON", `{"model":`, "", tok, 400, "invalid_request_error"},
+		{"no max_tokens", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, "", tok, 400, "invalid_request_error"},
+		{"server tool", `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "", tok, 400, "invalid_request_error"},
+		{"thinking", `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled"}}`, "", tok, 400, "invalid_request_error"},
+		{"tool_use in a user message", `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":[{"type":"tool_use","id":"a","name":"f","input":{}}]}]}`, "", tok, 400, "invalid_request_error"},
+		{"spent budget", ok, "", spentTok, 402, "billing_error"},
+	} {
+		req := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		if tc.key != "" {
+			req.Header.Set("X-Api-Key", tc.key)
+		}
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		rec := httptest.NewRecorder()
+		fx.h.ServeHTTP(rec, req)
+		e := decodeJSON[gateway.AnthropicErrorBody](t, rec.Body.Bytes())
+		if rec.Code != tc.status || e.Type != "error" || e.Error.Type != tc.typ || e.Error.Message == "" {
+			t.Errorf("%s: %d %s", tc.name, rec.Code, rec.Body)
+		}
+		if tc.typ == "billing_error" && rec.Header().Get("X-Should-Retry") != "false" {
+			t.Errorf("%s: X-Should-Retry %q", tc.name, rec.Header().Get("X-Should-Retry"))
+		}
+	}
+	for p, f := range fx.fakes {
+		if n := len(f.Calls()); n != 0 {
+			t.Errorf("%s received %d requests", p, n)
+		}
+	}
+}
