@@ -58,6 +58,7 @@ async function api(token, method, path, body) {
     throw new APIError(0, 'The server could not be reached; try again.');
   }
   if (res.status === 204) return null;
+  if (res.status === 401 && token) window.dispatchEvent(new Event('console:expired')); // the App signs out
   const data = await res.json().catch(() => null);
   if (!res.ok) throw new APIError(res.status, messageOf(data, res.status));
   return data;
@@ -81,7 +82,7 @@ function useLoad(load, deps) {
 
 // ---- sign in ----------------------------------------------------------------------------
 
-function SignIn({ onSignedIn }) {
+function SignIn({ onSignedIn, notice }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState(null);
@@ -112,6 +113,7 @@ function SignIn({ onSignedIn }) {
           <input id="signin-password" type="password" autocomplete="current-password" required value=${password}
             onInput=${(e) => setPassword(e.currentTarget.value)} />
         </div>
+        ${notice && !error && html`<p class="muted" role="status">${notice}</p>`}
         ${error && html`<p class="error" role="alert">${error}</p>`}
         <button type="submit" disabled=${busy}>Sign in</button>
       </form>
@@ -451,8 +453,10 @@ function App() {
       () => { sessionStorage.removeItem(TOKEN_KEY); setSession(null); },
     );
   }, [session]);
+  const [notice, setNotice] = useState(null);
   const signedIn = (token, user) => {
     sessionStorage.setItem(TOKEN_KEY, token);
+    setNotice(null);
     setSession({ token, user });
   };
   const signOut = () => {
@@ -460,7 +464,17 @@ function App() {
     setSession(null);
     if (location.hash) history.replaceState(null, '', location.pathname);
   };
-  if (!session) return html`<${SignIn} onSignedIn=${signedIn} />`;
+  // The API refused the token (expired, or the account is gone): back to the sign-in form.
+  useEffect(() => {
+    const expired = () => {
+      if (!sessionStorage.getItem(TOKEN_KEY)) return;
+      signOut();
+      setNotice('Your session has ended; sign in again.');
+    };
+    window.addEventListener('console:expired', expired);
+    return () => window.removeEventListener('console:expired', expired);
+  }, []);
+  if (!session) return html`<${SignIn} onSignedIn=${signedIn} notice=${notice} />`;
   if (!session.user) return html`<main><p class="muted" role="status">Loading…</p></main>`;
   return html`<${Console} token=${session.token} user=${session.user} onSignOut=${signOut} />`;
 }
