@@ -97,3 +97,72 @@ func TestService_DailyRefusesBadDays(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a day kept in memory is read anew once this process records a late call on it, and
+// after Reconcile.
+func TestService_DailySettledDayChanges(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{FlushInterval: time.Millisecond})
+	f.clock.set(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	settled := time.Date(2026, 11, 17, 12, 0, 0, 0, time.UTC) // five days back
+	ctx := context.Background()
+	waitFor := func(requests int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			s, err := f.svc.Summary(ctx, "u", 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.TotalRequests == requests {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d requests recorded, want %d", s.TotalRequests, requests)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	dayOf := func() int64 {
+		t.Helper()
+		days, err := f.svc.Daily(ctx, "u", 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range days {
+			if d.Date == "2026-11-17" {
+				return d.Requests
+			}
+		}
+		t.Fatal("no entry for 2026-11-17")
+		return 0
+	}
+	if err := f.svc.Record(ctx, rec(1, "u", "openai", "m", settled)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(1)
+	if got := dayOf(); got != 1 {
+		t.Fatalf("first read: %d requests on the settled day, want 1", got)
+	}
+	if err := f.svc.Record(ctx, rec(2, "u", "openai", "m", settled)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(2)
+	if got := dayOf(); got != 2 {
+		t.Fatalf("after a late call: %d requests on the settled day, want 2", got)
+	}
+	// A call in the log that the rollup lacks (written behind the recorder's back) shows once
+	// Reconcile has rebuilt the day.
+	if err := f.svc.sink().insertLog(ctx, []Record{rec(3, "u", "openai", "m", settled)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := dayOf(); got != 2 {
+		t.Fatalf("kept in memory: %d, want 2", got)
+	}
+	if _, err := f.svc.Reconcile(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := dayOf(); got != 3 {
+		t.Fatalf("after Reconcile rebuilt the day from the log: %d, want 3", got)
+	}
+}

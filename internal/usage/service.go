@@ -98,7 +98,7 @@ func NewReader(db *mongo.Database, opts Options) *Service {
 // sink returns the sink that writes to the service's collections.
 func (s *Service) sink() mongoSink {
 	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices,
-		models: s.models, known: &sync.Map{}}
+		models: s.models, known: &sync.Map{}, changed: func(id string) { s.settled.Remove(id) }}
 }
 
 func newService(db *mongo.Database, opts Options) *Service {
@@ -344,9 +344,11 @@ type DayUsage struct {
 
 // Settled days: the totals of a day before yesterday no longer move (the recorder writes
 // within seconds), so Daily keeps them in memory for settledTTL, up to maxSettledDays
-// user-days; `app usage reconcile` in another process shows here within settledTTL.
+// user-days. This process's recorder forgets a day it adds a late record to, and Reconcile
+// forgets them all; a change made by another process (`app usage reconcile`, another
+// replica's late record) shows here within settledTTL.
 const (
-	settledTTL     = 5 * time.Minute
+	settledTTL     = time.Hour
 	maxSettledDays = 100_000
 )
 
