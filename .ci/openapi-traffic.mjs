@@ -102,6 +102,23 @@ await send("usageSummary", "GET", "/api/ai/usage?days=7", { token: tok, want: 20
 await send("usageSummary", "GET", "/api/ai/usage?days=367", { token: tok, want: 400, valid: false });
 await send("usageProviders", "GET", "/api/ai/usage/providers", { token: key.key, want: 200 });
 await send("aiBudget", "GET", "/api/ai/budget", { token: key.key, want: 200 });
+await send("usageDaily", "GET", "/api/ai/usage/daily?days=7", { token: tok, want: 200 });
+await send("usageDaily", "GET", "/api/ai/usage/daily", { token: key.key, want: 200 });
+await send("usageDaily", "GET", "/api/ai/usage/daily?days=0", { token: tok, want: 400, valid: false });
+
+// Administration of users (the console's Users page).
+const userId = reg.json?.user?.id;
+await send("adminUsers", "GET", "/api/admin/users", { token: admin, want: 200 });
+await send("adminUsers", "GET", "/api/admin/users", { token: tok, want: 403 });
+await send("adminSetBudget", "PUT", `/api/admin/users/${userId}/budget`, { token: admin, body: { limit: 12.5 }, want: 200 });
+await send("adminSetBudget", "PUT", `/api/admin/users/${userId}/budget`, { token: admin, body: { limit: null }, want: 200 });
+await send("adminSetBudget", "PUT", `/api/admin/users/${userId}/budget`, { token: admin, body: { limit: -1 }, want: 400, valid: false });
+await send("adminSetBudget", "PUT", "/api/admin/users/65f000000000000000000001/budget", { token: admin, body: { limit: 1 }, want: 404 });
+await send("adminSetBudget", "PUT", `/api/admin/users/${userId}/budget`, { token: tok, body: { limit: 1 }, want: 403 });
+await send("adminGrantRole", "PUT", `/api/admin/users/${userId}/roles/admin`, { token: admin, want: 200 });
+await send("adminGrantRole", "PUT", `/api/admin/users/${userId}/roles/root`, { token: admin, want: 400 });
+await send("adminRevokeRole", "DELETE", `/api/admin/users/${userId}/roles/admin`, { token: admin, want: 200 });
+await send("adminRevokeRole", "DELETE", "/api/admin/users/65f000000000000000000001/roles/admin", { token: admin, want: 404 });
 
 // The OpenAI-compatible /v1.
 for (const model of ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {

@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/console"
 	"github.com/acme/app/internal/httpapi"
 	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/version"
@@ -144,6 +146,10 @@ func apiOptions(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) httpap
 
 // apiHandler is the API over the services.
 func apiHandler(opts httpapi.Options, svc *services) http.Handler {
+	var adm *admin.Service
+	if svc.auth != nil && svc.budget != nil && svc.usage != nil {
+		adm = admin.New(svc.auth, svc.budget, svc.usage, nil)
+	}
 	return httpapi.NewServer(opts, httpapi.Deps{
 		DB:        svc.store,
 		Tokens:    svc.tokens,
@@ -155,6 +161,8 @@ func apiHandler(opts httpapi.Options, svc *services) http.Handler {
 		Keys:      svc.keys,
 		Budget:    svc.budget,
 		Gateway:   svc.gateway,
+		Admin:     adm,
+		Console:   console.New(),
 	})
 }
 

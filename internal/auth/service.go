@@ -245,14 +245,10 @@ func (s *Service) List(ctx context.Context) ([]UserView, error) {
 // Grant gives the user with email the role. Returns Invalid for a role that is not known
 // (BuiltinRoles and AddRoles), NotFound for an unknown e-mail.
 func (s *Service) Grant(ctx context.Context, email, role string) (*UserView, error) {
-	if role != "" && !s.roles[role] {
-		known := make([]string, 0, len(s.roles))
-		for r := range s.roles {
-			known = append(known, r)
+	if role != "" {
+		if err := s.CheckRole(role); err != nil {
+			return nil, err
 		}
-		sort.Strings(known)
-		return nil, apperr.E(apperr.Invalid, fmt.Sprintf("unknown role %q: known roles are %s (more can be listed in auth.roles)",
-			role, strings.Join(known, ", ")))
 	}
 	return s.updateRoles(ctx, email, role, "$addToSet")
 }
@@ -260,6 +256,67 @@ func (s *Service) Grant(ctx context.Context, email, role string) (*UserView, err
 // Revoke takes the role from the user with email. Returns NotFound for an unknown e-mail.
 func (s *Service) Revoke(ctx context.Context, email, role string) (*UserView, error) {
 	return s.updateRoles(ctx, email, role, "$pull")
+}
+
+// CheckRole returns Invalid, naming the known roles, for a role that is not one of them
+// (BuiltinRoles and AddRoles).
+func (s *Service) CheckRole(role string) error {
+	if s.roles[role] {
+		return nil
+	}
+	known := make([]string, 0, len(s.roles))
+	for r := range s.roles {
+		known = append(known, r)
+	}
+	sort.Strings(known)
+	return apperr.E(apperr.Invalid, fmt.Sprintf("unknown role %q: known roles are %s (more can be listed in auth.roles)",
+		role, strings.Join(known, ", ")))
+}
+
+// ParseUserID returns the stored id of a user id as clients see it (24 hex digits); Invalid
+// otherwise.
+func ParseUserID(userID string) (primitive.ObjectID, error) {
+	id, err := primitive.ObjectIDFromHex(userID)
+	if err != nil {
+		return id, apperr.E(apperr.Invalid, "id must be a user id (24 hexadecimal digits)")
+	}
+	return id, nil
+}
+
+// UserByID returns the user with the id. Returns Invalid for a malformed id, NotFound for an
+// unknown one.
+func (s *Service) UserByID(ctx context.Context, userID string) (*UserView, error) {
+	id, err := ParseUserID(userID)
+	if err != nil {
+		return nil, err
+	}
+	var u user
+	if err := s.users.FindOne(ctx, bson.M{"_id": id}, options.FindOne().SetProjection(bson.M{"password": 0})).Decode(&u); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, apperr.E(apperr.NotFound, "no user with id "+userID)
+		}
+		return nil, fmt.Errorf("auth: find user: %w", err)
+	}
+	v := u.view()
+	return &v, nil
+}
+
+// GrantByID gives the user with the id a known role (a no-op when they have it). Returns
+// Invalid for a malformed id or an unknown role, NotFound for an unknown user.
+func (s *Service) GrantByID(ctx context.Context, userID, role string) (*UserView, error) {
+	if err := s.CheckRole(role); err != nil {
+		return nil, err
+	}
+	return s.updateRolesByID(ctx, userID, role, "$addToSet")
+}
+
+// RevokeByID takes a known role from the user with the id (a no-op when they lack it).
+// Returns Invalid for a malformed id or an unknown role, NotFound for an unknown user.
+func (s *Service) RevokeByID(ctx context.Context, userID, role string) (*UserView, error) {
+	if err := s.CheckRole(role); err != nil {
+		return nil, err
+	}
+	return s.updateRolesByID(ctx, userID, role, "$pull")
 }
 
 func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*UserView, error) {
@@ -270,10 +327,22 @@ func (s *Service) updateRoles(ctx context.Context, email, role, op string) (*Use
 	if err != nil {
 		return nil, err
 	}
+	return s.updateRolesByID(ctx, u.ID.Hex(), role, op)
+}
+
+// updateRolesByID applies op ($addToSet or $pull) of role to the user's roles.
+func (s *Service) updateRolesByID(ctx context.Context, userID, role, op string) (*UserView, error) {
+	id, err := ParseUserID(userID)
+	if err != nil {
+		return nil, err
+	}
 	update := bson.M{op: bson.M{"roles": role}, "$set": bson.M{"updatedAt": s.now().UTC()}}
 	var out user
-	err = s.users.FindOneAndUpdate(ctx, bson.M{"_id": u.ID}, update,
+	err = s.users.FindOneAndUpdate(ctx, bson.M{"_id": id}, update,
 		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&out)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, apperr.E(apperr.NotFound, "no user with id "+userID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("auth: update roles: %w", err)
 	}

@@ -259,6 +259,17 @@ func (s *Service) SetLimit(ctx context.Context, userID string, limit *float64) (
 	return s.Status(ctx, userID)
 }
 
+// OwnLimit returns userID's own monthly budget in USD; nil when they have none (the default,
+// if any, applies).
+func (s *Service) OwnLimit(ctx context.Context, userID string) (*float64, error) {
+	own, ok, err := s.limits.get(ctx, userID)
+	if err != nil || !ok {
+		return nil, err
+	}
+	v := own.USD()
+	return &v, nil
+}
+
 // recorded is the user's recorded cost of the current month.
 func (s *Service) recorded(ctx context.Context, userID string, now time.Time) (units, error) {
 	spent, err := s.spent(ctx, userID, now.UTC().Day())

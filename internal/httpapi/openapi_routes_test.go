@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acme/app/docs"
+	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
@@ -32,7 +33,7 @@ func registeredRoutes(t *testing.T) []string {
 	t.Helper()
 	var got patterns
 	deps := Deps{Tokens: auth.NewTokens([]byte("x"), 0), Auth: &auth.Service{}, AI: &ai.Service{}, Usage: &usage.Service{},
-		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{},
+		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{}, Admin: &admin.Service{},
 		Gateway: &gateway.Service{}}
 	addRoutes(&got, Options{}, deps, &rateLimiter{limiter: ratelimit.NewMemory(0)})
 	var out []string

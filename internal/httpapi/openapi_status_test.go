@@ -21,6 +21,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/config"
 
 	"github.com/acme/app/docs"
+	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
@@ -36,7 +37,7 @@ import (
 func routePatterns() []string {
 	var got patterns
 	deps := Deps{Tokens: auth.NewTokens([]byte("x"), 0), Auth: &auth.Service{}, AI: &ai.Service{}, Usage: &usage.Service{},
-		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{},
+		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{}, Admin: &admin.Service{},
 		Gateway: &gateway.Service{}}
 	addRoutes(&got, Options{}, deps, &rateLimiter{})
 	return got
@@ -50,6 +51,7 @@ func examplePath(pattern string) (path, described string) {
 	for wildcard, value := range map[string]string{
 		"{spaceId}": "65f000000000000000000001", "{templateId}": "colour", "{widgetType}": "color",
 		"{id}": "28edcd18-d58d-47bc-a728-8c257b22eb53", "{provider}": "openai", "{model...}": "gpt-4o-mini",
+		"{role}": "admin",
 	} {
 		path = strings.ReplaceAll(path, wildcard, value)
 	}
@@ -133,11 +135,11 @@ func TestOpenAPI_EveryStatusIsDescribed(t *testing.T) {
 	// recovery answers.
 	tokens := auth.NewTokens(secret, time.Hour)
 	broken := NewServer(Options{}, Deps{Tokens: tokens, Auth: &auth.Service{}, AI: &ai.Service{}, Usage: &usage.Service{},
-		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{},
+		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{}, Admin: &admin.Service{},
 		Gateway: &gateway.Service{}, Accounts: trustClaims{}})
 	// The account store failing: every protected route refuses.
 	down := NewServer(Options{}, Deps{Tokens: tokens, Auth: &auth.Service{}, AI: &ai.Service{}, Usage: &usage.Service{},
-		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{},
+		DBCheck: &dbcheck.Service{}, Templates: &templates.Service{}, Keys: &keys.Service{}, Budget: &budget.Service{}, Admin: &admin.Service{},
 		Gateway: &gateway.Service{}, Accounts: storeDown{}})
 	brokenTok, err := tokens.Issue(auth.Caller{ID: "6b03073cffce71a0a85a92b9", Email: "p@example.com", Roles: []string{"user", "admin"}})
 	if err != nil {

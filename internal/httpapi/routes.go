@@ -47,6 +47,7 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 	if deps.Usage != nil {
 		mux.Handle("GET /api/ai/usage", protectAI(handleUsageSummary(deps.Usage)))
 		mux.Handle("GET /api/ai/usage/providers", protectAI(handleUsageProviders(deps.Usage)))
+		mux.Handle("GET /api/ai/usage/daily", protectAI(handleUsageDaily(deps.Usage)))
 	}
 	if deps.Budget != nil {
 		mux.Handle("GET /api/ai/budget", protectAI(handleBudget(deps.Budget)))
@@ -57,6 +58,14 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 		mux.Handle("POST /api/keys", protect(handleKeyCreate(deps.Keys)))
 		mux.Handle("GET /api/keys", protect(handleKeyList(deps.Keys)))
 		mux.Handle("DELETE /api/keys/{id}", protect(handleKeyRevoke(deps.Keys)))
+	}
+
+	// Administration of users (console): admins only.
+	if a := deps.Admin; a != nil {
+		mux.Handle("GET /api/admin/users", admin(handleAdminUsers(a)))
+		mux.Handle("PUT /api/admin/users/{id}/budget", admin(handleAdminBudget(a)))
+		mux.Handle("PUT /api/admin/users/{id}/roles/{role}", admin(handleAdminRole(a, true)))
+		mux.Handle("DELETE /api/admin/users/{id}/roles/{role}", admin(handleAdminRole(a, false)))
 	}
 
 	// The OpenAI-compatible endpoint (gateway), outside /api: every failure of its routes, the

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
@@ -88,6 +89,11 @@ type Deps struct {
 	Keys     *keys.Service    // personal API keys (/api/keys; a key is accepted on the AI routes and /v1)
 	Budget   *budget.Service  // GET /api/ai/budget
 	Gateway  *gateway.Service // the OpenAI-compatible /v1
+	Admin    *admin.Service   // /api/admin: users, their roles and budgets
+
+	// Console serves the web console at /console and /console/… (nil: none). It is not part
+	// of the API: no OpenAPI operation describes it.
+	Console http.Handler
 }
 
 // NewServer returns the API's handler with every route and middleware in place.
@@ -113,6 +119,10 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	rl := &rateLimiter{limiter: opts.Limiter, trusted: opts.TrustedProxies, log: opts.Logger, metrics: opts.Metrics}
 	mux := http.NewServeMux()
 	addRoutes(mux, opts, deps, rl)
+	if deps.Console != nil {
+		mux.Handle("GET /console", deps.Console)
+		mux.Handle("GET /console/", deps.Console)
+	}
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	cors := newCORS(opts.CORSOrigins, opts.CORSCredentials)
 	return observe(opts.Logger, !opts.NoAccessLog, opts.MaxBodyBytes, opts.Metrics,

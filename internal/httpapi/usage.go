@@ -30,3 +30,6 @@ func handleUsageSummary(svc *usage.Service) http.Handler { return handleCallerDa
 
 // handleUsageProviders answers the caller's usage per provider and model, largest cost first.
 func handleUsageProviders(svc *usage.Service) http.Handler { return handleCallerDays(svc.ByProvider) }
+
+// handleUsageDaily answers the caller's totals per UTC day, oldest first, zeros included.
+func handleUsageDaily(svc *usage.Service) http.Handler { return handleCallerDays(svc.Daily) }

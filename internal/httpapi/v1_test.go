@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/bson/primitive"
 	"go.mongodb.org/mongo-driver/mongo"
 
+	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/ai/aitest"
 	"github.com/acme/app/internal/auth"
@@ -97,7 +98,7 @@ func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFix
 		opts.RateLimit, opts.RateWindow = 1<<20, time.Minute
 	}
 	fx.h = NewServer(opts, Deps{Tokens: fx.tokens, Auth: authSvc, AI: svc, Usage: us, Keys: fx.keys, Budget: fx.budget,
-		Gateway: gw, DBCheck: dbc, Templates: tpl})
+		Gateway: gw, DBCheck: dbc, Templates: tpl, Admin: admin.New(authSvc, fx.budget, us, nil)})
 	return fx
 }
 

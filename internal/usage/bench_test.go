@@ -45,9 +45,10 @@ func seedRollup(tb testing.TB, coll *mongo.Collection, user string, requests int
 	}
 }
 
-// BenchmarkUsageReads measures the service calls behind GET /api/ai/usage and /providers on
-// the embedded store, in one run, for a user with 1M requests over 30 days and 20 models and
-// for one with 10M (each user's rollup in its own database, seeded directly). With
+// BenchmarkUsageReads measures the service calls behind GET /api/ai/usage, /providers and
+// /daily on the embedded store, in one run, for a user with 1M requests over 30 days and 20
+// models and for one with 10M (daily: the same requests over 90 days, read over 90), each
+// user's rollup in its own database, seeded directly. With
 // USAGE_BENCH_OTHERS=N, each database also holds N other users with 30 days of 3 models, to
 // show how the embedded store's full scans grow with the collection (real MongoDB uses the
 // {userId, day} index instead).
@@ -67,6 +68,7 @@ func BenchmarkUsageReads(b *testing.B) {
 			b.Fatal(err)
 		}
 		seedRollup(b, svc.daily, "user", sc.requests, 30, 20, today)
+		seedRollup(b, svc.daily, "user90", sc.requests, 90, 20, today) // the same calls over 90 days
 		for i := range others {
 			seedRollup(b, svc.daily, fmt.Sprintf("other-%04d", i), 3000, 30, 3, today)
 		}
@@ -83,6 +85,22 @@ func BenchmarkUsageReads(b *testing.B) {
 				rows, err := svc.ByProvider(ctx, "user", 30)
 				if err != nil || len(rows) != 20 {
 					b.Fatalf("%d rows, %v", len(rows), err)
+				}
+			})
+		})
+		b.Run("daily90-cold/"+sc.name, func(b *testing.B) { // every day read from the store
+			p50(b, func() {
+				svc.settled.Purge()
+				if days, err := svc.Daily(ctx, "user90", 90); err != nil || len(days) != 90 {
+					b.Fatalf("%d days, %v", len(days), err)
+				}
+			})
+		})
+		b.Run("daily90/"+sc.name, func(b *testing.B) { // days before yesterday from memory
+			p50(b, func() {
+				days, err := svc.Daily(ctx, "user90", 90)
+				if err != nil || len(days) != 90 || days[89].Requests == 0 {
+					b.Fatalf("%d days, %v", len(days), err)
 				}
 			})
 		})

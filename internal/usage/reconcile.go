@@ -51,6 +51,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 	if _, err := CheckDays(days); err != nil {
 		return nil, err
 	}
+	defer s.settled.Purge() // Daily reads the repaired days anew
 	from, to := s.window(days)
 	start, _ := time.Parse(time.DateOnly, from)
 	end, _ := time.Parse(time.DateOnly, to)

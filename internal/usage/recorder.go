@@ -547,6 +547,9 @@ func unitsCost(u int64) float64 { return RoundCost(float64(u) / 1e10) }
 type mongoSink struct {
 	requests, daily, rejected, prices, models *mongo.Collection
 	known                                     *sync.Map // priceRef or cell key -> struct{}: stored
+	// changed is told the id of each rollup document added to (nil: nobody): the service
+	// forgets the day's totals it kept in memory (a late record of a settled day).
+	changed func(id string)
 }
 
 // insertLog stores recs in ai_requests, after storing in ai_prices the unit prices this process
@@ -637,6 +640,9 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	for attempt := 0; ; attempt++ {
 		_, err := s.daily.UpdateOne(ctx, filter, update, options.Update().SetUpsert(true))
 		if err == nil {
+			if s.changed != nil {
+				s.changed(d.id)
+			}
 			return nil
 		}
 		if !mongo.IsDuplicateKeyError(err) || attempt > 0 {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
@@ -69,8 +70,9 @@ type Options struct {
 // the background.
 type Service struct {
 	requests, daily, rejected, prices, models *mongo.Collection
-	rec                                       *recorder // nil: a reader (NewReader)
-	names                                     sync.Map  // cell key -> modelName, read from ai_models
+	rec                                       *recorder                        // nil: a reader (NewReader)
+	names                                     sync.Map                         // cell key -> modelName, read from ai_models
+	settled                                   *expirable.LRU[string, DayUsage] // Daily's settled days, by rollup _id
 	now                                       func() time.Time
 	log                                       *slog.Logger
 }
@@ -96,7 +98,7 @@ func NewReader(db *mongo.Database, opts Options) *Service {
 // sink returns the sink that writes to the service's collections.
 func (s *Service) sink() mongoSink {
 	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices,
-		models: s.models, known: &sync.Map{}}
+		models: s.models, known: &sync.Map{}, changed: func(id string) { s.settled.Remove(id) }}
 }
 
 func newService(db *mongo.Database, opts Options) *Service {
@@ -114,6 +116,7 @@ func newService(db *mongo.Database, opts Options) *Service {
 		models:   db.Collection(ModelsCollection),
 		now:      opts.Now,
 		log:      opts.Logger,
+		settled:  expirable.NewLRU[string, DayUsage](maxSettledDays, nil, settledTTL),
 	}
 }
 
@@ -303,51 +306,137 @@ func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, err
 	return s.named(ctx, acc)
 }
 
-// lookupWorkers is how many point lookups of readDays run at once.
-const lookupWorkers = 4
-
-// readDays sums one user's rollup documents from..to by their _id, one point lookup per day,
-// a few at a time. The embedded store answers an _id equality without decoding the other
-// documents of the collection (any other filter decodes them all), so this read costs the
-// same however many users the rollup holds; on MongoDB each lookup is an _id index hit.
+// readDays sums one user's rollup documents from..to per provider and model.
 func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
+	docs, err := s.lookupDays(ctx, dayIDs(userID, from, to))
+	if err != nil {
+		return nil, err
+	}
+	all := accumulator{}
+	for _, doc := range docs {
+		if doc == nil {
+			continue
+		}
+		if err := all.add(doc); err != nil {
+			return nil, err
+		}
+	}
+	return s.named(ctx, all)
+}
+
+// dayIDs returns the _id of userID's rollup document of each day from..to, in order.
+func dayIDs(userID, from, to string) []string {
 	var ids []string
 	first, _ := time.Parse(time.DateOnly, from)
 	for d := first; Day(d) <= to; d = d.AddDate(0, 0, 1) {
 		ids = append(ids, dailyID(userID, Day(d)))
 	}
+	return ids
+}
+
+// DayUsage is one element of GET /api/ai/usage/daily: a user's totals of one UTC day.
+type DayUsage struct {
+	Date     string  `json:"date"` // YYYY-MM-DD
+	Requests int64   `json:"requests"`
+	Tokens   int64   `json:"tokens"`
+	Cost     float64 `json:"cost"`
+}
+
+// Settled days: the totals of a day before yesterday no longer move (the recorder writes
+// within seconds), so Daily keeps them in memory for settledTTL, up to maxSettledDays
+// user-days. This process's recorder forgets a day it adds a late record to, and Reconcile
+// forgets them all; a change made by another process (`app usage reconcile`, another
+// replica's late record) shows here within settledTTL.
+const (
+	settledTTL     = time.Hour
+	maxSettledDays = 100_000
+)
+
+// Daily returns the caller's totals per UTC day over the last `days` days, oldest first,
+// one element per day (days without calls at zero); they sum to Summary's. Days before
+// yesterday are answered from memory when read within settledTTL. Returns Invalid for days
+// outside 1..366.
+func (s *Service) Daily(ctx context.Context, userID string, days int) ([]DayUsage, error) {
+	if _, err := CheckDays(days); err != nil {
+		return nil, err
+	}
+	from, to := s.window(days)
+	ids := dayIDs(userID, from, to)
+	settledUntil := Day(s.now().UTC().AddDate(0, 0, -2))
+	out := make([]DayUsage, len(ids))
+	var missing []int
+	for i, id := range ids {
+		out[i].Date = id[len(id)-len(time.DateOnly):]
+		if out[i].Date <= settledUntil {
+			if d, ok := s.settled.Get(id); ok {
+				out[i] = d
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	want := make([]string, len(missing))
+	for j, i := range missing {
+		want[j] = ids[i]
+	}
+	docs, err := s.lookupDays(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range missing {
+		if doc := docs[j]; doc != nil {
+			acc := accumulator{}
+			if err := acc.add(doc); err != nil {
+				return nil, err
+			}
+			t := totals(acc.rows())
+			out[i].Requests, out[i].Tokens, out[i].Cost = t.TotalRequests, t.TotalTokens, t.TotalCost
+		}
+		if out[i].Date <= settledUntil {
+			s.settled.Add(ids[i], out[i])
+		}
+	}
+	return out, nil
+}
+
+// lookupWorkers is how many point lookups of lookupDays run at once.
+const lookupWorkers = 4
+
+// lookupDays returns the rollup documents with the given ids, in order (nil for one that does
+// not exist), one point lookup each, a few at a time. The embedded store answers an _id
+// equality without decoding the other documents of the collection (any other filter decodes
+// them all), so this read costs the same however many users the rollup holds; on MongoDB each
+// lookup is an _id index hit.
+func (s *Service) lookupDays(ctx context.Context, ids []string) ([]bson.Raw, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	next := make(chan string)
-	accs := make([]accumulator, lookupWorkers)
+	next := make(chan int)
+	docs := make([]bson.Raw, len(ids))
 	errs := make([]error, lookupWorkers)
 	var wg sync.WaitGroup
 	for w := range lookupWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			accs[w] = accumulator{}
-			for id := range next {
-				raw, err := s.daily.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
+			for i := range next {
+				raw, err := s.daily.FindOne(ctx, bson.D{{Key: "_id", Value: ids[i]}}).Raw()
 				if errors.Is(err, mongo.ErrNoDocuments) {
 					continue
 				}
-				if err == nil {
-					err = accs[w].add(raw)
-				}
 				if err != nil {
-					errs[w] = fmt.Errorf("usage: read rollup %s: %w", id, err)
+					errs[w] = fmt.Errorf("usage: read rollup %s: %w", ids[i], err)
 					cancel()
 					for range next { // let the feeder finish
 					}
 					return
 				}
+				docs[i] = raw
 			}
 		}()
 	}
-	for _, id := range ids {
+	for i := range ids {
 		select {
-		case next <- id:
+		case next <- i:
 		case <-ctx.Done():
 		}
 	}
@@ -356,11 +445,7 @@ func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]Prov
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	all := accumulator{}
-	for _, a := range accs {
-		all.merge(a)
-	}
-	return s.named(ctx, all)
+	return docs, nil
 }
 
 // accumulator sums rollup cells by cell key (cellKey of provider and model). Provider and
@@ -419,18 +504,6 @@ func (acc accumulator) add(doc bson.Raw) error {
 		}
 	}
 	return nil
-}
-
-func (acc accumulator) merge(other accumulator) {
-	for k, r := range other {
-		row := acc.cell(k)
-		if r.Provider != "" || r.Model != "" {
-			row.Provider, row.Model = r.Provider, r.Model
-		}
-		row.RequestCount += r.RequestCount
-		row.TotalTokens += r.TotalTokens
-		row.Cost = RoundCost(row.Cost + r.Cost)
-	}
 }
 
 // named fills in the provider and model of acc's cells from ai_models (cached in memory:

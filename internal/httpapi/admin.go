@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"net/http"
+
+	"github.com/acme/app/internal/admin"
+	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/budget"
+	"github.com/acme/app/internal/validate"
+)
+
+// handleAdminUsers answers GET /api/admin/users: every user with roles, month spend and budget.
+func handleAdminUsers(svc *admin.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		users, err := svc.Users(r.Context())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, users)
+	})
+}
+
+// handleAdminBudget answers PUT /api/admin/users/{id}/budget {limit: number | null}: the user
+// with their new own budget.
+func handleAdminBudget(svc *admin.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fields, err := decodeFields(w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		limit, err := parseLimit(fields)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		u, err := svc.SetBudget(r.Context(), r.PathValue("id"), limit)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, u)
+	})
+}
+
+// parseLimit reads {limit}: a number of dollars from 0 to budget.MaxLimit, or null for none.
+// The property must be present: a body without it is a mistake, not a request to clear.
+func parseLimit(fields map[string]json.RawMessage) (*float64, error) {
+	raw, ok := fields["limit"]
+	msg := "limit must be a number from 0 to 100000000 (US dollars a month) or null"
+	if !ok {
+		return nil, apperr.Validation(msg)
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil, nil
+	}
+	var v float64
+	if validate.IsNull(raw) || json.Unmarshal(raw, &v) != nil || math.IsNaN(v) || math.IsInf(v, 0) ||
+		v < 0 || v > budget.MaxLimit {
+		return nil, apperr.Validation(msg)
+	}
+	return &v, nil
+}
+
+// handleAdminRole answers PUT (grant) and DELETE (revoke) /api/admin/users/{id}/roles/{role}:
+// the user with their roles now.
+func handleAdminRole(svc *admin.Service, grant bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller, _ := CallerFrom(r.Context())
+		id, role := r.PathValue("id"), r.PathValue("role")
+		var u *admin.User
+		var err error
+		if grant {
+			u, err = svc.Grant(r.Context(), id, role)
+		} else {
+			u, err = svc.Revoke(r.Context(), caller.ID, id, role)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, u)
+	})
+}
