@@ -129,13 +129,19 @@ func (m *Message) text() string {
 	return string(b)
 }
 
-// size is the bytes of everything the message sends: its text, images and tool calls.
+// imageWorstCase is what an image counts for in a call's worst-case cost, in prompt tokens:
+// more than any provider bills for one image (Anthropic about 1,600, OpenAI's high detail
+// about 1,100 for 1024², Gemini 258 a tile), far less than its bytes.
+const imageWorstCase = 5000
+
+// size is what the message sends, for a call's worst-case cost: the bytes of its text and tool
+// calls (a token is at least a byte), and imageWorstCase per image.
 func (m *Message) size() int {
 	n := len(m.Content)
 	for _, p := range m.Parts {
 		n += len(p.Text)
 		if p.Image != nil {
-			n += len(p.Image.Data) + len(p.Image.URL)
+			n += imageWorstCase
 		}
 	}
 	for _, c := range m.ToolCalls {

@@ -11,6 +11,7 @@ import (
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/ai/aitest"
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/usage"
 )
 
 const weatherSchema = `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`
@@ -325,3 +326,29 @@ func TestCheck_RefusedBeforeSending(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a call's worst case counts what it sends besides text: the tools offered and the
+// assistant's calls byte for byte, and an image as 5,000 prompt tokens whatever its size (not
+// its bytes, which would hold a budget thousands of times over).
+func TestBudget_WorstCaseOfToolsAndImages(t *testing.T) {
+	t.Parallel()
+	fake := aitest.New(t, "openai")
+	b := &budget{limit: 1}
+	svc, _ := newService(t, fake, "openai", func(o *ai.Options) { o.Budget = b })
+	big := strings.Repeat("A", 4<<20) // a 3 MB image
+	in := ai.ChatInput{Model: "gpt-4o-mini", MaxTokens: ptrInt(100), SystemAllowed: true, Messages: []ai.Message{
+		{Role: "user", Parts: []ai.Part{{Text: "0123456789"}, {Image: &ai.Image{URL: "data:image/png;base64," + big, MediaType: "image/png", Data: big}}}},
+		{Role: "assistant", ToolCalls: []ai.ToolCall{{ID: "c", Name: "f", Arguments: "{}"}}},
+		{Role: "tool", ToolCallID: "c", Content: "ok"},
+	}, Tools: []ai.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	if _, err := svc.Complete(context.Background(), "u", "openai", in); err != nil {
+		t.Fatal(err)
+	}
+	// prompt: 10 text + 5,000 image + 3 call ("f", "{}") + 2 result + 18 tool ("f" and its schema)
+	const want = (10+5000+3+2+18)*0.15e-6 + 100*0.6e-6
+	if len(b.reserved) != 1 || b.reserved[0] != usage.RoundCost(want) {
+		t.Errorf("reserved %v, want %v", b.reserved, usage.RoundCost(want))
+	}
+}
+
+func ptrInt(n int) *int { return &n }
