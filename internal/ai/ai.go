@@ -283,15 +283,9 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if err := in.validate(&ep.spec); err != nil {
 		return nil, err
 	}
-	if a, ok := s.rec.(interface{ Admit() error }); ok {
-		if err := a.Admit(); err != nil {
-			return nil, err
-		}
-	}
-	cfg := s.cfg[providerName]
-	if cfg.APIKey == "" {
-		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
-			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
+	cfg, err := s.ready(providerName)
+	if err != nil {
+		return nil, err
 	}
 	id := RequestIDFor(in.RequestID)
 	c := &call{model: in.Model, messages: in.Messages, temperature: ep.spec.defaultTemperature, maxTokens: s.maxTok,
@@ -312,16 +306,9 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	_, refuses := s.noTemperature.Get(modelKey{providerName, c.model})
 	c.sendTemperature = !refuses
 
-	var hold Reservation
-	if s.budget != nil {
-		r, err := s.budget.Reserve(ctx, userID, s.worstCase(providerName, c))
-		if err != nil {
-			if apperr.KindOf(err) == apperr.PaymentRequired {
-				s.obs.BudgetRejected()
-			}
-			return nil, err
-		}
-		hold = r
+	hold, err := s.reserve(ctx, userID, func() float64 { return s.worstCase(providerName, c) })
+	if err != nil {
+		return nil, err
 	}
 
 	start := s.now()
@@ -339,6 +326,38 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
 		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold, idPrefix: c.idPrefix,
 	})
+}
+
+// ready reports whether a call to providerName may start: the usage recorder has room for its
+// record, and the provider has an API key (its configuration is returned).
+func (s *Service) ready(providerName string) (ProviderConfig, error) {
+	if a, ok := s.rec.(interface{ Admit() error }); ok {
+		if err := a.Admit(); err != nil {
+			return ProviderConfig{}, err
+		}
+	}
+	cfg := s.cfg[providerName]
+	if cfg.APIKey == "" {
+		return cfg, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
+			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
+	}
+	return cfg, nil
+}
+
+// reserve holds a call's worst case on userID's budget (nil without a budget); a refusal is
+// the budget's error, counted for metrics when it is a spent budget.
+func (s *Service) reserve(ctx context.Context, userID string, worstCase func() float64) (Reservation, error) {
+	if s.budget == nil {
+		return nil, nil
+	}
+	r, err := s.budget.Reserve(ctx, userID, worstCase())
+	if err != nil {
+		if apperr.KindOf(err) == apperr.PaymentRequired {
+			s.obs.BudgetRejected()
+		}
+		return nil, err
+	}
+	return r, nil
 }
 
 // finished is a call the provider was asked for, as it ended.

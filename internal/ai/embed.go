@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/usage"
@@ -152,28 +151,15 @@ func (s *Service) Embed(ctx context.Context, userID, providerName string, in Emb
 	if err := in.validate(providerName); err != nil {
 		return nil, err
 	}
-	if a, ok := s.rec.(interface{ Admit() error }); ok {
-		if err := a.Admit(); err != nil {
-			return nil, err
-		}
-	}
-	cfg := s.cfg[providerName]
-	if cfg.APIKey == "" {
-		return nil, apperr.E(apperr.Unavailable, fmt.Sprintf("the %s provider is not configured: set ai.%s.api_key (environment %s)",
-			providerName, providerName, "APP_AI_"+strings.ToUpper(providerName)+"_API_KEY"))
+	cfg, err := s.ready(providerName)
+	if err != nil {
+		return nil, err
 	}
 	c := &call{model: in.Model}
 	id := RequestIDFor(in.RequestID)
-	var hold Reservation
-	if s.budget != nil {
-		r, err := s.budget.Reserve(ctx, userID, s.embedWorstCase(providerName, &in))
-		if err != nil {
-			if apperr.KindOf(err) == apperr.PaymentRequired {
-				s.obs.BudgetRejected()
-			}
-			return nil, err
-		}
-		hold = r
+	hold, err := s.reserve(ctx, userID, func() float64 { return s.embedWorstCase(providerName, &in) })
+	if err != nil {
+		return nil, err
 	}
 	start := s.now()
 	ee := &endpoint{provider: ec, spec: ep.spec}
