@@ -107,37 +107,20 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 // embeddings); a bare name goes to the provider the price table lists it under, and must be
 // an embedding model there.
 func (s *Service) routeEmbeddings(raw json.RawMessage, req *EmbeddingsRequest) error {
-	if isNull(raw) {
-		return invalid("model", "", "You must provide a model parameter.")
+	model, p, m, err := s.modelOf(raw)
+	if err != nil {
+		return err
 	}
-	var model string
-	if json.Unmarshal(raw, &model) != nil {
-		return invalid("model", "invalid_type", "Invalid type for 'model': expected a string.")
+	if p == "anthropic" {
+		return invalid("model", "model_not_supported", "The model '%s' is Anthropic's: Anthropic has no embeddings API; "+
+			"use an openai/… or gemini/… embedding model.", model)
 	}
-	if model == "" {
-		return invalid("model", "", "You must provide a model parameter.")
-	}
-	req.Model = model
-	p, m, prefixed := strings.Cut(model, "/")
-	if !prefixed || !isProvider(p) {
-		var ok bool
-		if p, ok = s.prices.ProviderOf(model); !ok {
-			return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: "+
-				"openai/MODEL or gemini/MODEL.", model)
-		}
-		m = model
-		if mode := s.prices.Mode(p, m); mode != "" && mode != "embedding" && p != "anthropic" {
+	if bare := m == model; bare {
+		if mode := s.prices.Mode(p, m); mode != "" && mode != "embedding" {
 			return invalid("model", "invalid_value", "The model '%s' is a %s model, not an embedding model.", model, mode)
 		}
 	}
-	switch {
-	case p == "anthropic":
-		return invalid("model", "model_not_supported", "The model '%s' is Anthropic's: Anthropic has no embeddings API; "+
-			"use an openai/… or gemini/… embedding model.", model)
-	case m == "":
-		return invalid("model", "model_not_found", "The model '%s' names no model after the provider.", model)
-	}
-	req.Provider, req.Input.Model = p, m
+	req.Model, req.Provider, req.Input.Model = model, p, m
 	return nil
 }
 

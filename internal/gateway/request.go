@@ -135,35 +135,41 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 	return req, nil
 }
 
-// route reads `model`: provider/model names the provider; a bare name goes to the provider the
-// price table lists it under.
+// route reads `model` of a chat request: provider/model names the provider; a bare name goes
+// to the provider the price table lists it under. An embedding model is refused.
 func (s *Service) route(fields chatRequest, req *Request) error {
-	raw := fields["model"]
-	if isNull(raw) {
-		return invalid("model", "", "You must provide a model parameter.")
+	model, p, m, err := s.modelOf(fields["model"])
+	if err != nil {
+		return err
 	}
-	var model string
+	req.Model, req.Provider, req.Input.Model = model, p, m
+	return s.chatModel(p, m)
+}
+
+// modelOf reads a request's `model`: provider/model names the provider and the model; a bare
+// name goes to the provider the price table lists it under (bare true).
+func (s *Service) modelOf(raw json.RawMessage) (model, provider, name string, err error) {
+	if isNull(raw) {
+		return "", "", "", invalid("model", "", "You must provide a model parameter.")
+	}
 	if json.Unmarshal(raw, &model) != nil {
-		return invalid("model", "invalid_type", "Invalid type for 'model': expected a string.")
+		return "", "", "", invalid("model", "invalid_type", "Invalid type for 'model': expected a string.")
 	}
 	if model == "" {
-		return invalid("model", "", "You must provide a model parameter.")
+		return "", "", "", invalid("model", "", "You must provide a model parameter.")
 	}
-	req.Model = model
 	if p, m, ok := strings.Cut(model, "/"); ok && isProvider(p) {
 		if m == "" {
-			return invalid("model", "model_not_found", "The model '%s' names no model after the provider.", model)
+			return "", "", "", invalid("model", "model_not_found", "The model '%s' names no model after the provider.", model)
 		}
-		req.Provider, req.Input.Model = p, m
-		return s.chatModel(p, m)
+		return model, p, m, nil
 	}
 	p, ok := s.prices.ProviderOf(model)
 	if !ok {
-		return invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: %s.",
+		return "", "", "", invalid("model", "model_not_found", "The model '%s' is not known to this gateway: name it with its provider: %s.",
 			model, strings.Join(prefixes, ", "))
 	}
-	req.Provider, req.Input.Model = p, model
-	return s.chatModel(p, model)
+	return model, p, model, nil
 }
 
 func isProvider(name string) bool { return slices.Contains(providers.Names(), name) }
