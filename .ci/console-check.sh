@@ -31,17 +31,9 @@ fi
 
 start_fake_providers
 
-PORT="$(free_port)"
-BASE="http://127.0.0.1:$PORT"
 export APP_JWT_SECRET=console-check-secret-console-check-secret
 export APP_RATELIMIT_LIMIT=100000 APP_RATELIMIT_AUTH_LIMIT=100000
-export APP_AI_OPENAI_API_KEY=fake-openai APP_AI_ANTHROPIC_API_KEY=fake-anthropic APP_AI_GEMINI_API_KEY=fake-gemini
-export APP_AI_OPENAI_BASE_URL="$FAKE/v1" APP_AI_ANTHROPIC_BASE_URL="$FAKE/v1" APP_AI_GEMINI_BASE_URL="$FAKE/v1beta"
-export APP_LOG_LEVEL=warn
-"$APP" serve --addr "127.0.0.1:$PORT" --data-dir "$TMP/data" >"$TMP/app.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 600); do curl -fsS "$BASE/api/health" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "$BASE/api/health" >/dev/null || { echo "console-check: app serve did not start" >&2; cat "$TMP/app.log" >&2; exit 1; }
+start_app console-check
 
 json() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 register() { # email password name -> access token

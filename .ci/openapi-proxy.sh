@@ -32,18 +32,10 @@ PRISM="$PRISM_DIR/node_modules/.bin/prism"
 start_fake_providers
 
 # The server: limits out of reach, the storage routes allowed to reach its own embedded store.
-PORT="$(free_port)"
-BASE="http://127.0.0.1:$PORT"
 export APP_JWT_SECRET=openapi-proxy-secret-openapi-proxy-secret
 export APP_RATELIMIT_LIMIT=1000000 APP_RATELIMIT_AUTH_LIMIT=1000000
 export APP_DBCHECK_ALLOWED_HOSTS=127.0.0.1
-export APP_AI_OPENAI_API_KEY=fake-openai APP_AI_ANTHROPIC_API_KEY=fake-anthropic APP_AI_GEMINI_API_KEY=fake-gemini
-export APP_AI_OPENAI_BASE_URL="$FAKE/v1" APP_AI_ANTHROPIC_BASE_URL="$FAKE/v1" APP_AI_GEMINI_BASE_URL="$FAKE/v1beta"
-export APP_LOG_LEVEL=warn
-"$APP" serve --addr "127.0.0.1:$PORT" --data-dir "$TMP/data" >"$TMP/app.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 600); do curl -fsS "$BASE/api/health" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "$BASE/api/health" >/dev/null || { echo "openapi-proxy: app serve did not start" >&2; cat "$TMP/app.log" >&2; exit 1; }
+start_app openapi-proxy
 MONGO_URI="$(cat "$TMP/data/embedded-mongodb.uri")"
 
 # Prism in front of it. Without --errors it forwards every request, answers what the server

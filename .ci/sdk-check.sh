@@ -27,16 +27,8 @@ command -v node >/dev/null && command -v npm >/dev/null || { echo "sdk-check: no
 start_fake_providers
 
 # The server.
-PORT="$(free_port)"
-BASE="http://127.0.0.1:$PORT"
-APP_JWT_SECRET=sdk-check-secret-sdk-check-secret \
-APP_AI_OPENAI_API_KEY=fake-openai APP_AI_ANTHROPIC_API_KEY=fake-anthropic APP_AI_GEMINI_API_KEY=fake-gemini \
-APP_AI_OPENAI_BASE_URL="$FAKE/v1" APP_AI_ANTHROPIC_BASE_URL="$FAKE/v1" APP_AI_GEMINI_BASE_URL="$FAKE/v1beta" \
-APP_LOG_LEVEL=warn \
-  "$APP" serve --addr "127.0.0.1:$PORT" --data-dir "$TMP/data" >"$TMP/app.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 600); do curl -fsS "$BASE/api/health" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "$BASE/api/health" >/dev/null || { echo "sdk-check: app serve did not start" >&2; cat "$TMP/app.log" >&2; exit 1; }
+export APP_JWT_SECRET=sdk-check-secret-sdk-check-secret
+start_app sdk-check
 
 # A user and a personal API key.
 TOKEN="$(curl -fsS -H 'Content-Type: application/json' -d '{"email":"sdk@example.com","password":"sdk-check-1","name":"SDK"}' \
