@@ -290,15 +290,7 @@ func (g *generator) integer(o *obj) any {
 		}
 		return v
 	}
-	if !hasLo {
-		lo = 0
-		if hasHi && hi < 0 {
-			lo = hi - 1000
-		}
-	}
-	if !hasHi {
-		hi = lo + 1000
-	}
+	lo, hi = openRange(lo, hi, hasLo, hasHi)
 	if hi < lo {
 		return int64(lo)
 	}
@@ -336,15 +328,7 @@ func (g *generator) number(o *obj) any {
 		return int64(0)
 	}
 	lo, hi, hasLo, hasHi := bounds(o, 0.01)
-	if !hasLo {
-		lo = 0
-		if hasHi && hi < 0 {
-			lo = hi - 1000
-		}
-	}
-	if !hasHi {
-		hi = lo + 1000
-	}
+	lo, hi = openRange(lo, hi, hasLo, hasHi)
 	if hi < lo {
 		return lo
 	}
@@ -422,4 +406,19 @@ func (g *generator) dynamicString(format string) (string, bool) {
 		parts[i] = g.word()
 	}
 	return strings.Join(parts, " "), false
+}
+
+// openRange gives a missing bound of a dynamic value's range a value: from 0 (or 1,000
+// below a negative maximum) to 1,000 above the minimum.
+func openRange(lo, hi float64, hasLo, hasHi bool) (float64, float64) {
+	if !hasLo {
+		lo = 0
+		if hasHi && hi < 0 {
+			lo = hi - 1000
+		}
+	}
+	if !hasHi {
+		hi = lo + 1000
+	}
+	return lo, hi
 }
