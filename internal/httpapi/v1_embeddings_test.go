@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -110,11 +109,7 @@ func TestV1EmbeddingsRefused(t *testing.T) {
 	t.Parallel()
 	fx := newGWFixture(t, Options{})
 	_, tok := fx.user(t)
-	spent, spentTok := fx.user(t)
-	zero := 0.0
-	if _, err := fx.budget.SetLimit(context.Background(), spent, &zero); err != nil {
-		t.Fatal(err)
-	}
+	spentTok := fx.spentUser(t)
 	many := `"x"` + strings.Repeat(`,"x"`, ai.MaxEmbedInputs)
 	for _, tc := range []struct {
 		name, body, token string

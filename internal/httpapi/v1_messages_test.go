@@ -198,11 +198,7 @@ func TestV1Messages_Errors(t *testing.T) {
 	t.Parallel()
 	fx := newGWFixture(t, Options{})
 	_, tok := fx.user(t)
-	spent, spentTok := fx.user(t)
-	zero := 0.0
-	if _, err := fx.budget.SetLimit(context.Background(), spent, &zero); err != nil {
-		t.Fatal(err)
-	}
+	spentTok := fx.spentUser(t)
 	ok := `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
 	for _, tc := range []struct {
 		name, body, key, token string

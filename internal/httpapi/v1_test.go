@@ -113,6 +113,18 @@ func (fx *gwFixture) user(t testing.TB) (string, string) {
 	return res.User.ID, res.AccessToken
 }
 
+// spentUser registers a user whose monthly budget is spent (a limit of 0) and returns its
+// access token.
+func (fx *gwFixture) spentUser(t testing.TB) string {
+	t.Helper()
+	id, tok := fx.user(t)
+	zero := 0.0
+	if _, err := fx.budget.SetLimit(context.Background(), id, &zero); err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 func decodeJSON[T any](t testing.TB, body []byte) T {
 	t.Helper()
 	var v T
@@ -262,14 +274,8 @@ func code(e gateway.ErrorObject) string {
 func TestV1Errors(t *testing.T) {
 	t.Parallel()
 	fx := newGWFixture(t, Options{})
-	uid, tok := fx.user(t)
-	ctx := context.Background()
-	spent, spentTok := fx.user(t)
-	zero := 0.0
-	if _, err := fx.budget.SetLimit(ctx, spent, &zero); err != nil {
-		t.Fatal(err)
-	}
-	_ = uid
+	_, tok := fx.user(t)
+	spentTok := fx.spentUser(t)
 	chat := `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`
 	for _, tc := range []struct {
 		name, method, path, body, token string
