@@ -267,3 +267,22 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// expect fails the test unless the command exited with code and its output holds every
+// text of wantOut and of wantErr.
+func (r result) expect(t *testing.T, code int, wantOut, wantErr []string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit=%d, want %d\nout=%s\nerr=%s", r.code, code, r.out, r.errOut)
+	}
+	for _, w := range wantOut {
+		if !strings.Contains(r.out, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, r.out)
+		}
+	}
+	for _, w := range wantErr {
+		if !strings.Contains(r.errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, r.errOut)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package cmd
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -33,19 +32,7 @@ func TestMockValidate_OpenAPI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := runApp(t, func(string) string { return "" }, tc.args...)
-			if r.code != tc.wantCode {
-				t.Fatalf("exit=%d, want %d\nout=%s\nerr=%s", r.code, tc.wantCode, r.out, r.errOut)
-			}
-			for _, w := range tc.wantOut {
-				if !strings.Contains(r.out, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, r.out)
-				}
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(r.errOut, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, r.errOut)
-				}
-			}
+			r.expect(t, tc.wantCode, tc.wantOut, tc.wantErr)
 		})
 	}
 }
