@@ -16,10 +16,7 @@ PLAYWRIGHT_VERSION=1.65.1
 
 command -v node >/dev/null && command -v npm >/dev/null || { echo "console-check: node and npm are needed" >&2; exit 1; }
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
-if [ ! -x "$CHROMIUM" ]; then
-  echo "console-check: installing Debian's chromium" >&2
-  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null
-fi
+CHROMIUM="$CHROMIUM" .ci/chromium.sh
 
 . .ci/lib.sh
 
