@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/mongo/readpref"
@@ -160,11 +163,70 @@ func (s *Store) closeEmbedded() {
 // EnsureIndexes creates the indexes in models on coll; creating an existing index is a no-op.
 // It creates them one per command: FerretDB v1 panics when one createIndexes names several
 // indexes that already exist.
+//
+// On a server that reads no filter but _id equality through an index (the embedded store:
+// FerretDB on SQLite, whose explain says filterPushdown false for any other field), a
+// non-unique index would cost every write of coll and serve no read: only the unique ones are
+// created (they enforce their constraint there too), and a non-unique one of models that an
+// earlier version created is dropped.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, models ...mongo.IndexModel) error {
+	unusable := len(models) > 0 && !ReadsSecondaryIndexes(ctx, coll)
+	var drop []string
 	for _, m := range models {
+		if unusable && !unique(m) {
+			drop = append(drop, indexName(m))
+			continue
+		}
 		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
 			return fmt.Errorf("store: create index on %s: %w", coll.Name(), err)
 		}
 	}
+	if len(drop) == 0 {
+		return nil
+	}
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return fmt.Errorf("store: list indexes of %s: %w", coll.Name(), err)
+	}
+	for _, spec := range specs {
+		if slices.Contains(drop, spec.Name) {
+			if _, err := coll.Indexes().DropOne(ctx, spec.Name); err != nil {
+				return fmt.Errorf("store: drop index %s of %s: %w", spec.Name, coll.Name(), err)
+			}
+		}
+	}
 	return nil
+}
+
+// ReadsSecondaryIndexes reports whether coll's server can answer a filter on a field other
+// than _id from an index: false only when its explain of such a find says filterPushdown false
+// (FerretDB's extension; MongoDB's explain has no such field, and an error counts as true).
+func ReadsSecondaryIndexes(ctx context.Context, coll *mongo.Collection) bool {
+	var res struct {
+		FilterPushdown *bool `bson:"filterPushdown"`
+	}
+	err := coll.Database().RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{
+		{Key: "find", Value: coll.Name()},
+		{Key: "filter", Value: bson.D{{Key: "f", Value: ""}}},
+	}}}).Decode(&res)
+	return err != nil || res.FilterPushdown == nil || *res.FilterPushdown
+}
+
+// unique reports whether m declares a unique index.
+func unique(m mongo.IndexModel) bool {
+	return m.Options != nil && m.Options.Unique != nil && *m.Options.Unique
+}
+
+// indexName returns m's name: the one its options give, else MongoDB's default
+// (field_direction pairs joined with "_").
+func indexName(m mongo.IndexModel) string {
+	if m.Options != nil && m.Options.Name != nil {
+		return *m.Options.Name
+	}
+	keys, _ := m.Keys.(bson.D)
+	parts := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		parts = append(parts, k.Key, fmt.Sprint(k.Value))
+	}
+	return strings.Join(parts, "_")
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/store/storetest"
@@ -177,12 +179,12 @@ func TestRedact(t *testing.T) {
 }
 
 // Ensure creating several indexes twice is a no-op, not a failure (FerretDB v1 panicked when
-// one createIndexes named several existing indexes).
+// one createIndexes named several existing indexes), and that the unique one exists after.
 func TestEnsureIndexes_Idempotent(t *testing.T) {
 	t.Parallel()
 	coll := storetest.DB(t).Collection("c")
 	models := []mongo.IndexModel{
-		{Keys: bson.D{{Key: "a", Value: 1}}},
+		{Keys: bson.D{{Key: "a", Value: 1}}, Options: options.Index().SetUnique(true)},
 		{Keys: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: -1}}},
 	}
 	for i := 0; i < 2; i++ {
@@ -190,8 +192,54 @@ func TestEnsureIndexes_Idempotent(t *testing.T) {
 			t.Fatalf("run %d: %v", i+1, err)
 		}
 	}
-	specs, err := coll.Indexes().ListSpecifications(ctxT(t))
-	if err != nil || len(specs) != 3 { // _id plus the two
-		t.Fatalf("indexes = %d (%v), want 3", len(specs), err)
+	if names := indexNames(t, coll); !slices.Contains(names, "a_1") {
+		t.Fatalf("indexes = %v, want a_1 among them", names)
 	}
+}
+
+// Ensure that on the embedded store, which reads no index but _id's, EnsureIndexes creates the
+// unique indexes (they still refuse duplicates) and no other, and drops a non-unique index of
+// its models that an earlier version created.
+func TestEnsureIndexes_EmbeddedKeepsOnlyUnique(t *testing.T) {
+	ctx := ctxT(t)
+	st, err := store.Open(ctx, store.Options{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	coll := st.DB("idx").Collection("c")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	models := []mongo.IndexModel{
+		{Keys: bson.D{{Key: "a", Value: 1}}, Options: options.Index().SetUnique(true)},
+		{Keys: bson.D{{Key: "b", Value: 1}, {Key: "c", Value: -1}}},
+		{Keys: bson.D{{Key: "d", Value: 1}}, Options: options.Index().SetName("by_d")},
+	}
+	for i := 0; i < 2; i++ {
+		if err := store.EnsureIndexes(ctx, coll, models...); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+	if got, want := indexNames(t, coll), []string{"_id_", "a_1"}; !slices.Equal(got, want) {
+		t.Fatalf("indexes = %v, want %v", got, want)
+	}
+	if _, err := coll.InsertMany(ctx, []any{bson.D{{Key: "a", Value: 1}}, bson.D{{Key: "a", Value: 1}}}); !mongo.IsDuplicateKeyError(err) {
+		t.Fatalf("a duplicate of the unique field: err = %v, want a duplicate key error", err)
+	}
+}
+
+// indexNames returns the names of coll's indexes, sorted.
+func indexNames(t *testing.T, coll *mongo.Collection) []string {
+	t.Helper()
+	specs, err := coll.Indexes().ListSpecifications(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	slices.Sort(names)
+	return names
 }

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/store/storetest"
 )
 
@@ -98,8 +99,9 @@ func TestNewReader_StartsNothing(t *testing.T) {
 	if err := r.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if names := indexNames(t, db.Collection(DailyCollection)); !slices.Contains(names, "day_1") ||
-		!slices.Contains(names, "userId_1_day_1") {
+	// The embedded store reads no index but _id's, so it gets none (see store.EnsureIndexes).
+	if names := indexNames(t, db.Collection(DailyCollection)); store.ReadsSecondaryIndexes(ctx, db.Collection(DailyCollection)) &&
+		(!slices.Contains(names, "day_1") || !slices.Contains(names, "userId_1_day_1")) {
 		t.Fatalf("%s indexes after EnsureIndexes: %v", DailyCollection, names)
 	}
 }
