@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/validate"
 )
 
 // Embedder is the AI service's embeddings, as the gateway uses them. The Completer given as
@@ -60,7 +61,7 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 		return nil, invalid("", "", "We could not parse the JSON body of your request: it must be one JSON object.")
 	}
 	for name, raw := range fields {
-		if !acceptedEmbeddings[name] && !isNull(raw) {
+		if !acceptedEmbeddings[name] && !validate.IsNull(raw) {
 			return nil, unsupported(name, "is not supported by this gateway.")
 		}
 	}
@@ -74,7 +75,7 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 	if req.Provider == "gemini" && req.Input.Tokens != nil {
 		return nil, invalid("input", "invalid_type", "Invalid 'input': token arrays are for openai/ models; gemini embeds text: send strings.")
 	}
-	if raw := fields["encoding_format"]; !isNull(raw) {
+	if raw := fields["encoding_format"]; !validate.IsNull(raw) {
 		var f string
 		if json.Unmarshal(raw, &f) != nil {
 			return nil, invalid("encoding_format", "invalid_type", "Invalid type for 'encoding_format': expected 'float' or 'base64'.")
@@ -84,7 +85,7 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 		}
 		req.Input.EncodingFormat, req.Base64 = f, f == "base64"
 	}
-	if raw := fields["dimensions"]; !isNull(raw) {
+	if raw := fields["dimensions"]; !validate.IsNull(raw) {
 		var f float64
 		if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) {
 			return nil, invalid("dimensions", "invalid_type", "Invalid type for 'dimensions': expected an integer.")
@@ -95,7 +96,7 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 		n := int(f)
 		req.Input.Dimensions = &n
 	}
-	if raw := fields["user"]; !isNull(raw) {
+	if raw := fields["user"]; !validate.IsNull(raw) {
 		if json.Unmarshal(raw, &req.Input.User) != nil {
 			return nil, invalid("user", "invalid_type", "Invalid type for 'user': expected a string.")
 		}
@@ -127,7 +128,7 @@ func (s *Service) routeEmbeddings(raw json.RawMessage, req *EmbeddingsRequest) e
 // embeddingInput reads `input` into in: a string, an array of strings, a token array (an
 // array of integers) or an array of token arrays, bounded as OpenAI bounds it.
 func embeddingInput(raw json.RawMessage, in *ai.EmbedInput) error {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return invalid("input", "", "Missing required parameter: 'input'.")
 	}
 	const want = "Invalid type for 'input': expected a string, an array of strings, an array of integers (tokens) or an array of such arrays."

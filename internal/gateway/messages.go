@@ -8,6 +8,7 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/validate"
 )
 
 // Anthropic's Messages API (POST /v1/messages) on top of the AI service: the request is read
@@ -30,7 +31,7 @@ func (s *Service) ParseMessages(body []byte) (*Request, error) {
 		return nil, invalid("", "", "The request body is not one JSON object.")
 	}
 	for name, raw := range fields {
-		if !messagesAccepted[name] && !isNull(raw) {
+		if !messagesAccepted[name] && !validate.IsNull(raw) {
 			return nil, unsupported(name, "is not supported by this gateway.")
 		}
 	}
@@ -40,7 +41,7 @@ func (s *Service) ParseMessages(body []byte) (*Request, error) {
 	}
 	in := &req.Input
 	in.SystemAllowed = true
-	if isNull(fields["max_tokens"]) {
+	if validate.IsNull(fields["max_tokens"]) {
 		return nil, invalid("max_tokens", "", "max_tokens: Field required")
 	}
 	var err error
@@ -53,26 +54,26 @@ func (s *Service) ParseMessages(body []byte) (*Request, error) {
 	if in.TopP, err = number(fields, "top_p", 0, 1); err != nil {
 		return nil, err
 	}
-	if raw := fields["stop_sequences"]; !isNull(raw) {
+	if raw := fields["stop_sequences"]; !validate.IsNull(raw) {
 		if json.Unmarshal(raw, &in.Stop) != nil {
 			return nil, invalid("stop_sequences", "invalid_type", "stop_sequences: Input should be a list of strings")
 		}
 	}
-	if raw := fields["stream"]; !isNull(raw) && json.Unmarshal(raw, &req.Stream) != nil {
+	if raw := fields["stream"]; !validate.IsNull(raw) && json.Unmarshal(raw, &req.Stream) != nil {
 		return nil, invalid("stream", "invalid_type", "stream: Input should be a valid boolean")
 	}
-	if raw := fields["metadata"]; !isNull(raw) && !isObject(raw) {
+	if raw := fields["metadata"]; !validate.IsNull(raw) && !isObject(raw) {
 		return nil, invalid("metadata", "invalid_type", "metadata: Input should be an object")
 	}
 	if in.Messages, err = s.anthropicMessages(fields["system"], fields["messages"]); err != nil {
 		return nil, err
 	}
-	if raw := fields["tools"]; !isNull(raw) {
+	if raw := fields["tools"]; !validate.IsNull(raw) {
 		if in.Tools, err = anthropicTools(raw); err != nil {
 			return nil, err
 		}
 	}
-	if raw := fields["tool_choice"]; !isNull(raw) {
+	if raw := fields["tool_choice"]; !validate.IsNull(raw) {
 		if err := anthropicToolChoice(raw, in); err != nil {
 			return nil, err
 		}
@@ -85,14 +86,14 @@ func (s *Service) ParseMessages(body []byte) (*Request, error) {
 // user message after them; an assistant's tool_use blocks become its tool calls.
 func (s *Service) anthropicMessages(system, raw json.RawMessage) ([]ai.Message, error) {
 	var out []ai.Message
-	if !isNull(system) {
+	if !validate.IsNull(system) {
 		text, err := blocksText("system", system)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, ai.Message{Role: "system", Content: text})
 	}
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return nil, invalid("messages", "", "messages: Field required")
 	}
 	var items []struct {
@@ -172,7 +173,7 @@ func (s *Service) anthropicBlock(at string, raw json.RawMessage, msg *ai.Message
 			return invalid(at, "", "%s: a tool_use block needs an id and a name", at)
 		}
 		input := "{}"
-		if !isNull(b.Input) {
+		if !validate.IsNull(b.Input) {
 			if !isObject(b.Input) {
 				return invalid(at+".input", "invalid_type", "%s.input: Input should be an object", at)
 			}
@@ -184,7 +185,7 @@ func (s *Service) anthropicBlock(at string, raw json.RawMessage, msg *ai.Message
 			return invalid(at+".tool_use_id", "", "%s.tool_use_id: Field required", at)
 		}
 		text := ""
-		if !isNull(b.Content) {
+		if !validate.IsNull(b.Content) {
 			var err error
 			if text, err = blocksText(at+".content", b.Content); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/ai/providers"
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/validate"
 )
 
 // invalid is a refused parameter: Invalid (OpenAI's 400 invalid_request_error) naming param,
@@ -63,7 +64,7 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 		return nil, invalid("", "", "We could not parse the JSON body of your request: it must be one JSON object.")
 	}
 	for name, raw := range fields {
-		if accepted[name] || isNull(raw) {
+		if accepted[name] || validate.IsNull(raw) {
 			continue
 		}
 		if def, ok := neutral[name]; ok {
@@ -101,18 +102,18 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 	if req.Input.Stop, err = stops(fields["stop"]); err != nil {
 		return nil, err
 	}
-	if raw := fields["user"]; !isNull(raw) {
+	if raw := fields["user"]; !validate.IsNull(raw) {
 		var u string
 		if json.Unmarshal(raw, &u) != nil {
 			return nil, invalid("user", "invalid_type", "Invalid type for 'user': expected a string.")
 		}
 	}
-	if raw := fields["stream"]; !isNull(raw) {
+	if raw := fields["stream"]; !validate.IsNull(raw) {
 		if json.Unmarshal(raw, &req.Stream) != nil {
 			return nil, invalid("stream", "invalid_type", "Invalid type for 'stream': expected a boolean.")
 		}
 	}
-	if raw := fields["stream_options"]; !isNull(raw) {
+	if raw := fields["stream_options"]; !validate.IsNull(raw) {
 		if !req.Stream {
 			return nil, invalid("stream_options", "invalid_value", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 		}
@@ -123,10 +124,10 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 		for name, v := range opts {
 			switch {
 			case name == "include_usage":
-				if !isNull(v) && json.Unmarshal(v, &req.IncludeUsage) != nil {
+				if !validate.IsNull(v) && json.Unmarshal(v, &req.IncludeUsage) != nil {
 					return nil, invalid("stream_options.include_usage", "invalid_type", "Invalid type for 'stream_options.include_usage': expected a boolean.")
 				}
-			case name == "include_obfuscation" || isNull(v):
+			case name == "include_obfuscation" || validate.IsNull(v):
 			default:
 				return nil, unsupported("stream_options."+name, "is not supported by this gateway.")
 			}
@@ -149,7 +150,7 @@ func (s *Service) route(fields chatRequest, req *Request) error {
 // modelOf reads a request's `model`: provider/model names the provider and the model; a bare
 // name goes to the provider the price table lists it under (bare true).
 func (s *Service) modelOf(raw json.RawMessage) (model, provider, name string, err error) {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return "", "", "", invalid("model", "", "You must provide a model parameter.")
 	}
 	if json.Unmarshal(raw, &model) != nil {
@@ -187,7 +188,7 @@ var prefixes = func() []string {
 // (its tool_calls included) and tool; content a string or an array of parts (text, and for a
 // user image_url of at most maxImage bytes).
 func parseMessages(raw json.RawMessage, maxImage int64) ([]ai.Message, error) {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return nil, invalid("messages", "", "Missing required parameter: 'messages'.")
 	}
 	var items []json.RawMessage
@@ -230,7 +231,7 @@ func parseMessage(at string, item json.RawMessage, maxImage int64, m *ai.Message
 		return invalid(at+".role", "invalid_value", "Invalid value for '%s.role': expected one of %s.", at, roles)
 	}
 	for name, v := range fields {
-		if name != "role" && !slices.Contains(allowed, name) && !isNull(v) {
+		if name != "role" && !slices.Contains(allowed, name) && !validate.IsNull(v) {
 			return unsupported(at+"."+name, "is not supported by this gateway.")
 		}
 	}
@@ -244,7 +245,7 @@ func parseMessage(at string, item json.RawMessage, maxImage int64, m *ai.Message
 			return err
 		}
 		m.ToolCalls = calls
-		if isNull(fields["content"]) && len(calls) > 0 {
+		if validate.IsNull(fields["content"]) && len(calls) > 0 {
 			return nil
 		}
 	case "tool":
@@ -262,7 +263,7 @@ func parseMessage(at string, item json.RawMessage, maxImage int64, m *ai.Message
 
 // toolCalls reads an assistant message's tool_calls.
 func toolCalls(at string, raw json.RawMessage) ([]ai.ToolCall, error) {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return nil, nil
 	}
 	var items []struct {
@@ -298,7 +299,7 @@ func toolCalls(at string, raw json.RawMessage) ([]ai.ToolCall, error) {
 // content reads a message's content: a string, or an array of parts. Text parts alone are
 // joined into the text; with images (allowed in user messages) they are the parts.
 func content(at string, raw json.RawMessage, images bool, maxImage int64) (string, []ai.Part, error) {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return "", nil, invalid(at, "", "Missing required parameter: '%s'.", at)
 	}
 	var text string
@@ -386,7 +387,7 @@ func imagePart(at string, raw json.RawMessage, maxImage int64) (*ai.Image, error
 // number reads an optional number in lo..hi.
 func number(fields chatRequest, name string, lo, hi float64) (*float64, error) {
 	raw := fields[name]
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return nil, nil
 	}
 	var f float64
@@ -404,7 +405,7 @@ func maxTokens(fields chatRequest) (*int, error) {
 	var out *int
 	for _, name := range []string{"max_tokens", "max_completion_tokens"} {
 		raw := fields[name]
-		if isNull(raw) {
+		if validate.IsNull(raw) {
 			continue
 		}
 		var f float64
@@ -425,7 +426,7 @@ func maxTokens(fields chatRequest) (*int, error) {
 
 // stops reads `stop`: a string or up to MaxStop strings.
 func stops(raw json.RawMessage) ([]string, error) {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return nil, nil
 	}
 	var one string
@@ -440,10 +441,6 @@ func stops(raw json.RawMessage) ([]string, error) {
 		return nil, invalid("stop", "invalid_value", "Invalid 'stop': at most %d sequences.", MaxStop)
 	}
 	return list, nil
-}
-
-func isNull(raw json.RawMessage) bool {
-	return raw == nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
 }
 
 // compact is raw without insignificant spaces.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/validate"
 )
 
 // MaxTools is the most tools one request may offer (OpenAI's limit).
@@ -16,21 +17,21 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // parseTools reads `tools`, `tool_choice` and `parallel_tool_calls` into in.
 func parseTools(fields chatRequest, in *ai.ChatInput) error {
-	if raw := fields["tools"]; !isNull(raw) {
+	if raw := fields["tools"]; !validate.IsNull(raw) {
 		tools, err := tools(raw)
 		if err != nil {
 			return err
 		}
 		in.Tools = tools
 	}
-	if raw := fields["tool_choice"]; !isNull(raw) {
+	if raw := fields["tool_choice"]; !validate.IsNull(raw) {
 		choice, err := toolChoice(raw, in.Tools)
 		if err != nil {
 			return err
 		}
 		in.ToolChoice = choice
 	}
-	if raw := fields["parallel_tool_calls"]; !isNull(raw) {
+	if raw := fields["parallel_tool_calls"]; !validate.IsNull(raw) {
 		var b bool
 		if json.Unmarshal(raw, &b) != nil {
 			return invalid("parallel_tool_calls", "invalid_type", "Invalid type for 'parallel_tool_calls': expected a boolean.")
@@ -80,7 +81,7 @@ func tools(raw json.RawMessage) ([]ai.Tool, error) {
 		if t.Function.Description != nil {
 			out[i].Description = *t.Function.Description
 		}
-		if !isNull(t.Function.Parameters) {
+		if !validate.IsNull(t.Function.Parameters) {
 			if !isObject(t.Function.Parameters) {
 				return nil, invalid(at+".function.parameters", "invalid_type", "Invalid type for '%s.function.parameters': expected a JSON Schema object.", at)
 			}
@@ -124,7 +125,7 @@ func toolChoice(raw json.RawMessage, offered []ai.Tool) (ai.ToolChoice, error) {
 // responseFormat reads `response_format`: text (nil), json_object, or json_schema with a
 // name and a schema.
 func responseFormat(raw json.RawMessage) (*ai.ResponseFormat, error) {
-	if isNull(raw) {
+	if validate.IsNull(raw) {
 		return nil, nil
 	}
 	var v struct {
@@ -154,14 +155,14 @@ func responseFormat(raw json.RawMessage) (*ai.ResponseFormat, error) {
 		return nil, invalid("response_format.json_schema.name", "", "Missing required parameter: 'response_format.json_schema.name'.")
 	case !toolName.MatchString(*js.Name):
 		return nil, invalid("response_format.json_schema.name", "invalid_value", "Invalid 'response_format.json_schema.name': expected 1 to 64 letters, digits, underscores or dashes.")
-	case !isNull(js.Schema) && !isObject(js.Schema):
+	case !validate.IsNull(js.Schema) && !isObject(js.Schema):
 		return nil, invalid("response_format.json_schema.schema", "invalid_type", "Invalid type for 'response_format.json_schema.schema': expected a JSON Schema object.")
 	}
 	f := &ai.ResponseFormat{Type: "json_schema", Name: *js.Name, Strict: js.Strict}
 	if js.Description != nil {
 		f.Description = *js.Description
 	}
-	if !isNull(js.Schema) {
+	if !validate.IsNull(js.Schema) {
 		f.Schema = js.Schema
 	}
 	return f, nil
