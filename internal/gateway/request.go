@@ -370,9 +370,8 @@ func imagePart(at string, raw json.RawMessage, maxImage int64) (*ai.Image, error
 		if !ok || !isBase64 || !strings.HasPrefix(mediaType, "image/") || data == "" {
 			return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': a data URL must be data:image/TYPE;base64,DATA.", at)
 		}
-		if n := int64(base64.StdEncoding.DecodedLen(len(data))); n > maxImage {
-			return nil, &apperr.Error{Kind: apperr.TooLarge, Param: at + ".url", Code: "image_too_large",
-				Messages: []string{fmt.Sprintf("The image at '%s.url' is larger than this gateway's limit of %d bytes (ai.max_image_bytes).", at, maxImage)}}
+		if err := imageSize(at+".url", data, maxImage); err != nil {
+			return nil, err
 		}
 		im.MediaType, im.Data = mediaType, data
 		return im, nil
@@ -382,6 +381,22 @@ func imagePart(at string, raw json.RawMessage, maxImage int64) (*ai.Image, error
 		return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': expected an http(s) URL or a data: URL.", at)
 	}
 	return im, nil
+}
+
+// imageSize refuses an inline image whose base64 data is larger than maxImage bytes decoded:
+// a 413 image_too_large naming param, the parameter that holds the data as the client sent it
+// (an image_url's url, an Anthropic source's data). The size is exact: the padding is not
+// counted (StdEncoding.DecodedLen would count it, refusing an image of the limit's size).
+func imageSize(param, data string, maxImage int64) error {
+	size := len(data)
+	for i := 0; i < 2 && size > 0 && data[size-1] == '='; i++ {
+		size--
+	}
+	if n := int64(base64.RawStdEncoding.DecodedLen(size)); n > maxImage {
+		return &apperr.Error{Kind: apperr.TooLarge, Param: param, Code: "image_too_large",
+			Messages: []string{fmt.Sprintf("The image at '%s' is larger than this gateway's limit of %d bytes (ai.max_image_bytes).", param, maxImage)}}
+	}
+	return nil
 }
 
 // number reads an optional number in lo..hi.

@@ -55,6 +55,13 @@ func (b budgetHook) Reserve(ctx context.Context, userID string, usd float64) (ai
 // newGWFixture builds the fixture; the fake providers answer with script (default aitest.OK).
 func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFixture {
 	t.Helper()
+	return newGWFixtureWith(t, opts, gateway.Options{}, script...)
+}
+
+// newGWFixtureWith is newGWFixture with the gateway configured by gwOpts (ai.max_image_bytes
+// …); its AI service, prices and providers are the fixture's.
+func newGWFixtureWith(t testing.TB, opts Options, gwOpts gateway.Options, script ...aitest.Responder) *gwFixture {
+	t.Helper()
 	ctx := context.Background()
 	db := storetest.DB(t)
 	us := usage.New(db, usage.Options{Recorder: usage.RecorderOptions{FlushInterval: time.Millisecond}})
@@ -82,7 +89,8 @@ func newGWFixture(t testing.TB, opts Options, script ...aitest.Responder) *gwFix
 		t.Fatal(err)
 	}
 	svc := ai.New(ai.Options{Providers: cfg, Timeout: 5 * time.Second, Recorder: us, Prices: prices, Budget: budgetHook{fx.budget}})
-	gw := gateway.New(gateway.Options{AI: svc, Prices: prices, Providers: defaults})
+	gwOpts.AI, gwOpts.Prices, gwOpts.Providers = svc, prices, defaults
+	gw := gateway.New(gwOpts)
 	authSvc, err := auth.New(ctx, db, fx.tokens, 4)
 	if err != nil {
 		t.Fatal(err)
