@@ -12,7 +12,8 @@ import (
 // anthropicVersion is the API version the official Go SDK pins.
 const anthropicVersion = "2023-06-01"
 
-// anthropic speaks POST {base}/messages with x-api-key and anthropic-version.
+// anthropic speaks POST {base}/messages with x-api-key and anthropic-version. Anthropic has
+// no embeddings API: anthropic does not implement embedder, and embeddings are refused.
 type anthropic struct{}
 
 func (anthropic) spec() spec {

@@ -9,7 +9,8 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/usage"
@@ -78,7 +79,7 @@ func (in *EmbedInput) inputs() int {
 
 // validate refuses what no provider takes, naming the parameter as OpenAI does (input.3 is
 // input[3] in OpenAI's notation).
-func (in *EmbedInput) validate(provider string) error {
+func (in *EmbedInput) validate(provider string, em embedder) error {
 	bad := func(param, format string, args ...any) error {
 		return &apperr.Error{Kind: apperr.Invalid, Messages: []string{fmt.Sprintf(format, args...)}, Param: param, Code: "invalid_value"}
 	}
@@ -96,8 +97,8 @@ func (in *EmbedInput) validate(provider string) error {
 		return bad("input", "Invalid 'input': expected a non-empty string or a non-empty array of them.")
 	case n > MaxEmbedInputs:
 		return bad("input", "Invalid 'input': %d inputs; at most %d a request.", n, MaxEmbedInputs)
-	case provider == "gemini" && in.Tokens != nil:
-		return bad("input", "Invalid 'input': gemini embeds texts only, not token arrays.")
+	case in.Tokens != nil && !em.embedTokens():
+		return bad("input", "Invalid 'input': %s embeds texts only, not token arrays.", provider)
 	}
 	for i, t := range in.Texts {
 		if t == "" {
@@ -125,10 +126,79 @@ func (in *EmbedInput) validate(provider string) error {
 	return nil
 }
 
-// Embed embeds in's inputs with the named provider (openai or gemini) on behalf of userID.
-// The call is priced by its input tokens, held to the budget, recorded and observed as any
-// AI call (Complete's path); Gemini reports no token counts, so they are EstimateTokens of
-// the texts.
+// embedder is the optional capability of a provider with an embeddings API: its wire format
+// for embeddings, next to its chat code. A provider that does not implement it refuses
+// embeddings.
+type embedder interface {
+	provider
+	// embedBatch is the most inputs one call takes (0: any number).
+	embedBatch() int
+	// embedTokens reports whether token arrays (OpenAI's) are taken, besides texts.
+	embedTokens() bool
+	// embedPath is the request path of in below the configured base URL, escaped.
+	embedPath(in *EmbedInput) string
+	// embedBody is the typed JSON request body of in.
+	embedBody(in *EmbedInput) any
+	// parseEmbeddings reads a 2xx answer into one vector per input and the provider's usage
+	// and model; estimated is true when the usage is EstimateTokens of the inputs.
+	parseEmbeddings(in *EmbedInput, header http.Header, body []byte) (vectors [][]float32, res *result, estimated bool, err error)
+}
+
+// embedders are the providers that implement embedder, by name; embedderNames their names
+// in providerList's order.
+var embedders, embedderNames = indexEmbedders(providerList)
+
+func indexEmbedders(list []provider) (map[string]embedder, []string) {
+	byName := map[string]embedder{}
+	var names []string
+	for _, p := range list {
+		if em, ok := p.(embedder); ok {
+			name := p.spec().name
+			byName[name] = em
+			names = append(names, name)
+		}
+	}
+	return byName, names
+}
+
+// EmbeddingProviders returns the names of the providers with an embeddings API, in
+// Providers' order.
+func EmbeddingProviders() []string { return slices.Clone(embedderNames) }
+
+// Embeds reports whether the named provider has an embeddings API.
+func Embeds(provider string) bool { return embedders[provider] != nil }
+
+// EmbedsTokens reports whether the named provider embeds token arrays (OpenAI's), besides
+// texts.
+func EmbedsTokens(provider string) bool {
+	em := embedders[provider]
+	return em != nil && em.embedTokens()
+}
+
+// EmbeddingModels names, for messages, the models that embed: "an openai/… or gemini/…
+// embedding model".
+func EmbeddingModels() string { return embeddingModels }
+
+var embeddingModels = func() string {
+	names := make([]string, len(embedderNames))
+	for i, n := range embedderNames {
+		names[i] = n + "/…"
+	}
+	list := strings.Join(names, ", ")
+	if n := len(names); n > 1 {
+		list = strings.Join(names[:n-1], ", ") + " or " + names[n-1]
+	}
+	article := "a"
+	if list != "" && strings.ContainsRune("aeiou", rune(list[0])) {
+		article = "an"
+	}
+	return article + " " + list + " embedding model"
+}()
+
+// Embed embeds in's inputs with the named provider (one that implements embedder) on behalf
+// of userID. The call is priced by its input tokens, held to the budget, recorded and
+// observed as any AI call (Complete's path); a provider that reports no token counts
+// (Gemini) is counted EstimateTokens of the texts.
 //
 // Returns Invalid (naming the parameter) for a provider without embeddings (anthropic) or
 // an input that breaks the rules; otherwise Complete's errors. An answer with the wrong
@@ -138,17 +208,13 @@ func (s *Service) Embed(ctx context.Context, userID, providerName string, in Emb
 	if !ok {
 		return nil, apperr.E(apperr.NotFound, "unknown AI provider "+providerName)
 	}
-	var ec *embedCall
-	switch providerName {
-	case "openai":
-		ec = &embedCall{wire: openAIEmbed{}, in: &in}
-	case "gemini":
-		ec = &embedCall{wire: geminiEmbed{}, in: &in}
-	default:
+	em, ok := ep.provider.(embedder)
+	if !ok {
 		return nil, &apperr.Error{Kind: apperr.Invalid, Param: "model", Code: "model_not_supported", Messages: []string{
-			providerName + " has no embeddings API: name an openai/… or gemini/… embedding model."}}
+			providerName + " has no embeddings API: name " + embeddingModels + "."}}
 	}
-	if err := in.validate(providerName); err != nil {
+	ec := &embedCall{em: em, in: &in}
+	if err := in.validate(providerName, em); err != nil {
 		return nil, err
 	}
 	cfg, err := s.ready(providerName)
@@ -208,7 +274,7 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 	n := ec.in.inputs()
-	size := ec.wire.batch()
+	size := ec.em.embedBatch()
 	if size <= 0 || ec.in.Tokens != nil {
 		size = n
 	}
@@ -256,22 +322,12 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 	return total, attempts, nil
 }
 
-// embedWire is one provider's embeddings wire format.
-type embedWire interface {
-	// batch is the most inputs one call takes (0: any number).
-	batch() int
-	path(in *EmbedInput) string
-	body(in *EmbedInput) any
-	// parse reads a 2xx answer into one vector per input and the provider's usage and model.
-	parse(in *EmbedInput, header http.Header, body []byte) (vectors [][]float32, res *result, estimated bool, err error)
-}
-
 // embedCall is one embeddings call as a provider of the chat path (whose sending, retries,
 // failure classification and recording it reuses): the request is in, the batch being sent
 // part; the vectors of the batch last read are batchVectors, those of every batch answered
 // vectors.
 type embedCall struct {
-	wire         embedWire
+	em           embedder
 	in           *EmbedInput
 	part         EmbedInput
 	batchVectors [][]float32
@@ -279,20 +335,13 @@ type embedCall struct {
 	estimated    bool
 }
 
-func (e *embedCall) chat() provider {
-	if _, ok := e.wire.(geminiEmbed); ok {
-		return gemini{}
-	}
-	return openAI{}
-}
-
-func (e *embedCall) spec() spec                     { return e.chat().spec() }
-func (e *embedCall) path(*call) string              { return e.wire.path(&e.part) }
-func (e *embedCall) headers(apiKey string) []string { return e.chat().headers(apiKey) }
-func (e *embedCall) body(*call) any                 { return e.wire.body(&e.part) }
+func (e *embedCall) spec() spec                     { return e.em.spec() }
+func (e *embedCall) path(*call) string              { return e.em.embedPath(&e.part) }
+func (e *embedCall) headers(apiKey string) []string { return e.em.headers(apiKey) }
+func (e *embedCall) body(*call) any                 { return e.em.embedBody(&e.part) }
 
 func (e *embedCall) failure(status int, header http.Header, body []byte) *upstreamError {
-	return e.chat().failure(status, header, body)
+	return e.em.failure(status, header, body)
 }
 
 func (e *embedCall) check(*call) error { return nil } // EmbedInput.validate ran before
@@ -300,91 +349,12 @@ func (e *embedCall) check(*call) error { return nil } // EmbedInput.validate ran
 func (e *embedCall) newStream(*call, http.Header) streamDecoder { return nil } // never streamed
 
 func (e *embedCall) parse(_ *call, header http.Header, body []byte) (*result, error) {
-	vectors, res, estimated, err := e.wire.parse(&e.part, header, body)
+	vectors, res, estimated, err := e.em.parseEmbeddings(&e.part, header, body)
 	if err != nil {
 		return nil, err
 	}
 	e.batchVectors, e.estimated = vectors, estimated
 	return res, nil
-}
-
-// openAIEmbed speaks POST {base}/embeddings.
-type openAIEmbed struct{}
-
-func (openAIEmbed) batch() int { return 0 }
-
-func (openAIEmbed) path(*EmbedInput) string { return "/embeddings" }
-
-// openAIEmbedRequest is OpenAI's embeddings body; input is sent in the form it came.
-type openAIEmbedRequest struct {
-	Model          string `json:"model"`
-	Input          any    `json:"input"`
-	EncodingFormat string `json:"encoding_format,omitempty"`
-	Dimensions     *int   `json:"dimensions,omitempty"`
-	User           string `json:"user,omitempty"`
-}
-
-func (openAIEmbed) body(in *EmbedInput) any {
-	r := openAIEmbedRequest{Model: in.Model, EncodingFormat: in.EncodingFormat, Dimensions: in.Dimensions, User: in.User}
-	switch {
-	case in.Tokens != nil && in.Single:
-		r.Input = in.Tokens[0]
-	case in.Tokens != nil:
-		r.Input = in.Tokens
-	case in.Single:
-		r.Input = in.Texts[0]
-	default:
-		r.Input = in.Texts
-	}
-	return r
-}
-
-type openAIEmbedResponse struct {
-	Model string `json:"model"`
-	Data  []struct {
-		Index     *int            `json:"index"`
-		Embedding json.RawMessage `json:"embedding"`
-	} `json:"data"`
-	Usage *struct {
-		PromptTokens int64 `json:"prompt_tokens"`
-		TotalTokens  int64 `json:"total_tokens"` // not read; decoded so that a non-integer is refused
-	} `json:"usage"`
-}
-
-func (openAIEmbed) parse(in *EmbedInput, header http.Header, body []byte) ([][]float32, *result, bool, error) {
-	var r openAIEmbedResponse
-	if err := decodeAnswer("openai", body, &r); err != nil {
-		return nil, nil, false, err
-	}
-	n := in.inputs()
-	if len(r.Data) != n {
-		return nil, nil, false, malformed(fmt.Sprintf("openai answered %d embeddings for %d inputs", len(r.Data), n))
-	}
-	vectors := make([][]float32, n)
-	for i, d := range r.Data {
-		at := i
-		if d.Index != nil {
-			at = *d.Index
-		}
-		if at < 0 || at >= n || vectors[at] != nil {
-			return nil, nil, false, malformed(fmt.Sprintf("openai answered an embedding with a wrong index (data[%d])", i))
-		}
-		v, err := readVector("openai", fmt.Sprintf("data[%d].embedding", i), d.Embedding)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		vectors[at] = v
-	}
-	res := &result{model: r.Model, providerRequestID: header.Get("x-request-id")}
-	if r.Usage == nil {
-		res.promptTokens = in.estimate()
-		return vectors, res, true, nil
-	}
-	if err := checkCounts("openai", r.Usage.PromptTokens, r.Usage.TotalTokens); err != nil {
-		return nil, nil, false, err
-	}
-	res.promptTokens = r.Usage.PromptTokens
-	return vectors, res, false, nil
 }
 
 // estimate is EstimateTokens of every text, or the number of tokens of the token arrays.
@@ -443,64 +413,6 @@ func readVector(name, field string, raw json.RawMessage) ([]float32, error) {
 		}
 	}
 	return v, nil
-}
-
-// geminiEmbed speaks POST {base}/models/{model}:batchEmbedContents, one request per text.
-type geminiEmbed struct{}
-
-func (geminiEmbed) batch() int { return GeminiEmbedBatch }
-
-// path escapes the model, which is validated against a strict pattern, as a second guard.
-func (geminiEmbed) path(in *EmbedInput) string {
-	return "/models/" + url.PathEscape(in.Model) + ":batchEmbedContents"
-}
-
-type geminiEmbedRequest struct {
-	Requests []geminiEmbedContent `json:"requests"`
-}
-
-type geminiEmbedContent struct {
-	Model                string        `json:"model"`
-	Content              geminiContent `json:"content"`
-	OutputDimensionality *int          `json:"outputDimensionality,omitempty"`
-}
-
-func (geminiEmbed) body(in *EmbedInput) any {
-	r := geminiEmbedRequest{Requests: make([]geminiEmbedContent, len(in.Texts))}
-	for i, t := range in.Texts {
-		r.Requests[i] = geminiEmbedContent{Model: "models/" + in.Model, Content: geminiContent{Parts: []geminiPart{{Text: t}}},
-			OutputDimensionality: in.Dimensions}
-	}
-	return r
-}
-
-type geminiEmbedResponse struct {
-	Embeddings []struct {
-		Values json.RawMessage `json:"values"`
-	} `json:"embeddings"`
-}
-
-func (geminiEmbed) parse(in *EmbedInput, _ http.Header, body []byte) ([][]float32, *result, bool, error) {
-	var r geminiEmbedResponse
-	if err := decodeAnswer("gemini", body, &r); err != nil {
-		return nil, nil, false, err
-	}
-	n := in.inputs()
-	if len(r.Embeddings) != n {
-		return nil, nil, false, malformed(fmt.Sprintf("gemini answered %d embeddings for %d inputs", len(r.Embeddings), n))
-	}
-	vectors := make([][]float32, n)
-	for i, e := range r.Embeddings {
-		if len(e.Values) > 0 && e.Values[0] == '"' { // floats only: no base64 here
-			return nil, nil, false, malformed(fmt.Sprintf("gemini sent an embedding (embeddings[%d].values) that is not an array of numbers", i))
-		}
-		v, err := readVector("gemini", fmt.Sprintf("embeddings[%d].values", i), e.Values)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		vectors[i] = v
-	}
-	return vectors, &result{promptTokens: in.estimate()}, true, nil
 }
 
 // EncodeBase64 is a vector as OpenAI's encoding_format "base64" sends it: the base64 of its

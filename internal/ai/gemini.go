@@ -11,7 +11,7 @@ import (
 
 // gemini speaks POST {base}/models/{model}:generateContent (streamed:
 // :streamGenerateContent?alt=sse) with x-goog-api-key (never the ?key= query, which ends up
-// in access logs).
+// in access logs), and embeddings (the end of this file).
 type gemini struct{}
 
 func (gemini) spec() spec {
@@ -406,3 +406,65 @@ func (s *geminiStream) result() *result {
 }
 
 func (s *geminiStream) endsAtEOF() bool { return true }
+
+// Gemini's embeddings (gemini implements embedder): POST
+// {base}/models/{model}:batchEmbedContents, one request per text (texts only), at most
+// GeminiEmbedBatch a call.
+
+func (gemini) embedBatch() int { return GeminiEmbedBatch }
+
+func (gemini) embedTokens() bool { return false }
+
+// embedPath escapes the model, which is validated against a strict pattern, as a second
+// guard.
+func (gemini) embedPath(in *EmbedInput) string {
+	return "/models/" + url.PathEscape(in.Model) + ":batchEmbedContents"
+}
+
+type geminiEmbedRequest struct {
+	Requests []geminiEmbedContent `json:"requests"`
+}
+
+type geminiEmbedContent struct {
+	Model                string        `json:"model"`
+	Content              geminiContent `json:"content"`
+	OutputDimensionality *int          `json:"outputDimensionality,omitempty"`
+}
+
+func (gemini) embedBody(in *EmbedInput) any {
+	r := geminiEmbedRequest{Requests: make([]geminiEmbedContent, len(in.Texts))}
+	for i, t := range in.Texts {
+		r.Requests[i] = geminiEmbedContent{Model: "models/" + in.Model, Content: geminiContent{Parts: []geminiPart{{Text: t}}},
+			OutputDimensionality: in.Dimensions}
+	}
+	return r
+}
+
+type geminiEmbedResponse struct {
+	Embeddings []struct {
+		Values json.RawMessage `json:"values"`
+	} `json:"embeddings"`
+}
+
+func (gemini) parseEmbeddings(in *EmbedInput, _ http.Header, body []byte) ([][]float32, *result, bool, error) {
+	var r geminiEmbedResponse
+	if err := decodeAnswer("gemini", body, &r); err != nil {
+		return nil, nil, false, err
+	}
+	n := in.inputs()
+	if len(r.Embeddings) != n {
+		return nil, nil, false, malformed(fmt.Sprintf("gemini answered %d embeddings for %d inputs", len(r.Embeddings), n))
+	}
+	vectors := make([][]float32, n)
+	for i, e := range r.Embeddings {
+		if len(e.Values) > 0 && e.Values[0] == '"' { // floats only: no base64 here
+			return nil, nil, false, malformed(fmt.Sprintf("gemini sent an embedding (embeddings[%d].values) that is not an array of numbers", i))
+		}
+		v, err := readVector("gemini", fmt.Sprintf("embeddings[%d].values", i), e.Values)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		vectors[i] = v
+	}
+	return vectors, &result{promptTokens: in.estimate()}, true, nil
+}

@@ -2,12 +2,14 @@ package ai
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 )
 
-// openAI speaks POST {base}/chat/completions with a Bearer key.
+// openAI speaks POST {base}/chat/completions with a Bearer key, and embeddings (the end of
+// this file).
 type openAI struct{}
 
 func (openAI) spec() spec {
@@ -342,3 +344,84 @@ func (s *openAIStream) result() *result {
 	return &s.res
 }
 func (s *openAIStream) endsAtEOF() bool { return false }
+
+// OpenAI's embeddings (openAI implements embedder): POST {base}/embeddings, any number of
+// inputs, texts or token arrays.
+
+func (openAI) embedBatch() int { return 0 }
+
+func (openAI) embedTokens() bool { return true }
+
+func (openAI) embedPath(*EmbedInput) string { return "/embeddings" }
+
+// openAIEmbedRequest is OpenAI's embeddings body; input is sent in the form it came.
+type openAIEmbedRequest struct {
+	Model          string `json:"model"`
+	Input          any    `json:"input"`
+	EncodingFormat string `json:"encoding_format,omitempty"`
+	Dimensions     *int   `json:"dimensions,omitempty"`
+	User           string `json:"user,omitempty"`
+}
+
+func (openAI) embedBody(in *EmbedInput) any {
+	r := openAIEmbedRequest{Model: in.Model, EncodingFormat: in.EncodingFormat, Dimensions: in.Dimensions, User: in.User}
+	switch {
+	case in.Tokens != nil && in.Single:
+		r.Input = in.Tokens[0]
+	case in.Tokens != nil:
+		r.Input = in.Tokens
+	case in.Single:
+		r.Input = in.Texts[0]
+	default:
+		r.Input = in.Texts
+	}
+	return r
+}
+
+type openAIEmbedResponse struct {
+	Model string `json:"model"`
+	Data  []struct {
+		Index     *int            `json:"index"`
+		Embedding json.RawMessage `json:"embedding"`
+	} `json:"data"`
+	Usage *struct {
+		PromptTokens int64 `json:"prompt_tokens"`
+		TotalTokens  int64 `json:"total_tokens"` // not read; decoded so that a non-integer is refused
+	} `json:"usage"`
+}
+
+func (openAI) parseEmbeddings(in *EmbedInput, header http.Header, body []byte) ([][]float32, *result, bool, error) {
+	var r openAIEmbedResponse
+	if err := decodeAnswer("openai", body, &r); err != nil {
+		return nil, nil, false, err
+	}
+	n := in.inputs()
+	if len(r.Data) != n {
+		return nil, nil, false, malformed(fmt.Sprintf("openai answered %d embeddings for %d inputs", len(r.Data), n))
+	}
+	vectors := make([][]float32, n)
+	for i, d := range r.Data {
+		at := i
+		if d.Index != nil {
+			at = *d.Index
+		}
+		if at < 0 || at >= n || vectors[at] != nil {
+			return nil, nil, false, malformed(fmt.Sprintf("openai answered an embedding with a wrong index (data[%d])", i))
+		}
+		v, err := readVector("openai", fmt.Sprintf("data[%d].embedding", i), d.Embedding)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		vectors[at] = v
+	}
+	res := &result{model: r.Model, providerRequestID: header.Get("x-request-id")}
+	if r.Usage == nil {
+		res.promptTokens = in.estimate()
+		return vectors, res, true, nil
+	}
+	if err := checkCounts("openai", r.Usage.PromptTokens, r.Usage.TotalTokens); err != nil {
+		return nil, nil, false, err
+	}
+	res.promptTokens = r.Usage.PromptTokens
+	return vectors, res, false, nil
+}

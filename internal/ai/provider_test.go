@@ -30,3 +30,23 @@ func TestProviders(t *testing.T) {
 		t.Error("Providers returned its own list, not a copy")
 	}
 }
+
+// Ensure embeddings are the capability of the providers whose file implements embedder
+// (OpenAI's and Gemini's, Anthropic has none), listed in Providers' order, and that the
+// message naming them follows.
+func TestEmbedders(t *testing.T) {
+	if got, want := EmbeddingProviders(), []string{"openai", "gemini"}; !slices.Equal(got, want) {
+		t.Fatalf("EmbeddingProviders() = %v, want %v", got, want)
+	}
+	for _, tc := range []struct {
+		name           string
+		embeds, tokens bool
+	}{{"openai", true, true}, {"gemini", true, false}, {"anthropic", false, false}, {"nope", false, false}} {
+		if Embeds(tc.name) != tc.embeds || EmbedsTokens(tc.name) != tc.tokens {
+			t.Errorf("%s: Embeds %v, EmbedsTokens %v", tc.name, Embeds(tc.name), EmbedsTokens(tc.name))
+		}
+	}
+	if got, want := EmbeddingModels(), "an openai/… or gemini/… embedding model"; got != want {
+		t.Errorf("EmbeddingModels() = %q, want %q", got, want)
+	}
+}

@@ -20,7 +20,7 @@ type Embedder interface {
 
 // EmbeddingsRequest is a parsed /v1/embeddings request, ready for the AI service.
 type EmbeddingsRequest struct {
-	Provider string // openai or gemini
+	Provider string // one with embeddings (ai.Embeds)
 	Model    string // as the client named it, answered back in `model`
 	Input    ai.EmbedInput
 	Base64   bool // encoding_format "base64": each vector answered as ai.EncodeBase64
@@ -51,9 +51,10 @@ type EmbeddingsUsage struct {
 var acceptedEmbeddings = map[string]bool{"model": true, "input": true, "encoding_format": true, "dimensions": true, "user": true}
 
 // ParseEmbeddings reads a /v1/embeddings body: {model, input, encoding_format?, dimensions?,
-// user?}. input is a string, strings, or (openai/ models) a token array or token arrays. A
-// model routes as on /v1/chat/completions; an anthropic/ one, or a bare name the price table
-// lists as a chat model, is refused. Anything else refused is an Invalid *apperr.Error
+// user?}. input is a string, strings, or (for a provider that embeds tokens: openai/ models)
+// a token array or token arrays. A model routes as on /v1/chat/completions; one of a
+// provider without embeddings (anthropic/), or a bare name the price table lists as a chat
+// model, is refused. Anything else refused is an Invalid *apperr.Error
 // naming the parameter with OpenAI's code, as Parse's.
 func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 	var fields map[string]json.RawMessage
@@ -72,8 +73,9 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 	if err := embeddingInput(fields["input"], &req.Input); err != nil {
 		return nil, err
 	}
-	if req.Provider == "gemini" && req.Input.Tokens != nil {
-		return nil, invalid("input", "invalid_type", "Invalid 'input': token arrays are for openai/ models; gemini embeds text: send strings.")
+	if req.Input.Tokens != nil && !ai.EmbedsTokens(req.Provider) {
+		return nil, invalid("input", "invalid_type", "Invalid 'input': token arrays are for %s models; %s embeds text: send strings.",
+			tokenEmbedders, req.Provider)
 	}
 	if raw := fields["encoding_format"]; !validate.IsNull(raw) {
 		var f string
@@ -104,17 +106,17 @@ func (s *Service) ParseEmbeddings(body []byte) (*EmbeddingsRequest, error) {
 	return req, nil
 }
 
-// routeEmbeddings reads `model`: provider/model names the provider (anthropic has no
-// embeddings); a bare name goes to the provider the price table lists it under, and must be
-// an embedding model there.
+// routeEmbeddings reads `model`: provider/model names the provider, which must have
+// embeddings (ai.Embeds; anthropic has none); a bare name goes to the provider the price
+// table lists it under, and must be an embedding model there.
 func (s *Service) routeEmbeddings(raw json.RawMessage, req *EmbeddingsRequest) error {
 	model, p, m, err := s.modelOf(raw)
 	if err != nil {
 		return err
 	}
-	if p == "anthropic" {
-		return invalid("model", "model_not_supported", "The model '%s' is Anthropic's: Anthropic has no embeddings API; "+
-			"use an openai/… or gemini/… embedding model.", model)
+	if !ai.Embeds(p) {
+		return invalid("model", "model_not_supported", "The model '%s' is served by %s, which has no embeddings API; use %s.",
+			model, p, ai.EmbeddingModels())
 	}
 	if bare := m == model; bare {
 		if mode := s.prices.Mode(p, m); mode != "" && mode != "embedding" {
@@ -124,6 +126,18 @@ func (s *Service) routeEmbeddings(raw json.RawMessage, req *EmbeddingsRequest) e
 	req.Model, req.Provider, req.Input.Model = model, p, m
 	return nil
 }
+
+// tokenEmbedders are the model prefixes of the providers that embed token arrays, for
+// messages: "openai/".
+var tokenEmbedders = func() string {
+	var names []string
+	for _, p := range ai.EmbeddingProviders() {
+		if ai.EmbedsTokens(p) {
+			names = append(names, p+"/")
+		}
+	}
+	return strings.Join(names, " or ")
+}()
 
 // embeddingInput reads `input` into in: a string, an array of strings, a token array (an
 // array of integers) or an array of token arrays, bounded as OpenAI bounds it.
