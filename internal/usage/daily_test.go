@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/bson"
+
 	"github.com/acme/app/internal/apperr"
 )
 
@@ -164,5 +166,147 @@ func TestService_DailySettledDayChanges(t *testing.T) {
 	}
 	if got := dayOf(); got != 3 {
 		t.Fatalf("after Reconcile rebuilt the day from the log: %d, want 3", got)
+	}
+}
+
+// Ensure Daily reads the days after the monthly documents' first day from them, and that day
+// and earlier ones from the rollup: with each source taken away in turn, the days it answers
+// are gone and the others stay.
+func TestService_DailyFromMonths(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{FlushInterval: time.Millisecond})
+	ctx := context.Background()
+	at := func(day, hour int) time.Time { return time.Date(2026, 11, day, hour, 0, 0, 0, time.UTC) }
+	record := func(i int, when time.Time) {
+		t.Helper()
+		if err := f.svc.Record(ctx, rec(i, "u", []string{"openai", "gemini"}[i%2], "m", when)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(requests int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			s, err := f.svc.Summary(ctx, "u", 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.TotalRequests == requests {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d requests recorded, want %d", s.TotalRequests, requests)
+			}
+		}
+	}
+	// The recorder first writes on 11-10: the monthly documents hold every call from 11-11 on.
+	f.clock.set(at(10, 9))
+	record(1, at(10, 8))
+	record(2, at(5, 8)) // a late call on a day before
+	waitFor(2)
+	f.clock.set(at(22, 10))
+	for i, when := range []time.Time{at(11, 0), at(20, 1), at(20, 23), at(22, 9), at(1, 0)} {
+		record(10+i, when)
+	}
+	waitFor(7)
+	if err := f.svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"2026-11-01": 1, "2026-11-05": 1, "2026-11-10": 1, "2026-11-11": 1, "2026-11-20": 2, "2026-11-22": 1}
+	check := func(label string, want map[string]int64) {
+		t.Helper()
+		f.svc.settled.Purge()
+		days, err := f.svc.Daily(ctx, "u", 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range days {
+			if d.Requests != want[d.Date] {
+				t.Errorf("%s: %s has %d requests, want %d", label, d.Date, d.Requests, want[d.Date])
+			}
+		}
+	}
+	check("both sources", want)
+
+	rollupOf := func(days ...int) []string {
+		var ids []string
+		for _, d := range days {
+			ids = append(ids, dailyID("u", Day(at(d, 0))))
+		}
+		return ids
+	}
+	if _, err := f.db.Collection(DailyCollection).DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{
+		{Key: "$in", Value: rollupOf(11, 20, 22)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	check("without the rollup of the days after 11-10", want)
+
+	if _, err := f.db.Collection(MonthlyCollection).DeleteMany(ctx, bson.D{{Key: "month", Value: "2026-11"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("without the monthly document too", map[string]int64{"2026-11-01": 1, "2026-11-05": 1, "2026-11-10": 1})
+}
+
+// Ensure Reconcile rebuilds the monthly documents' days of its window from the log (adding
+// what they lack, removing what the log does not have, leaving days outside the window) and
+// moves their first day back to the day before the window, so that Daily then reads the whole
+// window from them.
+func TestService_ReconcileRebuildsMonths(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{FlushInterval: time.Millisecond})
+	ctx := context.Background()
+	at := func(month time.Month, day int) time.Time { return time.Date(2026, month, day, 12, 0, 0, 0, time.UTC) }
+	f.clock.set(at(11, 22))
+	// One call through the recorder (its first write: the monthly documents start on 11-22)
+	// and calls in the log only, as after a crash or from a version before the monthly documents.
+	if err := f.svc.Record(ctx, rec(1, "u", "openai", "m", at(11, 22))); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logOnly := []Record{rec(2, "u", "openai", "m", at(11, 3)), rec(3, "u", "gemini", "m", at(11, 3)),
+		rec(4, "u", "openai", "m", at(10, 30)), rec(5, "u", "openai", "m", at(9, 1))} // 09-01: outside 30 days
+	if err := f.svc.sink().insertLog(ctx, logOnly); err != nil {
+		t.Fatal(err)
+	}
+	// A monthly cell the log does not back, inside the window, and one outside it.
+	if _, err := f.db.Collection(MonthlyCollection).UpdateOne(ctx, bson.D{{Key: "_id", Value: "u|2026-11"}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "d.07|n", Value: int64(99)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.db.Collection(MonthlyCollection).InsertOne(ctx, bson.D{{Key: "_id", Value: "u|2026-09"},
+		{Key: "userId", Value: "u"}, {Key: "month", Value: "2026-09"}, {Key: "d", Value: bson.D{{Key: "02|n", Value: int64(5)}}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := f.svc.Reconcile(ctx, 30); err != nil {
+		t.Fatal(err)
+	}
+	var since struct {
+		Day string `bson:"day"`
+	}
+	if err := f.db.Collection(MonthlyCollection).FindOne(ctx, bson.D{{Key: "_id", Value: sinceID}}).Decode(&since); err != nil || since.Day != "2026-10-23" {
+		t.Fatalf("first day after Reconcile(30) = %q (%v), want 2026-10-23, the day before the window", since.Day, err)
+	}
+	// Daily now reads every day of the window from the monthly documents alone.
+	if _, err := f.db.Collection(DailyCollection).DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	f.svc.settled.Purge()
+	days, err := f.svc.Daily(ctx, "u", 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"2026-10-30": 1, "2026-11-03": 2, "2026-11-22": 1}
+	for _, d := range days {
+		if d.Requests != want[d.Date] {
+			t.Errorf("%s: %d requests, want %d", d.Date, d.Requests, want[d.Date])
+		}
+	}
+	var sept struct {
+		D map[string]int64 `bson:"d"`
+	}
+	if err := f.db.Collection(MonthlyCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "u|2026-09"}}).Decode(&sept); err != nil || sept.D["02|n"] != 5 {
+		t.Errorf("a day outside the window: %v (%v), want it left as it was", sept.D, err)
 	}
 }

@@ -153,7 +153,115 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		res.Changes = append(res.Changes, RollupChange{UserID: user, Day: day,
 			Before: totals(before.rows()), After: totals(after.rows())})
 	}
+	if err := s.reconcileMonths(ctx, want, from, to); err != nil {
+		return res, err
+	}
 	return res, nil
+}
+
+// reconcileMonths rewrites the days from..to of every monthly document that disagrees with
+// want (the log's rollup of those days, by rollup _id), leaving its other days alone, then
+// moves the monthly documents' first day (sinceID) to the day before from when it was later:
+// every day from there on now agrees with the log.
+func (s *Service) reconcileMonths(ctx context.Context, want map[string]*dailyDelta, from, to string) error {
+	// What the log says: per monthly document, each day's counters ("DD|n" -> value).
+	type month struct {
+		userID, month string
+		cells         map[string]int64
+	}
+	months := map[string]*month{}
+	get := func(userID, day string) *month {
+		id := monthlyID(userID, day)
+		m := months[id]
+		if m == nil {
+			m = &month{userID: userID, month: day[:len("2006-01")], cells: map[string]int64{}}
+			months[id] = m
+		}
+		return m
+	}
+	for _, d := range want {
+		m, p := get(d.userID, d.day), d.day[len("2006-01-"):]+"|"
+		for _, t := range d.models {
+			m.cells[p+fieldRequests] += t.Requests
+			m.cells[p+fieldTokens] += t.TotalTokens
+			m.cells[p+fieldCost] += costUnits(t.Cost)
+		}
+	}
+	// What the monthly documents of the window say.
+	have := map[string]map[string]int64{}
+	cur, err := s.monthly.Find(ctx, bson.D{{Key: "month", Value: bson.D{
+		{Key: "$gte", Value: from[:len("2006-01")]}, {Key: "$lte", Value: to[:len("2006-01")]}}}})
+	if err != nil {
+		return fmt.Errorf("usage: read monthly: %w", err)
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		id, _ := cur.Current.Lookup("_id").StringValueOK()
+		user, _ := cur.Current.Lookup("userId").StringValueOK()
+		mon, _ := cur.Current.Lookup("month").StringValueOK()
+		if len(mon) != len("2006-01") {
+			continue
+		}
+		cells := map[string]int64{}
+		if d, ok := cur.Current.Lookup("d").DocumentOK(); ok {
+			elems, err := d.Elements()
+			if err != nil {
+				return fmt.Errorf("usage: decode monthly %s: %w", id, err)
+			}
+			for _, e := range elems {
+				cells[e.Key()], _ = e.Value().AsInt64OK()
+			}
+		}
+		have[id] = cells
+		if months[id] == nil {
+			months[id] = &month{userID: user, month: mon, cells: map[string]int64{}}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("usage: read monthly: %w", err)
+	}
+	// Rewrite the window's days where they differ.
+	for _, id := range slices.Sorted(maps.Keys(months)) {
+		m := months[id]
+		set, unset := bson.D{{Key: "userId", Value: m.userID}, {Key: "month", Value: m.month}}, bson.D{}
+		changed := false
+		for day := range 31 {
+			dd := fmt.Sprintf("%02d", day+1)
+			if date := m.month + "-" + dd; date < from || date > to {
+				continue
+			}
+			for _, f := range []string{fieldRequests, fieldTokens, fieldCost} {
+				k := dd + "|" + f
+				w, inWant := m.cells[k]
+				h, inHave := have[id][k]
+				switch {
+				case inWant && (!inHave || w != h):
+					set, changed = append(set, bson.E{Key: "d." + k, Value: w}), true
+				case !inWant && inHave:
+					unset, changed = append(unset, bson.E{Key: "d." + k, Value: ""}), true
+				}
+			}
+		}
+		if !changed {
+			continue
+		}
+		update := bson.D{{Key: "$set", Value: set}}
+		if len(unset) > 0 {
+			update = append(update, bson.E{Key: "$unset", Value: unset})
+		}
+		if _, err := s.monthly.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update, options.Update().SetUpsert(true)); err != nil {
+			return fmt.Errorf("usage: rewrite monthly %s: %w", id, err)
+		}
+	}
+	// Every day from `from` on agrees with the log now.
+	start, _ := time.Parse(time.DateOnly, from)
+	before := Day(start.AddDate(0, 0, -1))
+	if _, err := s.monthly.UpdateOne(ctx, bson.D{{Key: "_id", Value: sinceID}, {Key: "day", Value: bson.D{{Key: "$gt", Value: before}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "day", Value: before}}}}); err != nil {
+		return fmt.Errorf("usage: move the monthly documents' first day: %w", err)
+	}
+	s.since.Store(nil) // read anew
+	return nil
 }
 
 // sameRows reports whether two sums agree on every provider and model.

@@ -431,6 +431,9 @@ func (r *recorder) writeDaily(d *dailyDelta) bool {
 	case errors.Is(err, errHardStop):
 		r.log.Error("usage: rollup update lost at the shutdown deadline; run `app usage reconcile`", "rollup", d.id, "err", err)
 		return false
+	case errors.As(err, new(*monthlyRefused)):
+		r.log.Error("usage: monthly update refused; run `app usage reconcile`", "err", err)
+		return true
 	case len(d.models) == 1:
 		for _, m := range d.models {
 			r.log.Error("usage: rollup update refused; run `app usage reconcile`", "rollup", d.id,
@@ -545,8 +548,10 @@ func unitsCost(u int64) float64 { return RoundCost(float64(u) / 1e10) }
 
 // mongoSink writes to the collections.
 type mongoSink struct {
-	requests, daily, rejected, prices, models *mongo.Collection
-	known                                     *sync.Map // priceRef or cell key -> struct{}: stored
+	requests, daily, monthly, rejected, prices, models *mongo.Collection
+	known                                              *sync.Map // priceRef or cell key -> struct{}: stored
+	sinceMarked                                        *atomic.Bool
+	now                                                func() time.Time
 	// changed is told the id of each rollup document added to (nil: nobody): the service
 	// forgets the day's totals it kept in memory (a late record of a settled day).
 	changed func(id string)
@@ -610,16 +615,16 @@ func (s mongoSink) reject(ctx context.Context, r rejection) error {
 	return err
 }
 
-// addDaily adds d to its rollup document and marks the document with d's batch, in one
-// update, after storing the names of cells this process has not named yet. A re-sent d (an earlier attempt failed, maybe after the database applied it) is
-// added only to a document without that mark: the filter leaves such a document out, the
-// upsert then collides with it on _id, and a look at the mark tells a batch already taken
-// from a document another recorder created first (taken again at once). A first attempt
-// needs no such filter, which the embedded store makes costly.
+// addDaily adds d to its rollup document and the day's totals to its monthly document, each
+// marked with d's batch, in one update each, after storing the names of cells this process
+// has not named yet. A re-sent d (an earlier attempt failed, maybe after the database applied
+// one or both updates) is added only where that mark is missing (see addCounters). A monthly
+// update refused for a reason a retry cannot fix comes back as a *monthlyRefused: the rollup
+// has the batch, and `app usage reconcile` rebuilds the month's days from the log.
 func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	mark := "w." + d.writer
 	inc := bson.D{}
-	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}, {Key: mark, Value: d.seq}}
+	var calls, tokens, units int64
 	for _, k := range slices.Sorted(maps.Keys(d.models)) {
 		m := d.models[k]
 		if err := s.storeName(ctx, k, m); err != nil {
@@ -631,26 +636,80 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 			bson.E{Key: p + fieldTokens, Value: m.TotalTokens},
 			bson.E{Key: p + fieldCost, Value: costUnits(m.Cost)},
 		)
+		calls, tokens, units = calls+m.Requests, tokens+m.TotalTokens, units+costUnits(m.Cost)
 	}
-	filter := bson.D{{Key: "_id", Value: d.id}}
-	if d.resent {
-		filter = append(filter, bson.E{Key: mark, Value: bson.D{{Key: "$ne", Value: d.seq}}})
+	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}, {Key: mark, Value: d.seq}}
+	if err := addCounters(ctx, s.daily, d.id, set, inc, mark, d.seq, d.resent); err != nil {
+		return fmt.Errorf("update rollup %s: %w", d.id, err)
+	}
+	if s.changed != nil {
+		s.changed(d.id)
+	}
+
+	if err := s.markSince(ctx); err != nil {
+		return err
+	}
+	p := "d." + d.day[len("2006-01-"):] + "|"
+	inc = bson.D{{Key: p + fieldRequests, Value: calls}, {Key: p + fieldTokens, Value: tokens}, {Key: p + fieldCost, Value: units}}
+	set = bson.D{{Key: "userId", Value: d.userID}, {Key: "month", Value: d.day[:len("2006-01")]}, {Key: mark, Value: d.seq}}
+	id := monthlyID(d.userID, d.day)
+	if err := addCounters(ctx, s.monthly, id, set, inc, mark, d.seq, d.resent); err != nil {
+		if store.Transient(err) {
+			return fmt.Errorf("update monthly %s: %w", id, err)
+		}
+		return &monthlyRefused{id: id, err: err}
+	}
+	return nil
+}
+
+// monthlyRefused is a monthly update the database refused for a reason a retry cannot fix,
+// after the rollup update it goes with was applied.
+type monthlyRefused struct {
+	id  string
+	err error
+}
+
+func (e *monthlyRefused) Error() string { return fmt.Sprintf("update monthly %s: %v", e.id, e.err) }
+func (e *monthlyRefused) Unwrap() error { return e.err }
+
+// markSince records, once per process, the first UTC day whose calls reached the monthly
+// documents (an upsert that only inserts: the earliest writer's day stays).
+func (s mongoSink) markSince(ctx context.Context) error {
+	if s.sinceMarked.Load() {
+		return nil
+	}
+	_, err := s.monthly.UpdateOne(ctx, bson.D{{Key: "_id", Value: sinceID}},
+		bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "day", Value: Day(s.now())}}}}, options.Update().SetUpsert(true))
+	if err != nil && !mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("mark the monthly documents' first day: %w", err)
+	}
+	s.sinceMarked.Store(true)
+	return nil
+}
+
+// addCounters applies one batch's $inc (and $set, which holds the batch mark) to document id
+// of coll, creating it. A re-sent batch (an earlier attempt failed, maybe after the database
+// applied it) is added only to a document without that mark: the filter leaves such a
+// document out, the upsert then collides with it on _id, and a look at the mark tells a batch
+// already taken from a document another recorder created first (taken again at once). A first
+// attempt needs no such filter, which the embedded store makes costly.
+func addCounters(ctx context.Context, coll *mongo.Collection, id string, set, inc bson.D, mark string, seq int64, resent bool) error {
+	filter := bson.D{{Key: "_id", Value: id}}
+	if resent {
+		filter = append(filter, bson.E{Key: mark, Value: bson.D{{Key: "$ne", Value: seq}}})
 	}
 	update := bson.D{{Key: "$set", Value: set}, {Key: "$inc", Value: inc}}
 	for attempt := 0; ; attempt++ {
-		_, err := s.daily.UpdateOne(ctx, filter, update, options.Update().SetUpsert(true))
+		_, err := coll.UpdateOne(ctx, filter, update, options.Update().SetUpsert(true))
 		if err == nil {
-			if s.changed != nil {
-				s.changed(d.id)
-			}
 			return nil
 		}
 		if !mongo.IsDuplicateKeyError(err) || attempt > 0 {
-			return fmt.Errorf("update rollup %s: %w", d.id, err)
+			return err
 		}
-		n, cerr := s.daily.CountDocuments(ctx, bson.D{{Key: "_id", Value: d.id}, {Key: mark, Value: d.seq}})
+		n, cerr := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}, {Key: mark, Value: seq}})
 		if cerr != nil {
-			return fmt.Errorf("check rollup %s: %w", d.id, cerr)
+			return fmt.Errorf("check %s: %w", id, cerr)
 		}
 		if n > 0 {
 			return nil // taken by an earlier attempt whose answer was lost

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -69,12 +71,13 @@ type Options struct {
 // Service reads usage from the daily rollup and, when built by New, records AI requests in
 // the background.
 type Service struct {
-	requests, daily, rejected, prices, models *mongo.Collection
-	rec                                       *recorder                        // nil: a reader (NewReader)
-	names                                     sync.Map                         // cell key -> modelName, read from ai_models
-	settled                                   *expirable.LRU[string, DayUsage] // Daily's settled days, by rollup _id
-	now                                       func() time.Time
-	log                                       *slog.Logger
+	requests, daily, monthly, rejected, prices, models *mongo.Collection
+	rec                                                *recorder                        // nil: a reader (NewReader)
+	names                                              sync.Map                         // cell key -> modelName, read from ai_models
+	settled                                            *expirable.LRU[string, DayUsage] // Daily's settled days, by rollup _id
+	since                                              atomic.Pointer[string]           // the monthly documents' sinceID day, once read
+	now                                                func() time.Time
+	log                                                *slog.Logger
 }
 
 // ErrReadOnly is returned by Record and Admit of a service built by NewReader.
@@ -97,8 +100,9 @@ func NewReader(db *mongo.Database, opts Options) *Service {
 
 // sink returns the sink that writes to the service's collections.
 func (s *Service) sink() mongoSink {
-	return mongoSink{requests: s.requests, daily: s.daily, rejected: s.rejected, prices: s.prices,
-		models: s.models, known: &sync.Map{}, changed: func(id string) { s.settled.Remove(id) }}
+	return mongoSink{requests: s.requests, daily: s.daily, monthly: s.monthly, rejected: s.rejected, prices: s.prices,
+		models: s.models, known: &sync.Map{}, sinceMarked: &atomic.Bool{}, now: s.now,
+		changed: func(id string) { s.settled.Remove(id) }}
 }
 
 func newService(db *mongo.Database, opts Options) *Service {
@@ -111,6 +115,7 @@ func newService(db *mongo.Database, opts Options) *Service {
 	return &Service{
 		requests: db.Collection(RequestsCollection),
 		daily:    db.Collection(DailyCollection),
+		monthly:  db.Collection(MonthlyCollection),
 		rejected: db.Collection(RejectedCollection),
 		prices:   db.Collection(PricesCollection),
 		models:   db.Collection(ModelsCollection),
@@ -132,6 +137,9 @@ func (s *Service) EnsureIndexes(ctx context.Context) error {
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}, {Key: "day", Value: 1}}},
 		mongo.IndexModel{Keys: bson.D{{Key: "day", Value: 1}}},
 	); err != nil {
+		return fmt.Errorf("usage: %w", err)
+	}
+	if err := store.EnsureIndexes(ctx, s.monthly, mongo.IndexModel{Keys: bson.D{{Key: "month", Value: 1}}}); err != nil {
 		return fmt.Errorf("usage: %w", err)
 	}
 	return nil
@@ -308,7 +316,7 @@ func (s *Service) read(ctx context.Context, filter bson.D) ([]ProviderUsage, err
 
 // readDays sums one user's rollup documents from..to per provider and model.
 func (s *Service) readDays(ctx context.Context, userID, from, to string) ([]ProviderUsage, error) {
-	docs, err := s.lookupDays(ctx, dayIDs(userID, from, to))
+	docs, err := s.lookup(ctx, s.daily, dayIDs(userID, from, to))
 	if err != nil {
 		return nil, err
 	}
@@ -343,32 +351,96 @@ type DayUsage struct {
 }
 
 // Settled days: the totals of a day before yesterday no longer move (the recorder writes
-// within seconds), so Daily keeps them in memory for settledTTL, up to maxSettledDays
-// user-days. This process's recorder forgets a day it adds a late record to, and Reconcile
-// forgets them all; a change made by another process (`app usage reconcile`, another
-// replica's late record) shows here within settledTTL.
+// within seconds), so Daily keeps those it reads from the rollup in memory for settledTTL, up
+// to maxSettledDays user-days. This process's recorder forgets a day it adds a late record to,
+// and Reconcile forgets them all; a change made by another process (`app usage reconcile`,
+// another replica's late record) shows here within settledTTL.
 const (
 	settledTTL     = time.Hour
 	maxSettledDays = 100_000
 )
 
 // Daily returns the caller's totals per UTC day over the last `days` days, oldest first,
-// one element per day (days without calls at zero); they sum to Summary's. Days before
-// yesterday are answered from memory when read within settledTTL. Returns Invalid for days
-// outside 1..366.
+// one element per day (days without calls at zero); they sum to Summary's. Days after the
+// monthly documents' first day are read from those (one lookup per month); earlier days from
+// the rollup, one lookup per day, those before yesterday answered from memory when read
+// within settledTTL. Returns Invalid for days outside 1..366.
 func (s *Service) Daily(ctx context.Context, userID string, days int) ([]DayUsage, error) {
 	if _, err := CheckDays(days); err != nil {
 		return nil, err
 	}
 	from, to := s.window(days)
 	ids := dayIDs(userID, from, to)
-	settledUntil := Day(s.now().UTC().AddDate(0, 0, -2))
+	since, err := s.monthlySince(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]DayUsage, len(ids))
-	var missing []int
+	var byMonth, byDay []int // indexes into ids
 	for i, id := range ids {
 		out[i].Date = id[len(id)-len(time.DateOnly):]
+		if since != "" && out[i].Date > since {
+			byMonth = append(byMonth, i)
+		} else {
+			byDay = append(byDay, i)
+		}
+	}
+	if err := s.daysFromMonths(ctx, userID, out, byMonth); err != nil {
+		return nil, err
+	}
+	if err := s.daysFromRollup(ctx, ids, out, byDay); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// daysFromMonths fills out[i] for each i of idx from userID's monthly documents.
+func (s *Service) daysFromMonths(ctx context.Context, userID string, out []DayUsage, idx []int) error {
+	var months []string
+	for _, i := range idx {
+		if id := monthlyID(userID, out[i].Date); !slices.Contains(months, id) {
+			months = append(months, id)
+		}
+	}
+	docs, err := s.lookup(ctx, s.monthly, months)
+	if err != nil {
+		return err
+	}
+	cells := map[string]int64{} // "YYYY-MM-DD|n" -> counter
+	for j, doc := range docs {
+		if doc == nil {
+			continue
+		}
+		d, ok := doc.Lookup("d").DocumentOK()
+		if !ok {
+			continue
+		}
+		elems, err := d.Elements()
+		if err != nil {
+			return fmt.Errorf("usage: decode monthly %s: %w", months[j], err)
+		}
+		month := months[j][len(months[j])-len("2006-01"):]
+		for _, e := range elems {
+			n, _ := e.Value().AsInt64OK() // a counter that is not a number counts 0
+			cells[month+"-"+e.Key()] = n
+		}
+	}
+	for _, i := range idx {
+		p := out[i].Date + "|"
+		out[i].Requests, out[i].Tokens = cells[p+fieldRequests], cells[p+fieldTokens]
+		out[i].Cost = unitsCost(cells[p+fieldCost])
+	}
+	return nil
+}
+
+// daysFromRollup fills out[i] for each i of idx from the rollup document ids[i], or from
+// memory for a settled day read within settledTTL.
+func (s *Service) daysFromRollup(ctx context.Context, ids []string, out []DayUsage, idx []int) error {
+	settledUntil := Day(s.now().UTC().AddDate(0, 0, -2))
+	var missing []int
+	for _, i := range idx {
 		if out[i].Date <= settledUntil {
-			if d, ok := s.settled.Get(id); ok {
+			if d, ok := s.settled.Get(ids[i]); ok {
 				out[i] = d
 				continue
 			}
@@ -379,15 +451,15 @@ func (s *Service) Daily(ctx context.Context, userID string, days int) ([]DayUsag
 	for j, i := range missing {
 		want[j] = ids[i]
 	}
-	docs, err := s.lookupDays(ctx, want)
+	docs, err := s.lookup(ctx, s.daily, want)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for j, i := range missing {
 		if doc := docs[j]; doc != nil {
 			acc := accumulator{}
 			if err := acc.add(doc); err != nil {
-				return nil, err
+				return err
 			}
 			t := totals(acc.rows())
 			out[i].Requests, out[i].Tokens, out[i].Cost = t.TotalRequests, t.TotalTokens, t.TotalCost
@@ -396,18 +468,42 @@ func (s *Service) Daily(ctx context.Context, userID string, days int) ([]DayUsag
 			s.settled.Add(ids[i], out[i])
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// lookupWorkers is how many point lookups of lookupDays run at once.
+// monthlySince returns the monthly documents' sinceID day, "" while none is recorded. Once
+// read it is kept: it only ever moves earlier (Reconcile), which makes a kept value too
+// late, never wrong: the days between are read from the rollup.
+func (s *Service) monthlySince(ctx context.Context) (string, error) {
+	if p := s.since.Load(); p != nil {
+		return *p, nil
+	}
+	var doc struct {
+		Day string `bson:"day"`
+	}
+	err := s.monthly.FindOne(ctx, bson.D{{Key: "_id", Value: sinceID}}).Decode(&doc)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("usage: read the monthly documents' first day: %w", err)
+	}
+	if _, perr := time.Parse(time.DateOnly, doc.Day); perr != nil {
+		return "", nil // not ours: read every day from the rollup
+	}
+	s.since.Store(&doc.Day)
+	return doc.Day, nil
+}
+
+// lookupWorkers is how many point lookups of lookup run at once.
 const lookupWorkers = 4
 
-// lookupDays returns the rollup documents with the given ids, in order (nil for one that does
+// lookup returns the documents of coll with the given ids, in order (nil for one that does
 // not exist), one point lookup each, a few at a time. The embedded store answers an _id
 // equality without decoding the other documents of the collection (any other filter decodes
 // them all), so this read costs the same however many users the rollup holds; on MongoDB each
 // lookup is an _id index hit.
-func (s *Service) lookupDays(ctx context.Context, ids []string) ([]bson.Raw, error) {
+func (s *Service) lookup(ctx context.Context, coll *mongo.Collection, ids []string) ([]bson.Raw, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan int)
@@ -419,12 +515,12 @@ func (s *Service) lookupDays(ctx context.Context, ids []string) ([]bson.Raw, err
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				raw, err := s.daily.FindOne(ctx, bson.D{{Key: "_id", Value: ids[i]}}).Raw()
+				raw, err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: ids[i]}}).Raw()
 				if errors.Is(err, mongo.ErrNoDocuments) {
 					continue
 				}
 				if err != nil {
-					errs[w] = fmt.Errorf("usage: read rollup %s: %w", ids[i], err)
+					errs[w] = fmt.Errorf("usage: read %s %s: %w", coll.Name(), ids[i], err)
 					cancel()
 					for range next { // let the feeder finish
 					}

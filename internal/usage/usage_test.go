@@ -156,6 +156,62 @@ func assertRollupEqualsLog(t *testing.T, f *fixture, users []string, wantRequest
 	if n != wantRequests {
 		t.Errorf("log holds %d successful requests, want %d", n, wantRequests)
 	}
+	assertMonthlyEqualsLog(t, f.db)
+}
+
+// assertMonthlyEqualsLog checks that the monthly documents hold each user-day's totals of the
+// log's successful requests, exactly.
+func assertMonthlyEqualsLog(t *testing.T, db *mongo.Database) {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := db.Collection(RequestsCollection).Find(ctx, bson.D{{Key: "status", Value: StatusSuccess}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	if err := cur.All(ctx, &recs); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{} // "user|YYYY-MM|DD|field"
+	for _, r := range recs {
+		day := Day(r.CreatedAt)
+		p := monthlyID(r.UserID, day) + "|" + day[8:] + "|"
+		want[p+fieldRequests]++
+		want[p+fieldTokens] += r.TotalTokens
+		want[p+fieldCost] += costUnits(r.Cost)
+	}
+	mc, err := db.Collection(MonthlyCollection).Find(ctx, bson.D{{Key: "month", Value: bson.D{{Key: "$exists", Value: true}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []struct {
+		ID string           `bson:"_id"`
+		D  map[string]int64 `bson:"d"`
+	}
+	if err := mc.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, d := range docs {
+		for k, v := range d.D {
+			if v != 0 {
+				got[d.ID+"|"+k] = v
+			}
+		}
+	}
+	for k, w := range want {
+		if k[len(k)-1:] == fieldCost && math.Abs(float64(got[k]-w)) <= float64(len(recs)) {
+			continue // each record's cost is rounded to units on its own in the log's sum
+		}
+		if got[k] != w {
+			t.Errorf("monthly %s = %d, log %d", k, got[k], w)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("monthly %s = %d, the log has none", k, got[k])
+		}
+	}
 }
 
 // Ensure a shutdown under load writes every record, with a queue small enough to push back.
