@@ -108,23 +108,7 @@ func TestService_DailySettledDayChanges(t *testing.T) {
 	f.clock.set(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	settled := time.Date(2026, 11, 17, 12, 0, 0, 0, time.UTC) // five days back
 	ctx := context.Background()
-	waitFor := func(requests int64) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			s, err := f.svc.Summary(ctx, "u", 7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.TotalRequests == requests {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d requests recorded, want %d", s.TotalRequests, requests)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+	waitFor := func(requests int64) { t.Helper(); waitRecorded(t, f.svc, "u", 7, requests) }
 	dayOf := func() int64 {
 		t.Helper()
 		days, err := f.svc.Daily(ctx, "u", 7)
@@ -183,21 +167,7 @@ func TestService_DailyFromMonths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor := func(requests int64) {
-		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			s, err := f.svc.Summary(ctx, "u", 30)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.TotalRequests == requests {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d requests recorded, want %d", s.TotalRequests, requests)
-			}
-		}
-	}
+	waitFor := func(requests int64) { t.Helper(); waitRecorded(t, f.svc, "u", 30, requests) }
 	// The recorder first writes on 11-10: the monthly documents hold every call from 11-11 on.
 	f.clock.set(at(10, 9))
 	record(1, at(10, 8))
@@ -308,5 +278,23 @@ func TestService_ReconcileRebuildsMonths(t *testing.T) {
 	}
 	if err := f.db.Collection(MonthlyCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "u|2026-09"}}).Decode(&sept); err != nil || sept.D["02|n"] != 5 {
 		t.Errorf("a day outside the window: %v (%v), want it left as it was", sept.D, err)
+	}
+}
+
+// waitRecorded waits until user's Summary over days counts requests: the recorder writes
+// behind Record.
+func waitRecorded(t *testing.T, svc *Service, user string, days int, requests int64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s, err := svc.Summary(context.Background(), user, days)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.TotalRequests == requests {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests recorded, want %d", s.TotalRequests, requests)
+		}
 	}
 }
