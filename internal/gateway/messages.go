@@ -217,12 +217,8 @@ func (s *Service) anthropicImage(at string, raw json.RawMessage) (*ai.Image, err
 		if !strings.HasPrefix(src.MediaType, "image/") || src.Data == "" {
 			return nil, invalid(at, "invalid_value", "%s: a base64 source needs an image media_type and data", at)
 		}
-		// The size is checked here, where the refusal can name source.data (imagePart would
-		// name the data URL made of it, source.url).
-		if err := imageSize(at+".data", src.Data, s.maxImage); err != nil {
-			return nil, err
-		}
-		return imagePart(at, json.RawMessage(fmt.Sprintf(`{"url":%q}`, "data:"+src.MediaType+";base64,"+src.Data)), s.maxImage)
+		// A too-large image is refused naming source.data, where the client put it.
+		return dataImage(at, "data:"+src.MediaType+";base64,"+src.Data, s.maxImage, at+".data")
 	case "url":
 		return imagePart(at, json.RawMessage(fmt.Sprintf(`{"url":%q}`, src.URL)), s.maxImage)
 	}

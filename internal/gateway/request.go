@@ -364,23 +364,34 @@ func imagePart(at string, raw json.RawMessage, maxImage int64) (*ai.Image, error
 			return nil, invalid(at+".detail", "invalid_value", "Invalid value for '%s.detail': expected auto, low or high.", at)
 		}
 	}
-	if rest, ok := strings.CutPrefix(im.URL, "data:"); ok {
-		meta, data, ok := strings.Cut(rest, ",")
-		mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
-		if !ok || !isBase64 || !strings.HasPrefix(mediaType, "image/") || data == "" {
-			return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': a data URL must be data:image/TYPE;base64,DATA.", at)
-		}
-		if err := imageSize(at+".url", data, maxImage); err != nil {
+	if strings.HasPrefix(im.URL, "data:") {
+		d, err := dataImage(at, im.URL, maxImage, at+".url")
+		if err != nil {
 			return nil, err
 		}
-		im.MediaType, im.Data = mediaType, data
-		return im, nil
+		d.Detail = im.Detail
+		return d, nil
 	}
 	u, err := url.Parse(im.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': expected an http(s) URL or a data: URL.", at)
 	}
 	return im, nil
+}
+
+// dataImage reads a data: URL (base64, an image media type, at most maxImage bytes decoded)
+// into an image. A malformed URL is refused naming at.url; a too-large image naming
+// sizeParam, the parameter that holds the data as the client sent it.
+func dataImage(at, dataURL string, maxImage int64, sizeParam string) (*ai.Image, error) {
+	meta, data, ok := strings.Cut(strings.TrimPrefix(dataURL, "data:"), ",")
+	mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !isBase64 || !strings.HasPrefix(mediaType, "image/") || data == "" {
+		return nil, invalid(at+".url", "invalid_image_url", "Invalid '%s.url': a data URL must be data:image/TYPE;base64,DATA.", at)
+	}
+	if err := imageSize(sizeParam, data, maxImage); err != nil {
+		return nil, err
+	}
+	return &ai.Image{URL: dataURL, MediaType: mediaType, Data: data}, nil
 }
 
 // imageSize refuses an inline image whose base64 data is larger than maxImage bytes decoded:
