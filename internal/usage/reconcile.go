@@ -202,15 +202,9 @@ func (s *Service) reconcileMonths(ctx context.Context, want map[string]*dailyDel
 		if len(mon) != len("2006-01") {
 			continue
 		}
-		cells := map[string]int64{}
-		if d, ok := cur.Current.Lookup("d").DocumentOK(); ok {
-			elems, err := d.Elements()
-			if err != nil {
-				return fmt.Errorf("usage: decode monthly %s: %w", id, err)
-			}
-			for _, e := range elems {
-				cells[e.Key()], _ = e.Value().AsInt64OK()
-			}
+		cells, err := monthlyCells(cur.Current)
+		if err != nil {
+			return err
 		}
 		have[id] = cells
 		if months[id] == nil {

@@ -406,31 +406,40 @@ func (s *Service) daysFromMonths(ctx context.Context, userID string, out []DayUs
 	if err != nil {
 		return err
 	}
-	cells := map[string]int64{} // "YYYY-MM-DD|n" -> counter
+	byMonth := map[string]map[string]int64{} // monthly _id -> its counters
 	for j, doc := range docs {
 		if doc == nil {
 			continue
 		}
-		d, ok := doc.Lookup("d").DocumentOK()
-		if !ok {
-			continue
-		}
-		elems, err := d.Elements()
-		if err != nil {
-			return fmt.Errorf("usage: decode monthly %s: %w", months[j], err)
-		}
-		month := months[j][len(months[j])-len("2006-01"):]
-		for _, e := range elems {
-			n, _ := e.Value().AsInt64OK() // a counter that is not a number counts 0
-			cells[month+"-"+e.Key()] = n
+		if byMonth[months[j]], err = monthlyCells(doc); err != nil {
+			return err
 		}
 	}
 	for _, i := range idx {
-		p := out[i].Date + "|"
+		cells := byMonth[monthlyID(userID, out[i].Date)]
+		p := out[i].Date[len("2006-01-"):] + "|"
 		out[i].Requests, out[i].Tokens = cells[p+fieldRequests], cells[p+fieldTokens]
 		out[i].Cost = unitsCost(cells[p+fieldCost])
 	}
 	return nil
+}
+
+// monthlyCells returns the counters of a monthly document ("DD|n" -> value); a counter that
+// is not a number counts 0.
+func monthlyCells(doc bson.Raw) (map[string]int64, error) {
+	cells := map[string]int64{}
+	d, ok := doc.Lookup("d").DocumentOK()
+	if !ok {
+		return cells, nil
+	}
+	elems, err := d.Elements()
+	if err != nil {
+		return nil, fmt.Errorf("usage: decode monthly %v: %w", doc.Lookup("_id"), err)
+	}
+	for _, e := range elems {
+		cells[e.Key()], _ = e.Value().AsInt64OK()
+	}
+	return cells, nil
 }
 
 // daysFromRollup fills out[i] for each i of idx from the rollup document ids[i], or from
