@@ -447,3 +447,42 @@ func TestTwoProcessesShareBudget(t *testing.T) {
 		t.Fatalf("admitted %v, status %+v", counts, st)
 	}
 }
+
+// Ensure a limit set while a refresh of the limits is reading them survives that refresh: the
+// refresh read the store before the write and must not put the old table back (an admin's
+// Save followed at once by the user's GET /api/ai/budget answered limit null).
+func TestLimitSetDuringRefreshKept(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.DB(t)
+	s := newService(t, db, Options{InMemory: true})
+	if _, err := s.Status(ctx, "b"); err != nil { // the limits are read
+		t.Fatal(err)
+	}
+	// Another process sets a limit: the version moves, the next refresh here reads all.
+	if _, err := newService(t, db, Options{}).SetLimit(ctx, "a", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	overlapped := false
+	s.limits.afterRead = func() {
+		s.limits.afterRead, overlapped = nil, true
+		if _, err := s.SetLimit(ctx, "b", ptr(12.5)); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.limits.refresh(ctx); err != nil || !overlapped {
+		t.Fatalf("refresh: %v, overlapped by the write: %v", err, overlapped)
+	}
+	if st, err := s.Status(ctx, "b"); err != nil || st.Limit == nil || *st.Limit != 12.5 {
+		t.Fatalf("status %+v %v after a refresh that overlapped the write, want the limit of 12.5", st, err)
+	}
+	// The next refresh reads the store again and keeps both.
+	if err := s.limits.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]float64{"a": 1, "b": 12.5} {
+		if l, err := s.OwnLimit(ctx, user); err != nil || l == nil || *l != want {
+			t.Fatalf("%s's own limit %v %v after the next refresh, want %v", user, l, err, want)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type limitTable struct {
 	own     map[string]units // users with a limit of their own
 	version int64
 	loaded  bool
+	sets    uint64 // local writes so far: a refresh that began before one must not undo it
+
+	afterRead func() // tests: called between a refresh's read of the limits and its update
 
 	checkedAt  atomic.Int64 // unix nanos of the last version check
 	refreshing atomic.Bool
@@ -72,6 +75,7 @@ func (t *limitTable) refresh(ctx context.Context) error {
 	}
 	t.mu.RLock()
 	same := t.loaded && t.version == v.N
+	sets := t.sets
 	t.mu.RUnlock()
 	if same {
 		t.checkedAt.Store(time.Now().UnixNano())
@@ -91,7 +95,16 @@ func (t *limitTable) refresh(ctx context.Context) error {
 			own[d.UserID] = toUnits(*d.Limit)
 		}
 	}
+	if t.afterRead != nil {
+		t.afterRead()
+	}
 	t.mu.Lock()
+	if t.sets != sets {
+		// A limit was set here while this read was under way: what was read may predate it.
+		// Keep the table (it has the write) and its old version, so the next check reads again.
+		t.mu.Unlock()
+		return nil
+	}
 	t.own, t.version, t.loaded = own, v.N, true
 	t.mu.Unlock()
 	t.checkedAt.Store(time.Now().UnixNano())
@@ -120,6 +133,7 @@ func (t *limitTable) set(ctx context.Context, userID string, limit *float64) err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.sets++
 	if t.own == nil {
 		t.own = map[string]units{}
 	}

@@ -325,7 +325,9 @@ function UserRow({ token, user, me, onChanged }) {
   useEffect(() => setLimit(user.budget == null ? '' : String(user.budget)), [user.budget]);
   const save = async (e) => {
     e.preventDefault();
-    const text = limit.trim().replace(/^\$/, '');
+    // Read from the form, not the state: a click right after typing may come before the
+    // re-render that would give this function the typed value.
+    const text = String(new FormData(e.currentTarget).get('limit') ?? '').trim().replace(/^\$/, '');
     const value = text === '' ? null : Number(text);
     if (value !== null && (!Number.isFinite(value) || value < 0)) {
       setNote({ error: true, text: 'Enter an amount of dollars, or nothing for no budget of their own.' });
@@ -356,7 +358,7 @@ function UserRow({ token, user, me, onChanged }) {
       <td class="num">${money(user.monthSpent)}</td>
       <td>
         <form class="row" onSubmit=${save}>
-          <input class="budget-input" aria-label="Monthly budget" inputmode="decimal" placeholder="none"
+          <input class="budget-input" name="limit" aria-label="Monthly budget" inputmode="decimal" placeholder="none"
             value=${limit} onInput=${(e) => setLimit(e.currentTarget.value)} />
           <button type="submit">Save</button>
         </form>
