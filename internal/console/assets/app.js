@@ -2,7 +2,7 @@
 // API of its own origin with the access token, which lives in sessionStorage (gone with the
 // tab) and never in localStorage or a cookie. Preact with htm renders; d3-scale does the
 // chart's scales; the chart itself is plain SVG.
-import { html, render, useState, useEffect, useCallback } from './vendor/preact-htm.js';
+import { html, render, useState, useEffect, useCallback, useRef } from './vendor/preact-htm.js';
 import { scaleBand, scaleLinear } from './vendor/d3-scale.js';
 
 const TOKEN_KEY = 'app.console.token';
@@ -322,7 +322,14 @@ function Budget({ token }) {
 function UserRow({ token, user, me, onChanged }) {
   const [limit, setLimit] = useState(user.budget == null ? '' : String(user.budget));
   const [note, setNote] = useState(null);
-  useEffect(() => setLimit(user.budget == null ? '' : String(user.budget)), [user.budget]);
+  // Show a budget changed elsewhere (a Save answered). Not on mount: effects run after paint,
+  // and resetting then would wipe what was typed in the meantime.
+  const shown = useRef(user.budget);
+  useEffect(() => {
+    if (shown.current === user.budget) return;
+    shown.current = user.budget;
+    setLimit(user.budget == null ? '' : String(user.budget));
+  }, [user.budget]);
   const save = async (e) => {
     e.preventDefault();
     // Read from the form, not the state: a click right after typing may come before the
