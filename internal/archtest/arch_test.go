@@ -41,7 +41,7 @@ func TestBinaryLinksNoTestPackages(t *testing.T) {
 }
 
 // Ensure no package imports what it must not: services never import the HTTP layer, the
-// commands, configuration or terminal styling; apperr and suggest import nothing of
+// commands, configuration or terminal styling; apperr, suggest and redact import nothing of
 // ours, nor do the fake providers, which also import no test package; the public mock
 // package never imports internal/ (but suggest, a leaf);
 // the HTTP layer never opens the store itself.
@@ -63,6 +63,7 @@ func TestImportDirection(t *testing.T) {
 		{module + "/internal/apperr", []string{module + "/"}},
 		{module + "/internal/ai/fakeprovider", []string{module + "/", "testing", "httptest"}}, // linked into app by the built-in mock
 		{module + "/internal/suggest", []string{module + "/"}},
+		{module + "/internal/redact", []string{module + "/"}},
 		{module + "/internal/metrics", []string{module + "/"}},
 		{module + "/docs", []string{module + "/"}},
 		{module + "/internal/httpapi", []string{"/internal/store", "/cmd", "lipgloss"}},

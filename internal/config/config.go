@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/acme/app/internal/ai/providers"
+	"github.com/acme/app/internal/redact"
 	"github.com/acme/app/internal/suggest"
 )
 
@@ -250,20 +251,9 @@ func (e *Error) Error() string {
 	case strings.HasSuffix(e.Key, "secret") || strings.HasSuffix(e.Key, "api_key"):
 		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason) // never the secret itself
 	case strings.HasSuffix(e.Key, ".uri"):
-		return fmt.Sprintf("config: %s=%q: %s", e.Key, redactUserinfo(e.Value), e.Reason)
+		return fmt.Sprintf("config: %s=%q: %s", e.Key, redact.Userinfo(e.Value), e.Reason)
 	}
 	return fmt.Sprintf("config: %s=%q: %s", e.Key, e.Value, e.Reason)
-}
-
-// redactUserinfo hides the password of a URI.
-func redactUserinfo(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			return u.String()
-		}
-	}
-	return s
 }
 
 // Load resolves every key with precedence flag > environment (APP_*, then the conventional

@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/x/mongo/driver/connstring"
 
 	"github.com/acme/app/internal/apperr"
-	"github.com/acme/app/internal/store"
+	"github.com/acme/app/internal/redact"
 )
 
 // allowedMechanisms are the authentication mechanisms a caller may ask for: the ones that use
@@ -45,7 +45,7 @@ type parsed struct {
 func parseConnString(uri string, restricted bool) (*parsed, error) {
 	cs, err := connstring.Parse(uri)
 	if err != nil {
-		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redactSecrets(err.Error(), uri))
 	}
 	if restricted {
 		if err := refusedOptions(cs); err != nil {
@@ -53,7 +53,7 @@ func parseConnString(uri string, restricted bool) (*parsed, error) {
 		}
 	}
 	if err := cs.Validate(); err != nil {
-		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redactSecrets(err.Error(), uri))
 	}
 	return &parsed{cs: cs, firstHost: firstHost(uri)}, nil
 }
@@ -124,10 +124,10 @@ func password(uri string) string {
 	return pw
 }
 
-// redact hides connection-string passwords in text, and the password of uri wherever it appears
-// (a driver error may quote it decoded).
-func redact(text, uri string) string {
-	text = store.Redact(text)
+// redactSecrets hides connection-string passwords in text, and the password of uri wherever
+// it appears (a driver error may quote it decoded).
+func redactSecrets(text, uri string) string {
+	text = redact.Userinfo(text)
 	if pw := password(uri); len(pw) >= 3 {
 		text = strings.ReplaceAll(text, pw, "****")
 		if esc := url.QueryEscape(pw); esc != pw {

@@ -194,7 +194,7 @@ func (s *Service) Test(ctx context.Context, in TestInput) (*TestResult, error) {
 	res.Databases = l.names
 	if l.err != nil {
 		// Credentials limited to one database may not list the others: the test still succeeded.
-		s.log.Debug("listDatabases failed", "uri", redact(in.ConnectionString, in.ConnectionString), "err", redact(l.err.Error(), in.ConnectionString))
+		s.log.Debug("listDatabases failed", "uri", redactSecrets(in.ConnectionString, in.ConnectionString), "err", redactSecrets(l.err.Error(), in.ConnectionString))
 		res.Databases = []string{}
 	}
 	return res, nil
@@ -227,7 +227,7 @@ func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Dura
 		return nil, forbidden(b)
 	}
 	reason := s.describe(err, uri, e.selection)
-	s.log.Info("mongodb test failed", "uri", redact(uri, uri), "reason", reason)
+	s.log.Info("mongodb test failed", "uri", redactSecrets(uri, uri), "reason", reason)
 	return &TestResult{Success: false, Error: reason, Latency: ms(elapsed)}, nil
 }
 
@@ -295,11 +295,11 @@ func (s *Service) queryError(e *entry, uri string, err error) error {
 		errors.Is(err, context.DeadlineExceeded) && !isSelection(err):
 		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
 	case errors.As(err, &ce) && !isAuth(err):
-		return apperr.Wrap(apperr.Invalid, errors.New(redact(err.Error(), uri)), "the server refused the query: "+redact(commandText(ce), uri))
+		return apperr.Wrap(apperr.Invalid, errors.New(redactSecrets(err.Error(), uri)), "the server refused the query: "+redactSecrets(commandText(ce), uri))
 	}
 	s.cache.remove(e)
 	reason := s.describe(err, uri, e.selection)
-	s.log.Info("mongodb query failed", "uri", redact(uri, uri), "reason", reason)
+	s.log.Info("mongodb query failed", "uri", redactSecrets(uri, uri), "reason", reason)
 	return apperr.Wrap(apperr.Upstream, errors.New(reason), "cannot query the MongoDB server: "+reason)
 }
 
@@ -355,7 +355,7 @@ func (s *Service) describe(err error, uri string, selection time.Duration) strin
 	default:
 		reason = err.Error()
 	}
-	return redact(reason, uri)
+	return redactSecrets(reason, uri)
 }
 
 // connect parses and checks uri and creates its driver client (which connects lazily).
@@ -391,7 +391,7 @@ func (s *Service) connect(ctx context.Context, uri string) (*entry, error) {
 	}
 	client, err := mongo.Connect(ctx, o)
 	if err != nil {
-		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact(err.Error(), uri))
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redactSecrets(err.Error(), uri))
 	}
 	return &entry{client: client, dialer: d, firstHost: p.firstHost, selection: selection}, nil
 }

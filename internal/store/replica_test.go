@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/app/internal/redact"
 	"github.com/acme/app/internal/store"
 )
 
@@ -42,7 +43,7 @@ func TestOpen_MongoDBIsNotRefused(t *testing.T) {
 	ctx := ctxT(t)
 	st, err := store.Open(ctx, store.Options{URI: uri})
 	if err != nil {
-		t.Fatalf("open %s: %v", store.Redact(uri), err)
+		t.Fatalf("open %s: %v", redact.Userinfo(uri), err)
 	}
 	_ = st.Close(context.Background())
 }

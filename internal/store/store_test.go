@@ -162,22 +162,6 @@ func TestStoretest_DB(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ in, want string }{
-		{"mongodb://user:s3cret@host:27017/db", "mongodb://user:****@host:27017/db"},
-		{"mongodb+srv://u:p%40ss@cluster0.example.net/?x=1", "mongodb+srv://u:****@cluster0.example.net/?x=1"},
-		{"connect mongodb://a:b@h1,h2/ failed", "connect mongodb://a:****@h1,h2/ failed"},
-		{"mongodb://host/db", "mongodb://host/db"},
-		{"mongodb://onlyuser@host/db", "mongodb://onlyuser@host/db"},
-	}
-	for _, tt := range tests {
-		if got := store.Redact(tt.in); got != tt.want {
-			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 // Ensure creating several indexes twice is a no-op, not a failure (FerretDB v1 panicked when
 // one createIndexes named several existing indexes), and that the unique one exists after.
 func TestEnsureIndexes_Idempotent(t *testing.T) {
