@@ -121,3 +121,71 @@ func TestRunTemplatesMigrate(t *testing.T) {
 		t.Fatalf("core holds %d documents after a real run, want 1", n)
 	}
 }
+
+// Ensure `templates cleanup` reports and deletes only what core holds: a dry run (JSON, the
+// HTTP answer's shape) deletes nothing, a real run (the card) deletes the migrated template
+// and keeps the one core lacks.
+func TestRunTemplatesCleanup(t *testing.T) {
+	t.Parallel()
+	st := storetest.Store(t)
+	app, core, spaceDB := storetest.DBName(t), storetest.DBName(t), storetest.DBName(t)
+	ctx := context.Background()
+	oid := primitive.NewObjectID()
+	if _, err := st.DB(app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: oid}, {Key: "database", Value: spaceDB}}); err != nil {
+		t.Fatal(err)
+	}
+	space := st.DB(spaceDB).Collection("property_templates")
+	if _, err := space.InsertMany(ctx, []any{bson.D{{Key: "id", Value: "t1"}, {Key: "name", Value: "T"}},
+		bson.D{{Key: "id", Value: "t2"}, {Key: "name", Value: "U"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Core keys a template by its identifier, as the migration writes it.
+	if _, err := st.DB(core).Collection("core_property_templates").InsertOne(ctx, bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T"}}); err != nil {
+		t.Fatal(err)
+	}
+	svc := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: app, CoreDatabase: core})
+
+	var out bytes.Buffer
+	f := &factory{out: &out, errOut: &bytes.Buffer{}}
+	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: oid.Hex(), DryRun: true, JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	var rep templates.CleanupReport
+	dec := json.NewDecoder(&out)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	want := templates.CleanupReport{SpaceID: oid.Hex(), DryRun: true, Deleted: 1, KeptNotInCore: []string{"t2"}}
+	if d := cmp.Diff(want, rep); d != "" {
+		t.Fatalf("--json report (-want +got):\n%s", d)
+	}
+	if n, _ := space.CountDocuments(ctx, bson.D{}); n != 2 {
+		t.Fatalf("a dry run left %d of 2 documents", n)
+	}
+
+	out.Reset()
+	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: oid.Hex()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Space template cleanup", "Deleted", "Kept (not in core)", "t2"} {
+		if !strings.Contains(out.String(), s) {
+			t.Fatalf("summary lacks %q:\n%s", s, out.String())
+		}
+	}
+	var left []struct {
+		ID string `bson:"id"`
+	}
+	cur, err := space.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(ctx, &left); err != nil || len(left) != 1 || left[0].ID != "t2" {
+		t.Fatalf("the space holds %+v (%v) after the cleanup, want only t2", left, err)
+	}
+	// Unknown space: NotFound, nothing printed.
+	out.Reset()
+	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: primitive.NewObjectID().Hex()}); err == nil || out.Len() != 0 {
+		t.Fatalf("an unknown space: err %v, printed %q", err, out.String())
+	}
+}
