@@ -446,3 +446,51 @@ type noNetwork struct{}
 func (noNetwork) RoundTrip(*http.Request) (*http.Response, error) {
 	return nil, errors.New("no network in this test")
 }
+
+// Ensure each kind of security scheme is asked for where its credentials travel, that one
+// alternative of several suffices while every scheme of one alternative is needed, and that
+// `security: []` opens an operation. A request without them is a 401 with the challenges of
+// what it lacks.
+func TestSecuritySchemes(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/security.yaml", openapi.Options{})
+	for _, tt := range []struct {
+		path      string
+		header    map[string]string
+		want      int
+		challenge string
+	}{
+		{"/global", nil, 401, ""},
+		{"/global?api_key=k", nil, 200, ""},
+		{"/global?api_key=", nil, 200, ""}, // present: presence is what is checked, not the value
+		{"/public", nil, 200, ""},
+		{"/cookie", nil, 401, ""},
+		{"/cookie", map[string]string{"Cookie": "other=1"}, 401, ""},
+		{"/cookie", map[string]string{"Cookie": "a=1; session=s"}, 200, ""},
+		{"/basic", nil, 401, `Basic realm="*"`},
+		{"/basic", map[string]string{"Authorization": "Bearer t"}, 401, `Basic realm="*"`},
+		{"/basic", map[string]string{"Authorization": "basic dTpw"}, 200, ""},
+		{"/oauth", nil, 401, "Bearer"},
+		{"/oauth", map[string]string{"Authorization": "Bearer t"}, 200, ""},
+		{"/either", nil, 401, "Bearer"},
+		{"/either", map[string]string{"X-Key": "k"}, 200, ""},
+		{"/either", map[string]string{"Authorization": "Bearer t"}, 200, ""},
+		{"/both", map[string]string{"X-Key": "k"}, 401, "Bearer"},
+		{"/both", map[string]string{"Authorization": "Bearer t"}, 401, ""},
+		{"/both", map[string]string{"X-Key": "k", "Authorization": "Bearer t"}, 200, ""},
+	} {
+		got := do(t, srv, "GET", tt.path, tt.header, "")
+		if got.status != tt.want {
+			t.Errorf("GET %s %v: status %d, want %d; body %s", tt.path, tt.header, got.status, tt.want, got.body)
+			continue
+		}
+		if tt.want == 401 {
+			if got.header.Get("Content-Type") != openapi.ProblemType {
+				t.Errorf("GET %s %v: Content-Type %q, want problem+json", tt.path, tt.header, got.header.Get("Content-Type"))
+			}
+			if tt.challenge != "" && !strings.Contains(strings.Join(got.header.Values("WWW-Authenticate"), ", "), tt.challenge) {
+				t.Errorf("GET %s %v: WWW-Authenticate %q, want %q", tt.path, tt.header, got.header.Values("WWW-Authenticate"), tt.challenge)
+			}
+		}
+	}
+}
