@@ -138,6 +138,60 @@ func TestRecorder_RefusedBatchIsBisected(t *testing.T) {
 	}
 }
 
+// refusingRollupSink refuses, for a reason a retry cannot fix, every rollup update that
+// holds a cell of the marked model.
+type refusingRollupSink struct {
+	sink
+	bad string
+}
+
+func (s *refusingRollupSink) addDaily(ctx context.Context, d *dailyDelta) error {
+	for _, m := range d.models {
+		if m.Model == s.bad {
+			return mongo.CommandError{Code: 2, Message: "update refused"}
+		}
+	}
+	return s.sink.addDaily(ctx, d)
+}
+
+// Ensure a rollup update the database refuses is split by cell: the other models' totals are
+// written, the refused cell is skipped (its records stay in the log) without stopping the
+// recorder, and `app usage reconcile` brings the rollup back to the log.
+func TestRecorder_RefusedRollupCellIsSkipped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{BatchSize: 64, FlushInterval: time.Hour})
+	models := []string{"a", "b", "bad", "c", "d"}
+	batch := make([]Record, 40)
+	for i := range batch {
+		batch[i] = rec(i, "u", "openai", models[i%len(models)], day0)
+	}
+	f.svc.rec.sink = &refusingRollupSink{sink: f.sink, bad: "bad"}
+	f.svc.rec.flush(batch)
+	if err := f.svc.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	logs, rolls := logTotals(t, f.db), rollupTotals(t, f.svc, []string{"u"})
+	if len(logs) != len(models) {
+		t.Fatalf("the log holds %d models, want all %d", len(logs), len(models))
+	}
+	for k, l := range logs {
+		r, ok := rolls[k]
+		if k == "u|openai|bad" {
+			if ok && r.RequestCount != 0 {
+				t.Errorf("the refused cell was counted: %+v", r)
+			}
+			continue
+		}
+		if !ok || r.RequestCount != l.RequestCount || r.TotalTokens != l.TotalTokens {
+			t.Errorf("%s: rollup %+v, log %+v", k, r, l)
+		}
+	}
+	if _, err := f.svc.Reconcile(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	assertRollupEqualsLog(t, f, []string{"u"}, 40)
+}
+
 // blockedSink fails every write with a transient error until released.
 type blockedSink struct {
 	sink
