@@ -16,7 +16,8 @@ func TestGenerator_Deterministic(t *testing.T) {
 		g := NewGenerator(seed)
 		start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 		return []any{g.User(User{}), g.Product(Product{}), g.Address(Address{}), g.Phone(), g.Int(1, 6),
-			g.String(12, ""), g.Date(start, start.AddDate(1, 0, 0)), g.Bool(0.5), Pick(g, []string{"a", "b", "c"}), g.UUID()}
+			g.String(12, ""), g.Date(start, start.AddDate(1, 0, 0)), g.Bool(0.5), Pick(g, []string{"a", "b", "c"}), g.UUID(),
+			g.Name(), g.Email()}
 	}
 	a, b, c := run(42), run(42), run(43)
 	if !reflect.DeepEqual(a, b) {
@@ -33,6 +34,9 @@ func TestGenerator_Values(t *testing.T) {
 	g := NewGenerator(7)
 	emailRe := regexp.MustCompile(`^[a-z-]+\.[a-z-]+\d+@[a-z.]+$`)
 	for range 100 {
+		if name, email := g.Name(), g.Email(); !regexp.MustCompile(`^[A-Z][a-z]+ [A-Z][A-Za-z -]+$`).MatchString(name) || !emailRe.MatchString(email) {
+			t.Fatalf("Name %q or Email %q looks wrong", name, email)
+		}
 		u := g.User(User{})
 		if !emailRe.MatchString(u.Email) || u.Name != u.FirstName+" "+u.LastName || u.Address.City == "" || u.ID == "" {
 			t.Fatalf("user looks wrong: %+v", u)

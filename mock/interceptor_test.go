@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // newTest returns an interceptor with fallback off and the given mocks.
@@ -309,5 +310,59 @@ func TestStripPrefixChangedAtRunTime(t *testing.T) {
 	}
 	if matched("/v1/users") {
 		t.Fatal("the replaced prefix /v1 is still stripped")
+	}
+}
+
+// Ensure the runtime setters change what the interceptor does and its getters report it:
+// Use adds middleware that sees later requests, SetDelay and SetFallbackToNetwork show in
+// Delay, FallbackToNetwork and Config, and Definitions is a copy the caller may change
+// freely.
+func TestRuntimeSettings(t *testing.T) {
+	t.Parallel()
+	ic := newTest(t, Definitions{"GET /x": JSON(200, map[string]any{"ok": true})})
+
+	ic.Use(Middleware{Name: "stamp", OnResponse: func(_ context.Context, resp *Response, _ *Request) (*Response, error) {
+		if resp.Headers == nil {
+			resp.Headers = map[string]string{}
+		}
+		resp.Headers["X-Stamp"] = "1"
+		return resp, nil
+	}})
+	resp, err := ic.Client().Get("http://t.test/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Stamp") != "1" {
+		t.Fatalf("middleware added by Use did not run: headers %v", resp.Header)
+	}
+	if n := len(ic.Config().Middleware); n != 1 {
+		t.Fatalf("Config lists %d middleware, want 1", n)
+	}
+
+	ic.SetDelay(Delay{Min: time.Millisecond, Max: 2 * time.Millisecond})
+	if d := ic.Delay(); d.Min != time.Millisecond || d.Max != 2*time.Millisecond || ic.Config().Delay != d {
+		t.Fatalf("Delay %+v, Config().Delay %+v after SetDelay", d, ic.Config().Delay)
+	}
+	ic.SetFallbackToNetwork(true)
+	if !ic.FallbackToNetwork() || !ic.Config().FallbackToNetwork {
+		t.Fatal("fallback off after SetFallbackToNetwork(true)")
+	}
+	ic.SetFallbackToNetwork(false)
+	if ic.FallbackToNetwork() {
+		t.Fatal("fallback on after SetFallbackToNetwork(false)")
+	}
+
+	defs := ic.Definitions()
+	if len(defs) != 1 || defs["GET /x"] == nil {
+		t.Fatalf("Definitions = %v, want GET /x", defs)
+	}
+	delete(defs, "GET /x")
+	defs["GET /y"] = JSON(200, nil)
+	if got := ic.Mocks(); len(got) != 1 || got[0] != "GET /x" {
+		t.Fatalf("changing the copy changed the interceptor: Mocks = %v", got)
+	}
+	if Default() != Default() || !Default().Enabled() {
+		t.Fatal("Default is not one enabled interceptor")
 	}
 }
