@@ -57,6 +57,29 @@ func newTemplatesCmd(f *factory) *cobra.Command {
 	return cmd
 }
 
+// templatesRunE is a templates command's RunE: check (when set) refuses bad usage, then runF
+// (tests) or run with the templates service receives the parsed options.
+func templatesRunE[O any](f *factory, opts *O, check func() error, runF func(context.Context, *O) error,
+	run func(context.Context, *factory, *templates.Service, *O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if check != nil {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+		if runF != nil {
+			return runF(cmd.Context(), opts)
+		}
+		return withServices(cmd.Context(), f, func(s *services) error {
+			svc, err := s.Templates(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return run(cmd.Context(), f, svc, opts)
+		})
+	}
+}
+
 // ---- migrate ------------------------------------------------------------------------------
 
 type templatesMigrateOptions struct {
@@ -70,18 +93,7 @@ func newTemplatesMigrateCmd(f *factory, runF func(context.Context, *templatesMig
 		Use:   "migrate",
 		Short: "Copy every space's templates into core, deduplicated (a dry run unless --dry-run=false)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return withServices(cmd.Context(), f, func(s *services) error {
-				svc, err := s.Templates(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return runTemplatesMigrate(cmd.Context(), f, svc, opts)
-			})
-		},
+		RunE:  templatesRunE(f, opts, nil, runF, runTemplatesMigrate),
 	}
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", true, "report what would be migrated and write nothing (--dry-run=false copies)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON (the HTTP answer's shape)")
@@ -177,21 +189,12 @@ func newTemplatesCleanupCmd(f *factory, runF func(context.Context, *templatesCle
 		Use:   "cleanup --space ID",
 		Short: "Delete a space's templates that core holds (the others are kept and listed)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: templatesRunE(f, opts, func() error {
 			if strings.TrimSpace(opts.SpaceID) == "" {
 				return usageError{fmt.Errorf("--space is required")}
 			}
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return withServices(cmd.Context(), f, func(s *services) error {
-				svc, err := s.Templates(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return runTemplatesCleanup(cmd.Context(), f, svc, opts)
-			})
-		},
+			return nil
+		}, runF, runTemplatesCleanup),
 	}
 	cmd.Flags().StringVar(&opts.SpaceID, "space", "", "the space's id (required)")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "report what would be deleted and delete nothing")
@@ -239,18 +242,7 @@ func newTemplatesListCmd(f *factory, runF func(context.Context, *templatesListOp
 		Use:   "list",
 		Short: "List the templates in core (or a space's own, with --space, when core is down)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
-			return withServices(cmd.Context(), f, func(s *services) error {
-				svc, err := s.Templates(cmd.Context())
-				if err != nil {
-					return err
-				}
-				return runTemplatesList(cmd.Context(), f, svc, opts)
-			})
-		},
+		RunE:  templatesRunE(f, opts, nil, runF, runTemplatesList),
 	}
 	cmd.Flags().StringVar(&opts.WidgetType, "widget-type", "", "only templates of this widget type")
 	cmd.Flags().StringVar(&opts.SpaceID, "space", "", "space to read from when core is unavailable")
