@@ -205,3 +205,52 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Ensure a hostile stream (any bytes as a provider's event stream) never panics a decoder,
+// never yields a token count out of bounds, and never a tool call index past maxToolCalls.
+func FuzzStream(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n",
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":\"}}]}}]}\n\n",
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5}}}\n\n" +
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\"}}\n\n" +
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":2}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+		"data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"},{\"functionCall\":{\"name\":\"f\",\"args\":{}}}]}}],\"usageMetadata\":{\"promptTokenCount\":1}}\n\n",
+		"data: {}\n\n", "data: null\n\n", ": comment\n\n", "data: [DONE]\n\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, ep := range providers {
+			dec := ep.provider.newStream(&call{}, http.Header{})
+			events := newSSEReader(strings.NewReader(body))
+			var deltas []Delta
+			for range 10_000 {
+				name, data, err := events.next()
+				if err != nil {
+					break
+				}
+				var end bool
+				deltas, end, err = dec.event(name, data, deltas[:0])
+				if err != nil || end {
+					break
+				}
+				for _, d := range deltas {
+					if d.ToolCall != nil && (d.ToolCall.Index < 0 || d.ToolCall.Index >= maxToolCalls) {
+						t.Fatalf("%s: tool call index %d from %q", ep.spec.name, d.ToolCall.Index, body)
+					}
+				}
+			}
+			res := dec.result()
+			for _, n := range []int64{res.promptTokens, res.completionTokens, res.cacheReadTokens, res.cacheWriteTokens} {
+				if n < 0 || n > 4*maxTokensPerCall {
+					t.Fatalf("%s: a count of %d from %q", ep.spec.name, n, body)
+				}
+			}
+			if len(res.toolCalls) > maxToolCalls {
+				t.Fatalf("%s: %d tool calls from %q", ep.spec.name, len(res.toolCalls), body)
+			}
+		}
+	})
+}
