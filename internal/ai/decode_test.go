@@ -254,3 +254,58 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// Ensure a hostile embeddings answer never panics a decoder: it is refused, or it gives one
+// vector per input, all of one length, with a count in bounds.
+func FuzzEmbeddings(f *testing.F) {
+	f.Add(`{"data":[{"index":0,"embedding":[0.1,0.2]},{"index":1,"embedding":[0.3,0.4]}],"model":"m","usage":{"prompt_tokens":3,"total_tokens":3}}`)
+	f.Add(`{"data":[{"embedding":"AAAAAAAAgD8="},{"embedding":"AACAPwAAAAA="}]}`)
+	f.Add(`{"embeddings":[{"values":[0.1,0.2]},{"values":[0.3,0.4]}]}`)
+	f.Add(`{"embedding":{"values":[1]}}`)
+	f.Add(`{"data":[{"index":1,"embedding":[1]},{"index":1,"embedding":[1]}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		for name, em := range embedders {
+			for _, in := range []*EmbedInput{{Texts: []string{"a", "b"}}, {Texts: []string{"a"}, Single: true}, {Texts: []string{"a", "b"}, EncodingFormat: "base64"}} {
+				ec := &embedCall{em: em, in: in, part: *in}
+				res, err := ec.parse(nil, http.Header{}, []byte(body))
+				if err != nil {
+					continue
+				}
+				vectors := ec.batchVectors
+				if len(vectors) != in.inputs() {
+					t.Fatalf("%s: %d vectors for %d inputs from %q", name, len(vectors), in.inputs(), body)
+				}
+				for _, v := range vectors {
+					if v == nil || len(v) != len(vectors[0]) {
+						t.Fatalf("%s: vectors of lengths differing or missing from %q", name, body)
+					}
+				}
+				if res.promptTokens < 0 || res.promptTokens > 4*maxTokensPerCall {
+					t.Fatalf("%s: a count of %d from %q", name, res.promptTokens, body)
+				}
+			}
+		}
+	})
+}
+
+// Ensure an embeddings answer whose vectors differ in length, within a batch or from an
+// earlier batch's, is malformed (a 502), not passed on.
+func TestEmbeddingsOfDifferentLengths(t *testing.T) {
+	t.Parallel()
+	in := &EmbedInput{Texts: []string{"a", "b"}}
+	for _, tc := range []struct {
+		name, body string
+		earlier    [][]float32
+		wantErr    bool
+	}{
+		{"one length", `{"data":[{"embedding":[1,2]},{"embedding":[3,4]}]}`, nil, false},
+		{"two lengths", `{"data":[{"embedding":[1,2]},{"embedding":[3]}]}`, nil, true},
+		{"an earlier batch's length", `{"data":[{"embedding":[1,2]},{"embedding":[3,4]}]}`, [][]float32{{1, 2, 3}}, true},
+	} {
+		ec := &embedCall{em: openAI{}, in: in, part: *in, vectors: tc.earlier}
+		_, err := ec.parse(nil, http.Header{}, []byte(tc.body))
+		if u, ok := err.(*upstreamError); tc.wantErr != (err != nil) || (err != nil && (!ok || !u.malformed)) {
+			t.Errorf("%s: err %v, want malformed: %v", tc.name, err, tc.wantErr)
+		}
+	}
+}

@@ -353,6 +353,19 @@ func (e *embedCall) parse(_ *call, header http.Header, body []byte) (*result, er
 	if err != nil {
 		return nil, err
 	}
+	// One model gives vectors of one length: any other answer is malformed (batches included).
+	var want int
+	if len(e.vectors) > 0 {
+		want = len(e.vectors[0])
+	} else if len(vectors) > 0 {
+		want = len(vectors[0])
+	}
+	for i, v := range vectors {
+		if len(v) != want {
+			return nil, malformed(fmt.Sprintf("%s answered embeddings of different lengths (%d for input %d, %d before)",
+				e.em.spec().name, len(v), i, want))
+		}
+	}
 	e.batchVectors, e.estimated = vectors, estimated
 	return res, nil
 }
