@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -129,7 +130,9 @@ func (s *server) stop(t *testing.T) int {
 		s.done <- code
 		return code
 	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop within 30s")
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		t.Fatalf("serve did not stop within 30s; its log:\n%s\ngoroutines:\n%s", s.logs.String(), stacks.String())
 		return -1
 	}
 }

@@ -90,8 +90,11 @@ func TestServe_ShutdownUnderLoadLosesNoRecord(t *testing.T) {
 		close(stop)
 		t.Fatalf("the provider received %d calls in 30s; %d answered 200", len(fake.Calls()), answered.Load())
 	}
+	// Watched from before the stop: a waiter registered later could miss the line, and the
+	// held calls would then keep serve in its grace period past the test's patience.
+	shutting := s.logs.logged("shutting down")
 	go func() {
-		<-s.logs.logged("shutting down")
+		<-shutting
 		release()
 	}()
 	if code := s.stop(t); code != 0 { // SIGTERM's path: cancel, Shutdown, close services
