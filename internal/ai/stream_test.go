@@ -197,8 +197,8 @@ func TestStream_CallerLeaves(t *testing.T) {
 				if !left {
 					t.Error("the fake finished its stream: the call was not canceled")
 				}
-			case <-time.After(time.Second):
-				t.Fatal("the fake did not see its connection closed within 1 s")
+			case <-time.After(10 * time.Second): // generous: a loaded CI machine
+				t.Fatal("the fake did not see its connection closed within 10 s")
 			}
 			recs := rec.all()
 			if len(recs) != 1 || recs[0].Status != usage.StatusCanceled || recs[0].PromptTokens != 11 {

@@ -65,7 +65,7 @@ func TestMetrics_AICallsCounted(t *testing.T) {
 			t.Errorf("%s = %v (found %v), want %v", name, got, ok, want)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if n, _ := metricValue(gather(t, m), "app_usage_batches_written_total"); n >= 1 {
 			return

@@ -285,7 +285,7 @@ func TestService_ReconcileRebuildsMonths(t *testing.T) {
 // behind Record.
 func waitRecorded(t *testing.T, svc *Service, user string, days int, requests int64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		s, err := svc.Summary(context.Background(), user, days)
 		if err != nil {
 			t.Fatal(err)
