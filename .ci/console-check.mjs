@@ -219,7 +219,21 @@ try {
 
   // An admin sets the user's budget.
   await signIn(page, cfg.admin);
+  // Pages: the first list is asked for one user a page, so that the console must follow the
+  // API's Link to the next page to show both.
+  const firstList = (url) => url.pathname === '/api/admin/users' && url.search === '';
+  await page.route(firstList, async (route) => {
+    route.fulfill({ response: await route.fetch({ url: cfg.base + '/api/admin/users?limit=1' }) });
+  });
   await page.getByRole('link', { name: exact('Users') }).click();
+  const users = page.getByRole('table', { name: 'Users' });
+  await users.getByRole('row').nth(1).waitFor();
+  if ((await users.getByRole('row').count()) !== 2) fail('the Users table does not show one user of the first page of one');
+  await page.getByRole('button', { name: exact('Load more users') }).click();
+  await until(async () => (await users.getByRole('row').count()) === 3, 'the second page of users');
+  if (await page.getByRole('button', { name: exact('Load more users') }).count()) fail('Load more users is still shown after the last page');
+  await page.unroute(firstList);
+  ok('Users: the first page of one user, then Load more users follows the Link to the second, and stops');
   const userRow = page.getByRole('row', { name: new RegExp(cfg.user.email.replace(/[.+]/g, '\\$&')) });
   await userRow.getByLabel(exact('Monthly budget')).fill('12.5');
   await userRow.getByRole('button', { name: exact('Save') }).click();

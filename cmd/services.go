@@ -353,8 +353,10 @@ func (s *services) Budget(ctx context.Context) (*budget.Service, error) {
 			return monthCost(ctx, us, userID, days)
 		},
 		InMemory: inMemory,
-		Month:    us.CostByUser,
-		Logger:   s.f.log,
+		Month: func(ctx context.Context, from, to string) (map[string]float64, error) {
+			return us.CostByUser(ctx, nil, from, to) // every user's month
+		},
+		Logger: s.f.log,
 	})
 	if err != nil {
 		return nil, err

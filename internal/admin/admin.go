@@ -50,26 +50,48 @@ func (s *Service) monthWindow() (from, to string, days int) {
 	return today.Format("2006-01") + "-01", usage.Day(today), today.Day()
 }
 
-// Users returns every user, oldest first, with this month's spend and their own budget.
-func (s *Service) Users(ctx context.Context) ([]User, error) {
-	views, err := s.auth.List(ctx)
+// MaxPage is the most users one page of Users holds, and its size when none is asked for.
+const MaxPage = 1000
+
+// Users returns a page of users by id, oldest first: up to limit (0: MaxPage) after the user
+// with id after ("": from the first), with this month's spend and their own budget, and the
+// id to pass as after for the next page ("": this is the last). Returns Invalid for a limit
+// outside 0..MaxPage or a malformed after.
+func (s *Service) Users(ctx context.Context, after string, limit int) ([]User, string, error) {
+	switch {
+	case limit == 0:
+		limit = MaxPage
+	case limit < 1:
+		return nil, "", apperr.Validation("limit must not be less than 1")
+	case limit > MaxPage:
+		return nil, "", apperr.Validation(fmt.Sprintf("limit must not be greater than %d", MaxPage))
+	}
+	views, more, err := s.auth.ListPage(ctx, after, limit)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	ids := make([]string, len(views))
+	for i, v := range views {
+		ids[i] = v.ID
 	}
 	from, to, _ := s.monthWindow()
-	spent, err := s.usage.CostByUser(ctx, from, to)
+	spent, err := s.usage.CostByUser(ctx, ids, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("admin: month spend: %w", err)
+		return nil, "", fmt.Errorf("admin: month spend: %w", err)
 	}
 	out := make([]User, len(views))
 	for i, v := range views {
 		limit, err := s.budget.OwnLimit(ctx, v.ID)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		out[i] = row(v, spent[v.ID], limit)
 	}
-	return out, nil
+	next := ""
+	if more && len(out) > 0 {
+		next = out[len(out)-1].ID
+	}
+	return out, next, nil
 }
 
 // User returns one user as Users answers them. Returns Invalid for a malformed id, NotFound

@@ -242,6 +242,35 @@ func (s *Service) List(ctx context.Context) ([]UserView, error) {
 	return out, nil
 }
 
+// ListPage returns up to limit users by id, oldest first, after the user with id after ("":
+// from the first), and whether more follow. Returns Invalid for a malformed after.
+func (s *Service) ListPage(ctx context.Context, after string, limit int) ([]UserView, bool, error) {
+	filter := bson.M{}
+	if after != "" {
+		id, err := ParseUserID(after)
+		if err != nil {
+			return nil, false, err
+		}
+		filter["_id"] = bson.M{"$gt": id}
+	}
+	cur, err := s.users.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).
+		SetLimit(int64(limit)+1).SetProjection(bson.M{"password": 0}))
+	if err != nil {
+		return nil, false, fmt.Errorf("auth: list users: %w", err)
+	}
+	var users []user
+	if err := cur.All(ctx, &users); err != nil {
+		return nil, false, fmt.Errorf("auth: list users: %w", err)
+	}
+	more := len(users) > limit
+	users = users[:min(len(users), limit)]
+	out := make([]UserView, len(users))
+	for i := range users {
+		out[i] = users[i].view()
+	}
+	return out, more, nil
+}
+
 // Grant gives the user with email the role. Returns Invalid for a role that is not known
 // (BuiltinRoles and AddRoles), NotFound for an unknown e-mail.
 func (s *Service) Grant(ctx context.Context, email, role string) (*UserView, error) {

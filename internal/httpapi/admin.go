@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
+	"net/url"
+	"strconv"
 
 	"github.com/acme/app/internal/admin"
 	"github.com/acme/app/internal/apperr"
@@ -12,13 +14,34 @@ import (
 	"github.com/acme/app/internal/validate"
 )
 
-// handleAdminUsers answers GET /api/admin/users: every user with roles, month spend and budget.
+// handleAdminUsers answers GET /api/admin/users[?limit=N&after=ID]: a page of users, oldest
+// first, with roles, month spend and budget; a Link header (rel="next") names the next page.
 func handleAdminUsers(svc *admin.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		users, err := svc.Users(r.Context())
+		q := r.URL.Query()
+		limit := 0
+		if raw := q.Get("limit"); raw != "" {
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				writeError(w, r, apperr.Validation(validate.IsInt("limit")))
+				return
+			}
+			limit = n
+			if n < 1 {
+				limit = -1 // refused: 0 asked for is not the default
+			}
+		}
+		users, next, err := svc.Users(r.Context(), q.Get("after"), limit)
 		if err != nil {
 			writeError(w, r, err)
 			return
+		}
+		if next != "" {
+			link := url.Values{"after": {next}}
+			if limit > 0 {
+				link.Set("limit", strconv.Itoa(limit))
+			}
+			w.Header().Set("Link", "</api/admin/users?"+link.Encode()+`>; rel="next"`)
 		}
 		encode(w, http.StatusOK, users)
 	})

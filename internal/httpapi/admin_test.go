@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,65 @@ func TestAdminUsers_List(t *testing.T) {
 	}
 	if strings.Join(a.Roles, ",") != "user,admin" || a.Budget == nil || *a.Budget != 7.5 || a.MonthSpent != 0 {
 		t.Errorf("admin row %+v", a)
+	}
+}
+
+// Ensure GET /api/admin/users pages: ?limit=N answers N users oldest first and a Link to the
+// next page, which goes on from the last of them until a page without a Link; a bad limit or
+// after is a 400.
+func TestAdminUsers_Pages(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	adminID, adminTok := fx.adminOf(t)
+	want := []string{adminID}
+	for range 4 {
+		id, _ := fx.user(t)
+		want = append(want, id)
+	}
+	var got []string
+	var sizes []int
+	path := "/api/admin/users?limit=2"
+	for path != "" {
+		rec := do(fx.h, "GET", path, "", adminTok)
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+		page := decodeJSON[[]admin.User](t, rec.Body.Bytes())
+		sizes = append(sizes, len(page))
+		for _, u := range page {
+			got = append(got, u.ID)
+		}
+		path = ""
+		if link := rec.Header().Get("Link"); link != "" {
+			next, ok := strings.CutPrefix(link, "<")
+			next, rest, _ := strings.Cut(next, ">")
+			if !ok || rest != `; rel="next"` || !strings.Contains(next, "limit=2") {
+				t.Fatalf("Link %q", link)
+			}
+			path = next
+		}
+		if len(sizes) > 5 {
+			t.Fatal("the pages do not end")
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") || fmt.Sprint(sizes) != "[2 2 1]" {
+		t.Fatalf("pages of sizes %v hold %v, want %v", sizes, got, want)
+	}
+	if rec := do(fx.h, "GET", "/api/admin/users", "", adminTok); rec.Header().Get("Link") != "" ||
+		len(decodeJSON[[]admin.User](t, rec.Body.Bytes())) != 5 {
+		t.Fatalf("the default page: Link %q, %s", rec.Header().Get("Link"), rec.Body)
+	}
+	for query, msg := range map[string]string{
+		"limit=0":                        "limit must not be less than 1",
+		"limit=1001":                     "limit must not be greater than 1000",
+		"limit=two":                      "limit must be an integer number",
+		"after=nope":                     "",
+		"after=" + want[1] + "&limit=-3": "limit must not be less than 1",
+	} {
+		rec := do(fx.h, "GET", "/api/admin/users?"+query, "", adminTok)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), msg) {
+			t.Errorf("?%s: %d %s, want 400 %q", query, rec.Code, rec.Body, msg)
+		}
 	}
 }
 

@@ -260,11 +260,15 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 	return &Report{Days: opts.Days, From: from, To: to, User: opts.User, Rows: rows, Totals: totals(rows)}, nil
 }
 
-// CostByUser returns every user's cost from the UTC day from to the day to (YYYY-MM-DD, both
-// included), by user id: the month's spend a process keeping budgets in memory starts from.
-func (s *Service) CostByUser(ctx context.Context, from, to string) (map[string]float64, error) {
-	cur, err := s.daily.Find(ctx, bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}},
-		options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "m", Value: 1}}))
+// CostByUser returns the cost of users (nil: every user) from the UTC day from to the day to
+// (YYYY-MM-DD, both included), by user id: the month's spend a process keeping budgets in
+// memory starts from, and the spend of a page of the administrators' user list.
+func (s *Service) CostByUser(ctx context.Context, users []string, from, to string) (map[string]float64, error) {
+	filter := bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}}
+	if users != nil {
+		filter = append(filter, bson.E{Key: "userId", Value: bson.D{{Key: "$in", Value: users}}})
+	}
+	cur, err := s.daily.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "m", Value: 1}}))
 	if err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}

@@ -475,6 +475,29 @@ func TestService_ByProviderAndReport(t *testing.T) {
 	if rep.From != "2026-11-15" || rep.To != "2026-11-21" {
 		t.Fatalf("report window %s..%s", rep.From, rep.To)
 	}
+	// Cost by user: every user (nil), the ones named, none (an empty list).
+	day := Day(day0)
+	for _, tc := range []struct {
+		users []string
+		want  map[string]float64
+	}{
+		{nil, map[string]float64{"a": 0.0132, "b": 5}},
+		{[]string{"b", "nobody"}, map[string]float64{"b": 5}},
+		{[]string{}, map[string]float64{}},
+	} {
+		got, err := f.svc.CostByUser(context.Background(), tc.users, day, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(tc.want) {
+			t.Fatalf("CostByUser(%v) = %v, want %v", tc.users, got, tc.want)
+		}
+		for u, w := range tc.want {
+			if math.Abs(got[u]-w) > 1e-12 {
+				t.Fatalf("CostByUser(%v) = %v, want %v", tc.users, got, tc.want)
+			}
+		}
+	}
 }
 
 // Ensure days is a whole number from 1 to 366, defaulting to 30.

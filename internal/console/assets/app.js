@@ -47,7 +47,14 @@ function messageOf(body, status) {
   return `The server answered ${status}`;
 }
 
+/** api calls the app's API with the access token and returns the answer's JSON; a failure
+ * throws an APIError with the envelope's message. */
 async function api(token, method, path, body) {
+  return (await request(token, method, path, body)).data;
+}
+
+/** request is api that also returns the path of the next page, from a Link rel="next" header. */
+async function request(token, method, path, body) {
   const headers = { Accept: 'application/json' };
   if (token) headers.Authorization = 'Bearer ' + token;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -57,11 +64,13 @@ async function api(token, method, path, body) {
   } catch {
     throw new APIError(0, 'The server could not be reached; try again.');
   }
-  if (res.status === 204) return null;
+  if (res.status === 204) return { data: null, next: null };
   if (res.status === 401 && token) window.dispatchEvent(new Event('console:expired')); // the App signs out
   const data = await res.json().catch(() => null);
   if (!res.ok) throw new APIError(res.status, messageOf(data, res.status));
-  return data;
+  const next = /<([^>]+)>\s*;\s*rel="next"/.exec(res.headers.get('Link') || '');
+  // Only a path of this origin's API is followed.
+  return { data, next: next && next[1].startsWith('/api/') ? next[1] : null };
 }
 
 /** useLoad runs load() when its deps change and keeps {data, error, loading}. */
@@ -380,10 +389,25 @@ function UserRow({ token, user, me, onChanged }) {
 }
 
 function Users({ token, me }) {
-  const [state] = useLoad(() => api(token, 'GET', '/api/admin/users'), [token]);
+  const [state] = useLoad(() => request(token, 'GET', '/api/admin/users'), [token]);
   const [rows, setRows] = useState(null);
-  useEffect(() => setRows(state.data), [state.data]);
+  const [next, setNext] = useState(null); // the next page's path, when there is one
+  const [moreError, setMoreError] = useState(null);
+  useEffect(() => {
+    setRows(state.data && state.data.data);
+    setNext(state.data && state.data.next);
+  }, [state.data]);
   const changed = useCallback((row) => setRows((rs) => rs.map((r) => (r.id === row.id ? row : r))), []);
+  const loadMore = async () => {
+    try {
+      const page = await request(token, 'GET', next);
+      setRows((rs) => [...rs, ...page.data]);
+      setNext(page.next);
+      setMoreError(null);
+    } catch (err) {
+      setMoreError(err.message);
+    }
+  };
   return html`
     <h1>Users</h1>
     <p class="muted">Monthly budgets in US dollars; empty: no budget of their own (the default applies, if one is configured).</p>
@@ -397,7 +421,9 @@ function Users({ token, me }) {
             ${rows.map((u) => html`<${UserRow} key=${u.id} token=${token} user=${u} me=${me} onChanged=${changed} />`)}
           </tbody>
         </table>
-      </div>`}`;
+      </div>
+      ${moreError && html`<p class="error" role="alert">${moreError}</p>`}
+      ${next && html`<p><button type="button" class="secondary" onClick=${loadMore}>Load more users</button></p>`}`}`;
 }
 
 // ---- the shell --------------------------------------------------------------------------
