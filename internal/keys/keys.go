@@ -43,6 +43,10 @@ const prefixLen = 8
 // longest a revocation made elsewhere takes to be honoured.
 const CacheTTL = 30 * time.Second
 
+// MaxPerUser is the most keys a user may hold at once (revoked keys do not count): it bounds
+// the key list, which anyone able to register could otherwise grow without end.
+const MaxPerUser = 100
+
 // lastUsedEvery is how often, at most, a key's lastUsedAt is written (per process).
 const lastUsedEvery = time.Minute
 
@@ -144,10 +148,19 @@ func (s *Service) EnsureIndexes(ctx context.Context) error {
 }
 
 // Create makes a key for userID (email is kept for operators' listings) and returns it, the
-// only time the secret is shown. Returns Invalid for a bad input.
+// only time the secret is shown. Returns Invalid for a bad input, Conflict when the user holds
+// MaxPerUser keys already.
 func (s *Service) Create(ctx context.Context, userID, email string, in CreateInput) (*Created, error) {
 	if msgs := in.Validate(); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
+	}
+	live, err := s.coll.CountDocuments(ctx, bson.D{{Key: "userId", Value: userID}, {Key: "revokedAt", Value: nil}},
+		options.Count().SetLimit(MaxPerUser))
+	if err != nil {
+		return nil, fmt.Errorf("keys: count: %w", err)
+	}
+	if live >= MaxPerUser {
+		return nil, apperr.E(apperr.Conflict, fmt.Sprintf("at most %d API keys per user: revoke one first", MaxPerUser))
 	}
 	key, err := newKey()
 	if err != nil {

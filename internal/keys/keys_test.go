@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -215,4 +216,35 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Ensure a user holds at most MaxPerUser keys: the next is a Conflict and stores nothing, a
+// revocation makes room, and other users are not affected.
+func TestCreateLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newService(t)
+	docs := make([]any, MaxPerUser)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: fmt.Sprintf("k%03d", i)}, {Key: "digest", Value: fmt.Sprintf("d%03d", i)},
+			{Key: "userId", Value: "u1"}, {Key: "name", Value: "n"}, {Key: "prefix", Value: "p"}, {Key: "createdAt", Value: time.Now()}, {Key: "revokedAt", Value: nil}}
+	}
+	if _, err := s.coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "u1", "a@example.com", CreateInput{Name: "one too many"}); apperr.KindOf(err) != apperr.Conflict {
+		t.Fatalf("key %d: err %v, want Conflict", MaxPerUser+1, err)
+	}
+	if n, _ := s.coll.CountDocuments(ctx, bson.D{{Key: "userId", Value: "u1"}}); n != MaxPerUser {
+		t.Fatalf("%d keys stored, want %d", n, MaxPerUser)
+	}
+	if _, err := s.Create(ctx, "u2", "b@example.com", CreateInput{Name: "other user"}); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+	if err := s.Revoke(ctx, "u1", "k000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "u1", "a@example.com", CreateInput{Name: "after a revocation"}); err != nil {
+		t.Fatalf("after a revocation: %v", err)
+	}
 }
