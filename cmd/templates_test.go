@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
 
+	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/store/storetest"
 	"github.com/acme/app/internal/templates"
 )
@@ -73,8 +74,19 @@ func TestNewTemplatesCmds_Flags(t *testing.T) {
 
 // Ensure `templates migrate --json` prints exactly the service's report, and the table mode
 // prints the summary.
-func TestRunTemplatesMigrate(t *testing.T) {
-	t.Parallel()
+// templatesFixture is a store with one space whose database holds the given templates (by
+// identifier), an empty core, and the templates service over them.
+type templatesFixture struct {
+	st          *store.Store
+	core, space string
+	spaceID     primitive.ObjectID
+	svc         *templates.Service
+	out         *bytes.Buffer
+	f           *factory
+}
+
+func newTemplatesFixture(t *testing.T, ids ...string) *templatesFixture {
+	t.Helper()
 	st := storetest.Store(t)
 	app, core, spaceDB := storetest.DBName(t), storetest.DBName(t), storetest.DBName(t)
 	ctx := context.Background()
@@ -82,18 +94,26 @@ func TestRunTemplatesMigrate(t *testing.T) {
 	if _, err := st.DB(app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: oid}, {Key: "database", Value: spaceDB}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.DB(spaceDB).Collection("property_templates").InsertOne(ctx, bson.D{{Key: "id", Value: "t1"}, {Key: "name", Value: "T"}}); err != nil {
-		t.Fatal(err)
+	for _, id := range ids {
+		if _, err := st.DB(spaceDB).Collection("property_templates").InsertOne(ctx, bson.D{{Key: "id", Value: id}, {Key: "name", Value: "T " + id}}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	svc := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: app, CoreDatabase: core})
+	out := &bytes.Buffer{}
+	return &templatesFixture{st: st, core: core, space: spaceDB, spaceID: oid, out: out, f: &factory{out: out, errOut: &bytes.Buffer{}},
+		svc: templates.New(templates.Options{Spaces: st.Client(), AppDatabase: app, CoreDatabase: core})}
+}
 
-	var out bytes.Buffer
-	f := &factory{out: &out, errOut: &bytes.Buffer{}}
+func TestRunTemplatesMigrate(t *testing.T) {
+	t.Parallel()
+	fx := newTemplatesFixture(t, "t1")
+	st, core, svc, f, ctx := fx.st, fx.core, fx.svc, fx.f, context.Background()
+	out := fx.out
 	if err := runTemplatesMigrate(ctx, f, svc, &templatesMigrateOptions{DryRun: true, JSON: true}); err != nil {
 		t.Fatal(err)
 	}
 	var rep templates.MigrationReport
-	dec := json.NewDecoder(&out)
+	dec := json.NewDecoder(out)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatal(err)
@@ -127,31 +147,18 @@ func TestRunTemplatesMigrate(t *testing.T) {
 // and keeps the one core lacks.
 func TestRunTemplatesCleanup(t *testing.T) {
 	t.Parallel()
-	st := storetest.Store(t)
-	app, core, spaceDB := storetest.DBName(t), storetest.DBName(t), storetest.DBName(t)
-	ctx := context.Background()
-	oid := primitive.NewObjectID()
-	if _, err := st.DB(app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: oid}, {Key: "database", Value: spaceDB}}); err != nil {
-		t.Fatal(err)
-	}
-	space := st.DB(spaceDB).Collection("property_templates")
-	if _, err := space.InsertMany(ctx, []any{bson.D{{Key: "id", Value: "t1"}, {Key: "name", Value: "T"}},
-		bson.D{{Key: "id", Value: "t2"}, {Key: "name", Value: "U"}}}); err != nil {
-		t.Fatal(err)
-	}
+	fx := newTemplatesFixture(t, "t1", "t2")
+	svc, f, out, oid, ctx := fx.svc, fx.f, fx.out, fx.spaceID, context.Background()
+	space := fx.st.DB(fx.space).Collection("property_templates")
 	// Core keys a template by its identifier, as the migration writes it.
-	if _, err := st.DB(core).Collection("core_property_templates").InsertOne(ctx, bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T"}}); err != nil {
+	if _, err := fx.st.DB(fx.core).Collection("core_property_templates").InsertOne(ctx, bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T"}}); err != nil {
 		t.Fatal(err)
 	}
-	svc := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: app, CoreDatabase: core})
-
-	var out bytes.Buffer
-	f := &factory{out: &out, errOut: &bytes.Buffer{}}
 	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: oid.Hex(), DryRun: true, JSON: true}); err != nil {
 		t.Fatal(err)
 	}
 	var rep templates.CleanupReport
-	dec := json.NewDecoder(&out)
+	dec := json.NewDecoder(out)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatal(err)

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 )
@@ -59,14 +56,7 @@ func TestParseMessagesAccepted(t *testing.T) {
 			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
 				Tools: weather, ToolChoice: ai.ToolChoice{Mode: ai.ToolNamed, Name: "get_weather"}, Messages: hi}}},
 	} {
-		got, err := s.ParseMessages([]byte(tc.body))
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreUnexported(ai.ChatInput{})); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
+		checkParsed(t, tc.name, s.ParseMessages, tc.body, tc.want)
 	}
 }
 
@@ -110,15 +100,7 @@ func TestParseMessagesRefused(t *testing.T) {
 		{`{` + head + `,` + msg + `,` + tools + `,"tool_choice":{"type":"always"}}`, "tool_choice.type", "invalid_value"},
 		{`{` + head + `,` + msg + `,` + tools + `,"tool_choice":{"type":"tool","name":"b"}}`, "tool_choice.name", "invalid_value"},
 	} {
-		_, err := s.ParseMessages([]byte(tc.body))
-		e := apperr.As(err)
-		if e == nil {
-			t.Errorf("%s: err %v, want an *apperr.Error", tc.body, err)
-			continue
-		}
-		if e.Kind != apperr.Invalid || e.Param != tc.param || e.Code != tc.code || len(e.Messages) != 1 || e.Messages[0] == "" {
-			t.Errorf("%s: got kind %d param %q code %q %q, want param %q code %q", tc.body, e.Kind, e.Param, e.Code, e.Messages, tc.param, tc.code)
-		}
+		checkRefused(t, s.ParseMessages, tc.body, tc.param, tc.code)
 	}
 }
 

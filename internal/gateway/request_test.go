@@ -50,14 +50,35 @@ func TestParseAccepted(t *testing.T) {
 			Request{Provider: "openai", Model: "openai/gpt-4o-mini",
 				Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(7), Stop: []string{"\n"}, Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
 	} {
-		got, err := s.Parse([]byte(tc.body))
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreUnexported(ai.ChatInput{})); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
+		checkParsed(t, tc.name, s.Parse, tc.body, tc.want)
+	}
+}
+
+// checkParsed checks that parse reads body as want.
+func checkParsed(t *testing.T, name string, parse func([]byte) (*Request, error), body string, want Request) {
+	t.Helper()
+	got, err := parse([]byte(body))
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	if diff := cmp.Diff(want, *got, cmpopts.IgnoreUnexported(ai.ChatInput{})); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
+// checkRefused checks that parse refuses body as an Invalid *apperr.Error with one message,
+// naming param with code.
+func checkRefused(t *testing.T, parse func([]byte) (*Request, error), body, param, code string) {
+	t.Helper()
+	_, err := parse([]byte(body))
+	e := apperr.As(err)
+	if e == nil {
+		t.Errorf("%s: err %v, want an *apperr.Error", body, err)
+		return
+	}
+	if e.Kind != apperr.Invalid || e.Param != param || e.Code != code || len(e.Messages) != 1 || e.Messages[0] == "" {
+		t.Errorf("%s: got kind %d param %q code %q %q, want param %q code %q", body, e.Kind, e.Param, e.Code, e.Messages, param, code)
 	}
 }
 
@@ -122,15 +143,7 @@ func TestParseRefused(t *testing.T) {
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"stream":true,"stream_options":{"chunk":1}}`, "stream_options.chunk", "unsupported_parameter"},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"user":5}`, "user", "invalid_type"},
 	} {
-		_, err := s.Parse([]byte(tc.body))
-		e := apperr.As(err)
-		if e == nil {
-			t.Errorf("%s: err %v, want an *apperr.Error", tc.body, err)
-			continue
-		}
-		if e.Kind != apperr.Invalid || e.Param != tc.param || e.Code != tc.code || len(e.Messages) != 1 || e.Messages[0] == "" {
-			t.Errorf("%s: got kind %d param %q code %q %q, want param %q code %q", tc.body, e.Kind, e.Param, e.Code, e.Messages, tc.param, tc.code)
-		}
+		checkRefused(t, s.Parse, tc.body, tc.param, tc.code)
 	}
 	if _, err := s.Parse([]byte(`[1]`)); apperr.KindOf(err) != apperr.Invalid || apperr.As(err).Param != "" {
 		t.Errorf("a JSON array: %v", err)
