@@ -174,23 +174,23 @@ func (s *Service) reconcileMonths(ctx context.Context, want map[string]*dailyDel
 		id := monthlyID(userID, day)
 		m := months[id]
 		if m == nil {
-			m = &month{userID: userID, month: day[:len("2006-01")], cells: map[string]int64{}}
+			m = &month{userID: userID, month: monthOf(day), cells: map[string]int64{}}
 			months[id] = m
 		}
 		return m
 	}
 	for _, d := range want {
-		m, p := get(d.userID, d.day), d.day[len("2006-01-"):]+"|"
+		m := get(d.userID, d.day)
 		for _, t := range d.models {
-			m.cells[p+fieldRequests] += t.Requests
-			m.cells[p+fieldTokens] += t.TotalTokens
-			m.cells[p+fieldCost] += costUnits(t.Cost)
+			m.cells[dayCell(d.day, fieldRequests)] += t.Requests
+			m.cells[dayCell(d.day, fieldTokens)] += t.TotalTokens
+			m.cells[dayCell(d.day, fieldCost)] += costUnits(t.Cost)
 		}
 	}
 	// What the monthly documents of the window say.
 	have := map[string]map[string]int64{}
 	cur, err := s.monthly.Find(ctx, bson.D{{Key: "month", Value: bson.D{
-		{Key: "$gte", Value: from[:len("2006-01")]}, {Key: "$lte", Value: to[:len("2006-01")]}}}})
+		{Key: "$gte", Value: monthOf(from)}, {Key: "$lte", Value: monthOf(to)}}}})
 	if err != nil {
 		return fmt.Errorf("usage: read monthly: %w", err)
 	}
@@ -220,12 +220,12 @@ func (s *Service) reconcileMonths(ctx context.Context, want map[string]*dailyDel
 		set, unset := bson.D{{Key: "userId", Value: m.userID}, {Key: "month", Value: m.month}}, bson.D{}
 		changed := false
 		for day := range 31 {
-			dd := fmt.Sprintf("%02d", day+1)
-			if date := m.month + "-" + dd; date < from || date > to {
+			date := fmt.Sprintf("%s-%02d", m.month, day+1)
+			if date < from || date > to {
 				continue
 			}
 			for _, f := range []string{fieldRequests, fieldTokens, fieldCost} {
-				k := dd + "|" + f
+				k := dayCell(date, f)
 				w, inWant := m.cells[k]
 				h, inHave := have[id][k]
 				switch {

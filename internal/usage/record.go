@@ -100,7 +100,13 @@ func dailyID(userID, day string) string { return userID + "|" + day }
 const sinceID = "since"
 
 // monthlyID is the _id of userID's monthly document of the month of day (YYYY-MM-DD).
-func monthlyID(userID, day string) string { return userID + "|" + day[:len("2006-01")] }
+func monthlyID(userID, day string) string { return userID + "|" + monthOf(day) }
+
+// monthOf is the month (YYYY-MM) of day (YYYY-MM-DD).
+func monthOf(day string) string { return day[:len("2006-01")] }
+
+// dayCell is the name, in a monthly document's d, of day's counter field ("27|n").
+func dayCell(day, field string) string { return day[len("2006-01-"):] + "|" + field }
 
 // cellKey is the name of the rollup cell of a provider and model: "k" and 16 hex digits of a
 // SHA-256 of both. Its names are stored as values in ai_models ({_id: key, p, m}), so nothing a

@@ -649,9 +649,9 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 	if err := s.markSince(ctx); err != nil {
 		return err
 	}
-	p := "d." + d.day[len("2006-01-"):] + "|"
-	inc = bson.D{{Key: p + fieldRequests, Value: calls}, {Key: p + fieldTokens, Value: tokens}, {Key: p + fieldCost, Value: units}}
-	set = bson.D{{Key: "userId", Value: d.userID}, {Key: "month", Value: d.day[:len("2006-01")]}, {Key: mark, Value: d.seq}}
+	inc = bson.D{{Key: "d." + dayCell(d.day, fieldRequests), Value: calls}, {Key: "d." + dayCell(d.day, fieldTokens), Value: tokens},
+		{Key: "d." + dayCell(d.day, fieldCost), Value: units}}
+	set = bson.D{{Key: "userId", Value: d.userID}, {Key: "month", Value: monthOf(d.day)}, {Key: mark, Value: d.seq}}
 	id := monthlyID(d.userID, d.day)
 	if err := addCounters(ctx, s.monthly, id, set, inc, mark, d.seq, d.resent); err != nil {
 		if store.Transient(err) {

@@ -421,9 +421,9 @@ func (s *Service) daysFromMonths(ctx context.Context, userID string, out []DayUs
 	}
 	for _, i := range idx {
 		cells := byMonth[monthlyID(userID, out[i].Date)]
-		p := out[i].Date[len("2006-01-"):] + "|"
-		out[i].Requests, out[i].Tokens = cells[p+fieldRequests], cells[p+fieldTokens]
-		out[i].Cost = unitsCost(cells[p+fieldCost])
+		day := out[i].Date
+		out[i].Requests, out[i].Tokens = cells[dayCell(day, fieldRequests)], cells[dayCell(day, fieldTokens)]
+		out[i].Cost = unitsCost(cells[dayCell(day, fieldCost)])
 	}
 	return nil
 }
