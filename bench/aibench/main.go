@@ -202,7 +202,7 @@ func floor(port, upstream, dir string) error {
 			} `json:"usage"`
 		}
 		_ = json.Unmarshal(body, &answer)
-		_ = us.Record(r.Context(), usage.Record{RequestID: uuid.NewString(), UserID: "floor", Provider: "openai",
+		_ = us.Record(r.Context(), usage.Record{RequestID: uuid.Must(uuid.NewV7()).String(), UserID: "floor", Provider: "openai",
 			Model: answer.Model, Status: usage.StatusSuccess, UpstreamStatus: resp.StatusCode,
 			PromptTokens: answer.Usage.Prompt, CompletionTokens: answer.Usage.Completion,
 			TotalTokens: answer.Usage.Prompt + answer.Usage.Completion, Attempts: 1,

@@ -20,10 +20,7 @@ func handleAIComplete(svc *ai.Service, provider string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		in.RequestID = ai.RequestIDFor(RequestID(r.Context()))
-		if in.RequestID != RequestID(r.Context()) { // the client's id is not a UUID: the answer's is
-			w.Header().Set("X-Request-Id", in.RequestID)
-		}
+		in.RequestID = RequestID(r.Context())
 		if in.Stream {
 			streamAnswer(w, r, svc, caller.ID, provider, in)
 			return

@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/keys"
@@ -26,11 +25,12 @@ const (
 
 // requestInfo is what the outer middleware knows about a request, in one context value.
 type requestInfo struct {
-	id      string
-	base    *slog.Logger
-	log     *slog.Logger // base with the request id, built on first use
-	maxBody int64
-	caller  *auth.Caller // set by requireAuth
+	id       string // made by the server (ai.NewRequestID): never the client's
+	clientID string // the client's X-Request-Id when it is sane (logged, never a key)
+	base     *slog.Logger
+	log      *slog.Logger // base with the request id, built on first use
+	maxBody  int64
+	caller   *auth.Caller // set by requireAuth
 
 	// Set by route: the matched pattern ("" when none matched) and its handler, and the
 	// metrics' route label (the pattern, or for a preflight the pattern it asks about).
@@ -55,11 +55,14 @@ func loggerFrom(ctx context.Context) *slog.Logger {
 	}
 	if ri.log == nil {
 		ri.log = ri.base.With("request_id", ri.id)
+		if ri.clientID != "" {
+			ri.log = ri.log.With("client_request_id", ri.clientID)
+		}
 	}
 	return ri.log
 }
 
-// RequestID returns the request's id (from X-Request-Id, else generated).
+// RequestID returns the request's id, made by the server for each request.
 func RequestID(ctx context.Context) string {
 	if ri := infoFrom(ctx); ri != nil {
 		return ri.id
@@ -97,7 +100,8 @@ func CallerFrom(ctx context.Context) (auth.Caller, bool) {
 }
 
 // validRequestID accepts a client-supplied id only if it is short and printable ASCII, so it
-// cannot forge log lines.
+// cannot forge log lines. It is logged beside the request's own id and used for nothing else:
+// the request id is the _id of an AI call's usage record, and a client could reuse its own.
 func validRequestID(id string) bool {
 	if id == "" || len(id) > 128 {
 		return false
@@ -141,13 +145,12 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID(id) {
-			id = uuid.NewString()
+		info := &requestInfo{id: ai.NewRequestID(), base: log, maxBody: maxBody}
+		if cid := r.Header.Get("X-Request-Id"); validRequestID(cid) {
+			info.clientID = cid
 		}
-		info := &requestInfo{id: id, base: log, maxBody: maxBody}
 		rec := &recorder{ResponseWriter: w}
-		w.Header().Set("X-Request-Id", id)
+		w.Header().Set("X-Request-Id", info.id)
 		ctx := context.WithValue(r.Context(), keyRequest, info)
 		defer func() {
 			if p := recover(); p != nil {
@@ -161,7 +164,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 				}
 			}
 			if logAccess {
-				accessLog(ctx, log, r, rec, id, start)
+				accessLog(ctx, log, r, rec, info, start)
 			}
 			if m != nil {
 				m.ObserveHTTP(info.route, r.Method, rec.status, time.Since(start))
@@ -175,7 +178,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 // would also capture the caller's program counter, which an access log never shows. The
 // duration is a slog.Duration (nanoseconds in JSON, "1.5ms" in text): JSON handlers write a
 // float through encoding/json.
-func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *recorder, id string, start time.Time) {
+func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *recorder, info *requestInfo, start time.Time) {
 	h := log.Handler()
 	if !h.Enabled(ctx, slog.LevelInfo) {
 		return
@@ -183,7 +186,7 @@ func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *reco
 	now := time.Now()
 	line := slog.NewRecord(now, slog.LevelInfo, "request", 0)
 	line.AddAttrs(
-		slog.String("request_id", id),
+		slog.String("request_id", info.id),
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.Int("status", rec.status),
@@ -191,6 +194,9 @@ func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *reco
 		slog.Duration("duration", now.Sub(start)),
 		slog.String("remote", r.RemoteAddr),
 	)
+	if info.clientID != "" {
+		line.AddAttrs(slog.String("client_request_id", info.clientID))
+	}
 	_ = h.Handle(ctx, line)
 }
 

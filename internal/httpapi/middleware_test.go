@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -103,17 +105,21 @@ func TestObserve_NoAccessLog(t *testing.T) {
 	}
 }
 
-// Ensure the request id is taken from the request when sane, else generated, and logged.
+// Ensure every request gets an id of the server's own (a version 7 UUID, in X-Request-Id and
+// the access log), whatever the client sends, and a sane client X-Request-Id is logged beside
+// it as client_request_id: never as the request's id.
 func TestObserve_RequestID(t *testing.T) {
 	t.Parallel()
-	logs := &SyncBuffer{}
-	h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	tests := []struct{ in, want string }{
+	tests := []struct{ in, client string }{
 		{"abc-123", "abc-123"},
+		{"0b7c7f54-2d0a-4f3e-9a57-3f1c2f9b8a11", "0b7c7f54-2d0a-4f3e-9a57-3f1c2f9b8a11"},
 		{"bad id\nforged", ""},
 		{"", ""},
 	}
+	seen := map[string]bool{}
 	for _, tt := range tests {
+		logs := &SyncBuffer{}
+		h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 		req := httptest.NewRequest("GET", "/api/health", nil)
 		if tt.in != "" {
 			req.Header.Set("X-Request-Id", tt.in)
@@ -121,11 +127,17 @@ func TestObserve_RequestID(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		got := rec.Header().Get("X-Request-Id")
-		if tt.want != "" && got != tt.want || tt.want == "" && len(got) != 36 {
-			t.Errorf("X-Request-Id for %q = %q", tt.in, got)
+		if id, err := uuid.Parse(got); err != nil || id.Version() != 7 || got == tt.in || seen[got] {
+			t.Errorf("X-Request-Id for %q = %q, want a new version 7 UUID", tt.in, got)
 		}
-		if !strings.Contains(logs.String(), `"request_id":"`+got+`"`) {
-			t.Errorf("access log lacks request id %q", got)
+		seen[got] = true
+		line := logs.String()
+		if !strings.Contains(line, `"request_id":"`+got+`"`) {
+			t.Errorf("access log lacks request id %q: %s", got, line)
+		}
+		if tt.client != "" && !strings.Contains(line, `"client_request_id":"`+tt.client+`"`) ||
+			tt.client == "" && strings.Contains(line, "client_request_id") {
+			t.Errorf("client X-Request-Id %q: access log %s", tt.in, line)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/gateway"
 )
@@ -49,10 +48,7 @@ func v1Request(w http.ResponseWriter, r *http.Request, parse func([]byte) (*gate
 		writeError(w, r, err)
 		return caller, nil, false
 	}
-	req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
-	if req.Input.RequestID != RequestID(r.Context()) {
-		w.Header().Set("X-Request-Id", req.Input.RequestID)
-	}
+	req.Input.RequestID = RequestID(r.Context())
 	return caller, req, true
 }
 

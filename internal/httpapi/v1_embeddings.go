@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/gateway"
 )
 
@@ -22,10 +21,7 @@ func handleV1Embeddings(gw *gateway.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		req.Input.RequestID = ai.RequestIDFor(RequestID(r.Context()))
-		if req.Input.RequestID != RequestID(r.Context()) { // the client's id is not a UUID: the answer's is
-			w.Header().Set("X-Request-Id", req.Input.RequestID)
-		}
+		req.Input.RequestID = RequestID(r.Context())
 		list, err := gw.Embed(r.Context(), caller.ID, req)
 		if err != nil {
 			writeError(w, r, err)
