@@ -239,7 +239,7 @@ func Providers() []string { return slices.Clone(providerNames) }
 // NewRequestID returns a new request id: a UUID version 7, which begins with the time. The id
 // is the _id of the request's usage record, so records arrive in the order of their ids and
 // each insert appends to the end of the _id index instead of landing on a random page of it
-// (on the embedded store, random UUIDs cost each AI call about a quarter of its throughput
+// (on the embedded store, random UUIDs cost the AI proxy nearly a third of its throughput
 // once the log holds a few hundred thousand records: see docs/performance.md).
 func NewRequestID() string { return uuid.Must(uuid.NewV7()).String() }
 
