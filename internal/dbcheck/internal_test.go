@@ -216,3 +216,60 @@ func TestQueryInput_FilterParsedOnce(t *testing.T) {
 		t.Fatalf("validate of a refused filter: msgs %v", msgs)
 	}
 }
+
+// Ensure any text given as a query filter either is refused or becomes a document that holds,
+// at any depth, none of the server-side JavaScript operators and no JavaScript value, and
+// that nothing panics. The accepted document is walked here through bson.Unmarshal, not
+// through the checker under test.
+func FuzzParseFilter(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, `{"a":1}`, `{"$where":"1"}`, `{"$or":[{"$where":"x"}]}`,
+		`{"a":{"$code":"x"}}`, `{"$expr":{"$function":{"body":"x","args":[],"lang":"js"}}}`,
+		`{"d":{"$date":"2026-01-01T00:00:00Z"}}`, `{"_id":{"$oid":"64b000000000000000000001"}}`, `[[[[`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		raw, err := parseFilter([]byte(text))
+		if err != nil {
+			var fe *filterError
+			if !errors.As(err, &fe) {
+				t.Fatalf("%q: error %T %v is not a client-safe filterError", text, err, err)
+			}
+			return
+		}
+		var d bson.D
+		if err := bson.Unmarshal(raw, &d); err != nil {
+			t.Fatalf("%q: accepted, but the result does not read back: %v", text, err)
+		}
+		if bad := javaScriptIn(d, 0); bad != "" {
+			t.Fatalf("%q: accepted with %s", text, bad)
+		}
+	})
+}
+
+// javaScriptIn names the first server-side JavaScript in v (a refused operator or a
+// JavaScript value), or returns "".
+func javaScriptIn(v any, depth int) string {
+	if depth > 200 {
+		return "nesting past 200 levels"
+	}
+	switch x := v.(type) {
+	case bson.D:
+		for _, e := range x {
+			if e.Key == "$where" || e.Key == "$function" || e.Key == "$accumulator" {
+				return "the operator " + e.Key
+			}
+			if bad := javaScriptIn(e.Value, depth+1); bad != "" {
+				return bad
+			}
+		}
+	case bson.A:
+		for _, e := range x {
+			if bad := javaScriptIn(e, depth+1); bad != "" {
+				return bad
+			}
+		}
+	case primitive.JavaScript, primitive.CodeWithScope:
+		return "a JavaScript value"
+	}
+	return ""
+}
