@@ -235,3 +235,34 @@ func TestTemplates_CoreDown(t *testing.T) {
 		t.Fatalf("create with core down: %d %s, want 503", got.status, got.body)
 	}
 }
+
+// Ensure a property the database would read as an operator or a path, or holding a value of a
+// type JSON does not have, is a 400 naming it on create and on update, and nothing is stored
+// (these were a 500 or a 503 "core unavailable" answer from the store's refusal).
+func TestTemplates_UnstorablePropertiesRefused(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	space, _ := e.seedSpace(t)
+	base := "/api/spaces/" + space + "/properties/templates"
+	if got := e.do(t, "POST", base, e.user, `{"id":"t","name":"n","widgetType":"w","properties":[{"k":1}]}`); got.status != 201 {
+		t.Fatalf("create: %d %s", got.status, got.body)
+	}
+	tests := []struct{ property, message string }{
+		{`{"$where":"1"}`, `properties.0 must not hold the key \"$where\": keys must not start with $ or contain a dot`},
+		{`{"a.b":1}`, `properties.0 must not hold the key \"a.b\": keys must not start with $ or contain a dot`},
+		{`{"f":{"$code":"function(){}"}}`, `properties.0.f must hold only strings, numbers, booleans, null, objects and arrays`},
+		{`{"x":{"$minKey":1}}`, `properties.0.x must hold only strings, numbers, booleans, null, objects and arrays`},
+	}
+	for _, tt := range tests {
+		for _, w := range []struct{ method, path, id string }{{"POST", base, `"id":"u",`}, {"PUT", base + "/t", ""}} {
+			got := e.do(t, w.method, w.path, e.user, `{`+w.id+`"name":"changed","widgetType":"w","properties":[`+tt.property+`]}`)
+			if got.status != 400 || !bytes.Contains(got.body, []byte(tt.message)) {
+				t.Errorf("%s %s: %d %s, want 400 %s", w.method, tt.property, got.status, got.body, tt.message)
+			}
+		}
+	}
+	got := e.do(t, "GET", base+"/t", e.user, "")
+	if n := e.count(t, e.core, "core_property_templates"); n != 1 || !bytes.Contains(got.body, []byte(`"name":"n","widgetType":"w","properties":[{"k":1}]`)) {
+		t.Fatalf("core holds %d templates; t is %s", n, got.body)
+	}
+}

@@ -2,7 +2,9 @@ package templates
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -87,11 +89,14 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 	} else {
 		in.Properties = make([]Value, 0, len(props))
 		objects := true
-		for _, p := range props {
+		for i, p := range props {
 			var v Value
 			if err := v.UnmarshalJSON(p); err != nil || !v.IsObject() {
 				objects = false
 				continue
+			}
+			if msg := storable(fmt.Sprintf("properties.%d", i), v.raw, 1); msg != "" {
+				msgs = append(msgs, msg)
 			}
 			in.Properties = append(in.Properties, v)
 		}
@@ -103,6 +108,40 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		return Input{}, validation(msgs...)
 	}
 	return in, nil
+}
+
+// maxPropertyDepth bounds how deeply a property object may nest objects and arrays.
+const maxPropertyDepth = 32
+
+// storable returns why the property value v (at path, depth levels down) cannot be stored as
+// sent, or "". A property is stored as a document, so its keys become field names: a key that
+// starts with $ or holds a dot names an operator or a path to the database, not a field. Its
+// values must be JSON's own (what the body reads as when no key starts with $: the database
+// holds more types, such as dates and JavaScript, which a client has no reason to send).
+func storable(path string, v bson.RawValue, depth int) string {
+	switch v.Type {
+	case bson.TypeEmbeddedDocument, bson.TypeArray:
+		if depth > maxPropertyDepth {
+			return fmt.Sprintf("%s must not be nested deeper than %d levels", path, maxPropertyDepth)
+		}
+		elems, err := bson.Raw(v.Value).Elements()
+		if err != nil {
+			return path + " must be an object"
+		}
+		for _, e := range elems {
+			key := e.Key()
+			if v.Type == bson.TypeEmbeddedDocument && (strings.HasPrefix(key, "$") || strings.Contains(key, ".")) {
+				return fmt.Sprintf("%s must not hold the key %q: keys must not start with $ or contain a dot", path, key)
+			}
+			if msg := storable(path+"."+key, e.Value(), depth+1); msg != "" {
+				return msg
+			}
+		}
+	case bson.TypeString, bson.TypeDouble, bson.TypeInt32, bson.TypeInt64, bson.TypeBoolean, bson.TypeNull:
+	default:
+		return path + " must hold only strings, numbers, booleans, null, objects and arrays"
+	}
+	return ""
 }
 
 // fromRaw reads a stored template leniently: space databases may hold older, looser documents.
