@@ -226,8 +226,12 @@ func (s *Service) Profile(ctx context.Context, userID string) (*UserView, error)
 
 // List returns every user, oldest first.
 func (s *Service) List(ctx context.Context) ([]UserView, error) {
-	cur, err := s.users.Find(ctx, bson.M{}, options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}}).
-		SetProjection(bson.M{"password": 0}))
+	return s.views(ctx, bson.M{}, options.Find().SetSort(bson.D{{Key: "createdAt", Value: 1}}))
+}
+
+// views returns the users filter finds, in opts' order, without their password hashes.
+func (s *Service) views(ctx context.Context, filter bson.M, opts *options.FindOptions) ([]UserView, error) {
+	cur, err := s.users.Find(ctx, filter, opts.SetProjection(bson.M{"password": 0}))
 	if err != nil {
 		return nil, fmt.Errorf("auth: list users: %w", err)
 	}
@@ -253,22 +257,12 @@ func (s *Service) ListPage(ctx context.Context, after string, limit int) ([]User
 		}
 		filter["_id"] = bson.M{"$gt": id}
 	}
-	cur, err := s.users.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).
-		SetLimit(int64(limit)+1).SetProjection(bson.M{"password": 0}))
+	out, err := s.views(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)+1))
 	if err != nil {
-		return nil, false, fmt.Errorf("auth: list users: %w", err)
+		return nil, false, err
 	}
-	var users []user
-	if err := cur.All(ctx, &users); err != nil {
-		return nil, false, fmt.Errorf("auth: list users: %w", err)
-	}
-	more := len(users) > limit
-	users = users[:min(len(users), limit)]
-	out := make([]UserView, len(users))
-	for i := range users {
-		out[i] = users[i].view()
-	}
-	return out, more, nil
+	more := len(out) > limit
+	return out[:min(len(out), limit)], more, nil
 }
 
 // Grant gives the user with email the role. Returns Invalid for a role that is not known
