@@ -11,8 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/store"
 )
 
@@ -26,7 +28,21 @@ func dbcheckOptions(cfg *config.Config, log *slog.Logger, unrestricted bool) dbc
 		MaxBytes:     cfg.DBCheck.MaxBytes,
 		AllowedHosts: cfg.DBCheck.AllowedHosts,
 		Unrestricted: unrestricted,
+		Secret:       secretFields(cfg, unrestricted),
 		Logger:       log,
+	}
+}
+
+// secretFields are the app's own secrets, which the API never answers even when an operator
+// lets it reach the app's store (dbcheck.allowed_hosts listing loopback): users' password
+// hashes and API key digests. The operator's CLI (unrestricted) reads them.
+func secretFields(cfg *config.Config, unrestricted bool) []dbcheck.SecretField {
+	if unrestricted {
+		return nil
+	}
+	return []dbcheck.SecretField{
+		{Database: cfg.MongoDB.Database, Collection: auth.UsersCollection, Field: auth.PasswordField},
+		{Database: cfg.MongoDB.Database, Collection: keys.Collection, Field: keys.DigestField},
 	}
 }
 

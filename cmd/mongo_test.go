@@ -10,9 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 
+	"github.com/acme/app/internal/auth"
+	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/keys"
 	"github.com/acme/app/internal/store/storetest"
 )
 
@@ -227,5 +232,45 @@ func TestMongoHelp(t *testing.T) {
 	code, out, _ := runMongoApp(t, nil, "--help")
 	if code != 0 || !strings.Contains(out, "  mongo ") {
 		t.Fatalf("--help (exit %d) does not list mongo:\n%s", code, out)
+	}
+}
+
+// Ensure the API's query service never answers the app's own secrets (a user's password hash,
+// an API key's digest), as the services store them, while the operator's CLI reads them.
+func TestDBCheckOptions_OwnSecrets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.DB(t)
+	users, err := auth.New(ctx, db, auth.NewTokens([]byte("secret-secret-secret-secret-secret"), time.Hour), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := users.Register(ctx, auth.RegisterInput{Email: "ada@example.com", Password: "secret1", Name: "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.New(db, keys.Options{}).Create(ctx, u.User.ID, u.User.Email, keys.CreateInput{Name: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{}
+	cfg.MongoDB.Database = db.Name()
+	cfg.DBCheck.AllowedHosts = []string{"127.0.0.1"}
+	for _, tc := range []struct {
+		coll, secret string
+	}{{auth.UsersCollection, `"password"`}, {keys.Collection, `"digest"`}} {
+		for _, unrestricted := range []bool{false, true} {
+			svc, err := dbcheck.New(dbcheckOptions(cfg, nil, unrestricted))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := svc.Query(ctx, dbcheck.QueryInput{ConnectionString: storetest.Store(t).URI(), Database: db.Name(), Collection: tc.coll})
+			_ = svc.Close(ctx)
+			if err != nil || res.Count != 1 {
+				t.Fatalf("%s (unrestricted %v): %+v, %v", tc.coll, unrestricted, res, err)
+			}
+			if got := strings.Contains(string(res.Documents[0]), tc.secret); got != unrestricted {
+				t.Errorf("%s (unrestricted %v): document %s holds %s: %v", tc.coll, unrestricted, res.Documents[0], tc.secret, got)
+			}
+		}
 	}
 }

@@ -22,6 +22,9 @@ import (
 // UsersCollection is the collection this package owns.
 const UsersCollection = "users"
 
+// PasswordField is the field of a users document that holds the password's bcrypt hash.
+const PasswordField = "password"
+
 // user is a document of the users collection, shaped as the Mongoose model of the NestJS
 // service this one replaces stores it.
 type user struct {

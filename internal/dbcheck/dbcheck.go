@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,12 @@ type Options struct {
 	MaxLimit     int           // largest query limit (1000): dbcheck.max_limit
 	MaxBytes     int           // cap on the documents of one answer, as JSON (16 MiB): dbcheck.max_bytes
 	AllowedHosts []string      // names, globs and CIDRs reachable even when not public: dbcheck.allowed_hosts
+
+	// Secret lists the fields the API never answers and no filter may name: the app's own
+	// secrets (users' password hashes, API key digests), which a caller allowed to reach the
+	// app's store would otherwise read, or guess at through a filter. The operator's CLI sets
+	// none.
+	Secret []SecretField
 
 	// Unrestricted turns reach control and the refused connection-string options off: the
 	// operator's own CLI. The HTTP API never sets it.
@@ -233,15 +240,20 @@ func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Dura
 
 // Query runs a read-only find on in.Database.in.Collection with in.Filter (Extended JSON), at
 // most in.Limit documents (DefaultLimit when nil), with maxTimeMS dbcheck.max_time. An
-// unknown database or collection gives an empty result.
+// unknown database or collection gives an empty result. The fields of Options.Secret are left
+// out of the documents.
 //
 // Returns Invalid for a body that fails validation (a refused operator included), a connection
 // string that does not parse or asks for a refused option, or a query the server rejects;
-// Forbidden when reach control refuses the target; Upstream when the server cannot be reached
+// Forbidden when reach control refuses the target or the filter names a secret field; Upstream when the server cannot be reached
 // or refuses the credentials; UpstreamTimeout when the query runs past dbcheck.max_time.
 func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error) {
 	if msgs := in.validate(s.opts.MaxLimit); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
+	}
+	secrets := s.secretsOf(in.Database, in.Collection)
+	if err := checkSecretFilter(in.filter, in.Collection, secrets); err != nil {
+		return nil, err
 	}
 	limit := DefaultLimit
 	if in.Limit != nil {
@@ -266,7 +278,7 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 	res := &QueryResult{Success: true, Documents: make([]json.RawMessage, 0, min(limit, 128))}
 	total := 0
 	for cur.Next(ctx) {
-		doc, err := documentJSON(cur.Current)
+		doc, err := documentJSON(cur.Current, secrets)
 		if err != nil {
 			return nil, apperr.Wrap(apperr.Upstream, err, "the server sent a document that cannot be converted to JSON")
 		}
@@ -399,8 +411,8 @@ func (s *Service) connect(ctx context.Context, uri string) (*entry, error) {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // documentJSON converts a document to relaxed Extended JSON with _id as a string (hex for an
-// ObjectId), keeping the field order.
-func documentJSON(raw bson.Raw) (json.RawMessage, error) {
+// ObjectId), keeping the field order and leaving out the top-level fields named in secrets.
+func documentJSON(raw bson.Raw, secrets []string) (json.RawMessage, error) {
 	elems, err := raw.Elements()
 	if err != nil {
 		return nil, err
@@ -408,6 +420,9 @@ func documentJSON(raw bson.Raw) (json.RawMessage, error) {
 	d := make(bson.D, 0, len(elems))
 	for _, el := range elems {
 		k, v := el.Key(), el.Value()
+		if slices.Contains(secrets, k) {
+			continue
+		}
 		if k == "_id" {
 			d = append(d, bson.E{Key: k, Value: idString(v)})
 			continue

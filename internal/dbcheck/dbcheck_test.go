@@ -571,3 +571,55 @@ func TestRefusedOptions(t *testing.T) {
 		})
 	}
 }
+
+// Ensure the secret fields of Options.Secret never leave in a document, and that no filter can
+// name them or test them without naming them, while the operator's CLI (no Secret) reads them.
+func TestQuery_SecretFields(t *testing.T) {
+	t.Parallel()
+	db := storetest.DB(t)
+	hash := "$2a$10$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234"
+	if _, err := db.Collection("users").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: "u1"}, {Key: "email", Value: "ada@example.com"},
+		{Key: "password", Value: hash}, {Key: "name", Value: "Ada"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("other").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: "o1"}, {Key: "password", Value: "plain"}}); err != nil {
+		t.Fatal(err)
+	}
+	api := newService(t, dbcheck.Options{Secret: []dbcheck.SecretField{{Database: strings.ToUpper(db.Name()), Collection: "users", Field: "password"}}})
+	cli := newService(t, dbcheck.Options{})
+	query := func(s *dbcheck.Service, coll, filter string) (*dbcheck.QueryResult, error) {
+		return s.Query(ctxT(t), dbcheck.QueryInput{ConnectionString: storeURI(t), Database: db.Name(), Collection: coll, Filter: []byte(filter)})
+	}
+
+	res, err := query(api, "users", `{"email": "ada@example.com"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(res.Documents[0]); got != `{"_id":"u1","email":"ada@example.com","name":"Ada"}` {
+		t.Fatalf("API document = %s, want it without password", got)
+	}
+	res, err = query(cli, "users", `{"password": {"$regex": "^\\$2a"}}`)
+	if err != nil || res.Count != 1 || !strings.Contains(string(res.Documents[0]), hash) {
+		t.Fatalf("CLI query = %+v, %v: want the document with its password", res, err)
+	}
+	// Another collection of the database keeps a field of the same name.
+	if res, err = query(api, "other", `{"password": "plain"}`); err != nil || res.Count != 1 || !strings.Contains(string(res.Documents[0]), "plain") {
+		t.Fatalf("other collection = %+v, %v", res, err)
+	}
+
+	refused := []struct{ name, filter, want string }{
+		{"Named", `{"password": {"$regex": "^\\$2a\\$10\\$a"}}`, "must not name password"},
+		{"Path", `{"password.x": 1}`, "must not name password.x"},
+		{"Escaped", `{"pass\u0077ord": {"$exists": true}}`, "must not name password"},
+		{"InOr", `{"$or": [{"email": "x"}, {"$and": [{"password": {"$gt": "$2a"}}]}]}`, "must not name password"},
+		{"InElemMatch", `{"a": {"$elemMatch": {"password": 1}}}`, "must not name password"},
+		{"Expr", `{"$expr": {"$eq": [{"$substr": ["$password", 0, 1]}, "$"]}}`, "must not use $expr"},
+		{"JSONSchema", `{"$jsonSchema": {"properties": {"password": {"pattern": "^\\$2a"}}}}`, "must not use $jsonSchema"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := query(api, "users", tc.filter)
+			wantKind(t, err, apperr.Forbidden, tc.want)
+		})
+	}
+}

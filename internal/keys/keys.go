@@ -28,6 +28,9 @@ import (
 // Collection is the name of the collection this package owns.
 const Collection = "api_keys"
 
+// DigestField is the field of an api_keys document that holds the key's SHA-256 digest.
+const DigestField = "digest"
+
 // Prefix starts every key, so that a key is recognised as one (by people, secret scanners and
 // the authentication middleware) without a lookup.
 const Prefix = "sk-app-"
