@@ -20,6 +20,8 @@
 # above a collapse.
 #
 # BASELINE_BIN=/path/to/another/app adds it as a target ("app-baseline": an earlier build).
+# CONNS ("1 32") picks the connection counts; STREAMS=0 skips the streams (a quick look at one
+# measure while working on it; the recorded figures come from a full run).
 # Needs Go, Node 20 + npm (Portkey, not in --guard) and wrk (installed with apt-get when
 # missing). Portkey is installed into PEERS_DIR (default /tmp/aibench-peers), never into the
 # repository. The proxies run on CPU SERVER_CPU (0), the fake and the clients on CPU WRK_CPU (1).
@@ -33,7 +35,7 @@ ROUNDS="${2:-3}"
 WARM="${WARM:-2}"
 STREAMS="${STREAMS:-1000}"
 GUARD_RATIO="${GUARD_RATIO:-0.15}"
-CONNS="1 32"
+CONNS="${CONNS:-1 32}"
 if [ "$GUARD" = 1 ]; then DUR=2 ROUNDS=3 WARM=1 STREAMS="${GUARD_STREAMS:-200}" CONNS=32; fi
 export PIECES="${PIECES:-100}" GAP="${GAP:-20ms}"
 PEERS_DIR="${PEERS_DIR:-/tmp/aibench-peers}"
@@ -160,6 +162,7 @@ for c in $CONNS; do
 done
 
 # ---- concurrent streams ---------------------------------------------------------------------
+[ "$STREAMS" = 0 ] && exit 0
 STREAM_BODY='{"messages":[{"role":"user","content":"Count slowly."}],"model":"gpt-4o-mini","stream":true}'
 DIRECT_STREAM_BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Count slowly."}],"stream":true}'
 echo "$STREAMS streams of $PIECES pieces $GAP apart" >&2
