@@ -163,6 +163,12 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 					writeFailure(rec, formatFrom(ctx), apperr.E(apperr.Internal)) // logged above
 				}
 			}
+			if rec.status != 0 && w.Header().Get("Content-Length") != "" {
+				// A whole answer of known length leaves now, not after its log line and
+				// metrics: the client does not wait for them. (Without a length, a flush
+				// would turn the answer into a chunked one.)
+				_ = http.NewResponseController(w).Flush()
+			}
 			if logAccess {
 				accessLog(ctx, log, r, rec, info, start)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -170,6 +171,66 @@ func TestObserve_AccessLogLine(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/api/nope", nil))
 	if quiet.String() != "" {
 		t.Errorf("an info line reached a warn logger: %s", quiet)
+	}
+}
+
+// blockingWriter is a log sink that holds every write until release is closed.
+type blockingWriter struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case b.entered <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return len(p), nil
+}
+
+// Ensure a JSON answer carries its length and reaches the client before its access-log line is
+// written: a slow log sink does not hold answers back. The answer is read whole while the log
+// write is still blocked.
+func TestObserve_AnswerLeavesBeforeItsLogLine(t *testing.T) {
+	t.Parallel()
+	sink := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := httptest.NewServer(newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(sink, nil))}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(sink.release) })
+
+	type answer struct {
+		res  *http.Response
+		body []byte
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, err := http.Get(srv.URL + "/api/nope")
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		got <- answer{res, body, err}
+	}()
+	select {
+	case a := <-got:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		if a.res.StatusCode != http.StatusNotFound || a.res.ContentLength != int64(len(a.body)) || len(a.res.TransferEncoding) != 0 ||
+			!bytes.Contains(a.body, []byte(`"statusCode":404`)) {
+			t.Fatalf("answer %d, length %d, transfer encoding %v, body %s", a.res.StatusCode, a.res.ContentLength, a.res.TransferEncoding, a.body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answer waited for its access-log line")
+	}
+	select {
+	case <-sink.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no access-log line was written")
 	}
 }
 

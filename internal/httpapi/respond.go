@@ -43,15 +43,17 @@ func StatusOf(err error) int { return statusOf[apperr.KindOf(err)] }
 
 var jsonContentType = []string{"application/json; charset=utf-8"}
 
-// encode writes v as JSON with the given status. (net/http adds Content-Length for answers
-// small enough to be buffered whole.)
+// encode writes v as JSON with the given status and its Content-Length, which lets observe send
+// the answer before it logs it.
 func encode(w http.ResponseWriter, status int, v any) {
 	buf, err := json.Marshal(v)
 	if err != nil {
 		writeEnvelope(w, http.StatusInternalServerError, "Internal server error")
 		return
 	}
-	w.Header()["Content-Type"] = jsonContentType
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(buf) + 1)}
 	w.WriteHeader(status)
 	_, _ = w.Write(append(buf, '\n'))
 }
