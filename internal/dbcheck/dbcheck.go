@@ -245,8 +245,9 @@ func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Dura
 //
 // Returns Invalid for a body that fails validation (a refused operator included), a connection
 // string that does not parse or asks for a refused option, or a query the server rejects;
-// Forbidden when reach control refuses the target or the filter names a secret field; Upstream when the server cannot be reached
-// or refuses the credentials; UpstreamTimeout when the query runs past dbcheck.max_time.
+// Forbidden when reach control refuses the target or the filter names a secret field;
+// Upstream when the server cannot be reached or refuses the credentials; UpstreamTimeout when
+// the query runs past dbcheck.max_time.
 func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error) {
 	if msgs := in.validate(s.opts.MaxLimit); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
