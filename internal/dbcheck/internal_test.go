@@ -6,11 +6,14 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
+
+	"github.com/acme/app/internal/apperr"
 )
 
 // Ensure every class of non-public address is recognised, and public ones are not.
@@ -224,7 +227,8 @@ func TestQueryInput_FilterParsedOnce(t *testing.T) {
 func FuzzParseFilter(f *testing.F) {
 	for _, s := range []string{`{}`, `null`, `{"a":1}`, `{"$where":"1"}`, `{"$or":[{"$where":"x"}]}`,
 		`{"a":{"$code":"x"}}`, `{"$expr":{"$function":{"body":"x","args":[],"lang":"js"}}}`,
-		`{"d":{"$date":"2026-01-01T00:00:00Z"}}`, `{"_id":{"$oid":"64b000000000000000000001"}}`, `[[[[`} {
+		`{"d":{"$date":"2026-01-01T00:00:00Z"}}`, `{"_id":{"$oid":"64b000000000000000000001"}}`, `[[[[`,
+		`{"password":{"$regex":"^x"}}`, `{"$or":[{"a":{"$elemMatch":{"password.b":1}}}]}`, `{"$expr":{"$eq":["$password","x"]}}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
@@ -243,7 +247,37 @@ func FuzzParseFilter(f *testing.F) {
 		if bad := javaScriptIn(d, 0); bad != "" {
 			t.Fatalf("%q: accepted with %s", text, bad)
 		}
+		// On a collection with a secret field, the filter is refused exactly when it names the
+		// field (or a path into it) or uses $expr or $jsonSchema, at any depth.
+		err = checkSecretFilter(raw, "users", []string{"password"})
+		if want := namesSecret(d, 0); (err != nil) != want || (err != nil && apperr.KindOf(err) != apperr.Forbidden) {
+			t.Fatalf("%q: names the secret: %v, checkSecretFilter: %v", text, want, err)
+		}
 	})
+}
+
+// namesSecret reports whether v holds, at any depth, the key password, a path into it, $expr
+// or $jsonSchema.
+func namesSecret(v any, depth int) bool {
+	if depth > 200 {
+		return false
+	}
+	switch x := v.(type) {
+	case bson.D:
+		for _, e := range x {
+			if e.Key == "password" || strings.HasPrefix(e.Key, "password.") || e.Key == "$expr" || e.Key == "$jsonSchema" ||
+				namesSecret(e.Value, depth+1) {
+				return true
+			}
+		}
+	case bson.A:
+		for _, e := range x {
+			if namesSecret(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // javaScriptIn names the first server-side JavaScript in v (a refused operator or a
