@@ -163,17 +163,19 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 					writeFailure(rec, formatFrom(ctx), apperr.E(apperr.Internal)) // logged above
 				}
 			}
+			// The metrics count the request before its answer leaves, so that a client that
+			// has its answer finds it counted.
+			if m != nil {
+				m.ObserveHTTP(info.route, r.Method, rec.status, time.Since(start))
+			}
 			if rec.status != 0 && w.Header().Get("Content-Length") != "" {
-				// A whole answer of known length leaves now, not after its log line and
-				// metrics: the client does not wait for them. (Without a length, a flush
-				// would turn the answer into a chunked one.)
+				// A whole answer of known length leaves now, not after its log line: the
+				// client does not wait for the line's formatting and write. (Without a
+				// length, a flush would turn the answer into a chunked one.)
 				_ = http.NewResponseController(w).Flush()
 			}
 			if logAccess {
 				accessLog(ctx, log, r, rec, info, start)
-			}
-			if m != nil {
-				m.ObserveHTTP(info.route, r.Method, rec.status, time.Since(start))
 			}
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))

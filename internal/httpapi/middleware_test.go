@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/ratelimit"
 )
 
@@ -191,11 +193,12 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 
 // Ensure a JSON answer carries its length and reaches the client before its access-log line is
 // written: a slow log sink does not hold answers back. The answer is read whole while the log
-// write is still blocked.
+// write is still blocked, and the request is already counted in the metrics by then.
 func TestObserve_AnswerLeavesBeforeItsLogLine(t *testing.T) {
 	t.Parallel()
 	sink := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	srv := httptest.NewServer(newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(sink, nil))}))
+	m := metrics.New()
+	srv := httptest.NewServer(newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(sink, nil)), Metrics: m}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(sink.release) })
 
@@ -223,6 +226,9 @@ func TestObserve_AnswerLeavesBeforeItsLogLine(t *testing.T) {
 		if a.res.StatusCode != http.StatusNotFound || a.res.ContentLength != int64(len(a.body)) || len(a.res.TransferEncoding) != 0 ||
 			!bytes.Contains(a.body, []byte(`"statusCode":404`)) {
 			t.Fatalf("answer %d, length %d, transfer encoding %v, body %s", a.res.StatusCode, a.res.ContentLength, a.res.TransferEncoding, a.body)
+		}
+		if got := testutil.ToFloat64(m.HTTPRequests().WithLabelValues("unmatched", "GET", "404")); got != 1 {
+			t.Fatalf("the answered request counts %v in the metrics, want 1", got)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the answer waited for its access-log line")
