@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -185,9 +183,7 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		defer debug.SetGCPercent(debug.SetGCPercent(mockGCPercent))
-	}
+	defer gcPercentUnlessSet(mockGCPercent)()
 	so.Logger = f.log
 	started := time.Now()
 	if o.File == "" && o.Target == "" && o.WireMock == "" && len(o.OpenAPI) == 0 {

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -33,10 +35,28 @@ func newServeCmd(f *factory) *cobra.Command {
 	}
 }
 
+// serveGCPercent is the garbage collector's target for `serve` when GOGC is not set. The
+// server's live heap is a few MB (4–8 MB under load), so at the runtime's default (100, a 4 MB
+// minimum goal) the collector ran about 25 times a second at one client and took about 12 % of
+// the CPU at 32; at 200, throughput at 32 clients rose by 12 % in an interleaved run, and peak
+// RSS under 1,000 concurrent streams stays under 250 MB (docs/performance.md).
+const serveGCPercent = 200
+
+// gcPercentUnlessSet sets the collector's target to percent unless the operator set GOGC, and
+// returns what restores the previous one.
+func gcPercentUnlessSet(percent int) (restore func()) {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return func() {}
+	}
+	old := debug.SetGCPercent(percent)
+	return func() { debug.SetGCPercent(old) }
+}
+
 // runServe serves until SIGINT/SIGTERM (or ctx ends), then stops accepting, lets requests in
 // flight finish within the grace period, and closes the services and the store.
 func runServe(ctx context.Context, f *factory) error {
 	cfg := f.cfg
+	defer gcPercentUnlessSet(serveGCPercent)()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -173,5 +174,27 @@ func TestServe_MetricsListenerFailsWhileServing(t *testing.T) {
 	}
 	if _, _, closed := ll.state(); !closed[listenerAPI] || !closed[listenerMetrics] {
 		t.Fatalf("listeners closed at stop: %v, want both", closed)
+	}
+}
+
+// Ensure serve's collector target applies only when the operator did not set GOGC, and is
+// undone by the function it returns.
+func TestGCPercentUnlessSet(t *testing.T) {
+	current := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	before := current()
+	t.Setenv("GOGC", "50")
+	restore := gcPercentUnlessSet(before + 300)
+	if got := current(); got != before {
+		t.Fatalf("with GOGC set, the target became %d, want it left at %d", got, before)
+	}
+	restore()
+	os.Unsetenv("GOGC") // t.Setenv puts the variable back after the test
+	restore = gcPercentUnlessSet(before + 300)
+	if got := current(); got != before+300 {
+		t.Fatalf("without GOGC, the target is %d, want %d", got, before+300)
+	}
+	restore()
+	if got := current(); got != before {
+		t.Fatalf("restored target %d, want %d", got, before)
 	}
 }
