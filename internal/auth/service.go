@@ -33,7 +33,7 @@ type user struct {
 	// EmailNormalized is Email trimmed and lower-cased: logins find a user by one indexed
 	// lookup of it, whatever casing the e-mail was stored with.
 	EmailNormalized string    `bson:"emailNormalized,omitempty"`
-	Password        string    `bson:"password"` // bcrypt hash
+	Password        string    `bson:"password"` // bcrypt hash (PasswordField)
 	Name            string    `bson:"name"`
 	Roles           []string  `bson:"roles"`
 	CreatedAt       time.Time `bson:"createdAt"`
@@ -234,7 +234,7 @@ func (s *Service) List(ctx context.Context) ([]UserView, error) {
 
 // views returns the users filter finds, in opts' order, without their password hashes.
 func (s *Service) views(ctx context.Context, filter bson.M, opts *options.FindOptions) ([]UserView, error) {
-	cur, err := s.users.Find(ctx, filter, opts.SetProjection(bson.M{"password": 0}))
+	cur, err := s.users.Find(ctx, filter, opts.SetProjection(bson.M{PasswordField: 0}))
 	if err != nil {
 		return nil, fmt.Errorf("auth: list users: %w", err)
 	}
@@ -317,7 +317,7 @@ func (s *Service) UserByID(ctx context.Context, userID string) (*UserView, error
 		return nil, err
 	}
 	var u user
-	if err := s.users.FindOne(ctx, bson.M{"_id": id}, options.FindOne().SetProjection(bson.M{"password": 0})).Decode(&u); err != nil {
+	if err := s.users.FindOne(ctx, bson.M{"_id": id}, options.FindOne().SetProjection(bson.M{PasswordField: 0})).Decode(&u); err != nil {
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return nil, apperr.E(apperr.NotFound, "no user with id "+userID)
 		}

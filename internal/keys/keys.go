@@ -59,7 +59,7 @@ const cacheMax = 10_000
 // doc is a key as stored.
 type doc struct {
 	ID         string     `bson:"_id"`
-	Digest     string     `bson:"digest"` // hex SHA-256 of the whole key
+	Digest     string     `bson:"digest"` // hex SHA-256 of the whole key (DigestField)
 	UserID     string     `bson:"userId"`
 	Email      string     `bson:"email,omitempty"` // the owner's e-mail when created (for operators)
 	Name       string     `bson:"name"`
@@ -142,7 +142,7 @@ func New(db *mongo.Database, opts Options) *Service {
 // the user a listing filters on. Creating an existing index is a no-op.
 func (s *Service) EnsureIndexes(ctx context.Context) error {
 	if err := store.EnsureIndexes(ctx, s.coll,
-		mongo.IndexModel{Keys: bson.D{{Key: "digest", Value: 1}}, Options: options.Index().SetUnique(true).SetName("digest_1")},
+		mongo.IndexModel{Keys: bson.D{{Key: DigestField, Value: 1}}, Options: options.Index().SetUnique(true).SetName("digest_1")},
 		mongo.IndexModel{Keys: bson.D{{Key: "userId", Value: 1}}, Options: options.Index().SetName("userId_1")},
 	); err != nil {
 		return fmt.Errorf("keys: %w", err)
@@ -236,7 +236,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Owner, error) {
 	c, ok := s.cache.Get(digest)
 	if !ok || now.Sub(c.readAt) >= s.ttl || now.Before(c.readAt) {
 		var d doc
-		err := s.coll.FindOne(ctx, bson.D{{Key: "digest", Value: digest}}).Decode(&d)
+		err := s.coll.FindOne(ctx, bson.D{{Key: DigestField, Value: digest}}).Decode(&d)
 		if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && d.RevokedAt != nil) {
 			s.cache.Remove(digest)
 			return Owner{}, errUnauthorized
