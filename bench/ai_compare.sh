@@ -6,13 +6,14 @@
 #   bash bench/ai_compare.sh [seconds per target (5)] [rounds (3)]
 #   bash bench/ai_compare.sh --guard      the short check .ci/run runs (see below)
 #
-# Throughput: wrk at 1 and 32 connections, interleaved rounds (direct, forwarder, floor, app,
-# app with a monthly budget, Portkey, …), the fake called directly as the base. The floor is
-# the forwarder plus the work an AI proxy that records usage cannot skip: the answer's usage
-# decoded and one record per call handed to the same usage recorder on an embedded store. Streams: STREAMS (1000)
-# concurrent streamed calls of PIECES (100) pieces GAP (20ms) apart, through app (as the
-# caller with a budget) and through the forwarder: how many complete, the time to the first
-# piece (p50, p99), the longest gap between two pieces (p99), and app's peak RSS.
+# Throughput and latency (p50, p99): wrk at 1 and 32 connections, interleaved rounds (direct,
+# forwarder, floor, app, app with a monthly budget, Portkey, …), the fake called directly as
+# the base. The floor is the forwarder plus the work an AI proxy that records usage cannot
+# skip: the answer's usage decoded and one record per call handed to the same usage recorder
+# on an embedded store. Streams: STREAMS (1000) concurrent streamed calls of PIECES (100)
+# pieces GAP (20ms) apart, through app (as the caller with a budget) and through the
+# forwarder: how many complete, the time to the first piece (p50, p99), the longest gap
+# between two pieces (p99), and app's peak RSS.
 #
 # --guard: 3 rounds of 2 s at 32 connections and 200 streams, no Portkey; exits 1 when app
 # with a budget falls under GUARD_RATIO (0.15) of the forwarder's throughput or a stream
@@ -138,26 +139,29 @@ for c in $CONNS; do
       out="$(taskset -c "$WRK_CPU" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$WORK/$t.lua" "${!url}")"
       rps="$(echo "$out" | awk '/^Requests\/sec/ { print $2 }')"
       p50="$(to_us "$(echo "$out" | awk '$1 == "50%" { print $2 }')")"
+      p99="$(to_us "$(echo "$out" | awk '$1 == "99%" { print $2 }')")"
       non2xx="$(echo "$out" | awk '/Non-2xx/ { print $NF }')"
       [ -n "$non2xx" ] && echo "c$c round $r $t: $non2xx non-2xx answers" >&2
       echo "$rps" >>"$WORK/rps-$c-$t"
       echo "$p50" >>"$WORK/p50-$c-$t"
-      echo "c$c round $r $t: $rps req/s, p50 $p50 µs" >&2
+      echo "$p99" >>"$WORK/p99-$c-$t"
+      echo "c$c round $r $t: $rps req/s, p50 $p50 µs, p99 $p99 µs" >&2
     done
   done
 done
 
-echo "| connections | target | requests/s (median) | / forwarder | p50 (median) | added p50 over direct |"
-echo "|---|---|---|---|---|---|"
+echo "| connections | target | requests/s (median) | / forwarder | p50 (median) | added p50 over direct | p99 (median) |"
+echo "|---|---|---|---|---|---|---|"
 for c in $CONNS; do
   base="$(median <"$WORK/p50-$c-direct")"
   fw="$(median <"$WORK/rps-$c-forwarder")"
   for t in $TARGETS; do
     rps="$(median <"$WORK/rps-$c-$t")"
     p50="$(median <"$WORK/p50-$c-$t")"
+    p99="$(median <"$WORK/p99-$c-$t")"
     added="—"
     [ "$t" != direct ] && added="$(awk -v a="$p50" -v b="$base" 'BEGIN { printf "+%.0f µs", a - b }')"
-    printf '| %s | %s | %.0f | %.2f | %.0f µs | %s |\n' "$c" "$t" "$rps" "$(awk -v a="$rps" -v b="$fw" 'BEGIN { print a / b }')" "$p50" "$added"
+    printf '| %s | %s | %.0f | %.2f | %.0f µs | %s | %.0f µs |\n' "$c" "$t" "$rps" "$(awk -v a="$rps" -v b="$fw" 'BEGIN { print a / b }')" "$p50" "$added" "$p99"
   done
 done
 
