@@ -2,6 +2,7 @@ package usage
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -59,13 +60,7 @@ func TestInsertLog_Chunks(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	want := []int{logChunk, logChunk, 22, logChunk, logChunk, 22}
-	if len(sizes) != len(want) {
+	if want := []int{logChunk, logChunk, 22, logChunk, logChunk, 22}; !slices.Equal(sizes, want) {
 		t.Fatalf("inserts of %v records, want %v", sizes, want)
-	}
-	for i := range want {
-		if sizes[i] != want[i] {
-			t.Fatalf("inserts of %v records, want %v", sizes, want)
-		}
 	}
 }
