@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/acme/app/mock"
 )
 
 // checker finds what makes a description impossible to serve as written: references that
@@ -75,6 +77,8 @@ func (c *checker) run() {
 	for _, p := range paths.obj().keysOrNil() {
 		if !strings.HasPrefix(p, "/") {
 			c.addAt(paths, p, fmt.Sprintf("path %q does not start with /", p))
+		} else if why := unservable(p); why != "" {
+			c.addAt(paths, p, why)
 		}
 		item := s.res(paths.child(p))
 		if item.obj() == nil {
@@ -99,6 +103,16 @@ func (c *checker) run() {
 			c.responses(op)
 		}
 	}
+}
+
+// unservable says why the interceptor would refuse the route of path p (a space, a query or
+// a fragment in it, in the interceptor's words), or returns "".
+func unservable(p string) string {
+	rp, _, _ := routePath(p)
+	if v := mock.ValidateRoutePattern("GET " + rp); !v.Valid {
+		return v.Errors[0].Message
+	}
+	return ""
 }
 
 // refs checks that every reference in a file leads somewhere, and that every schema type is

@@ -155,6 +155,7 @@ func TestLoadProblems(t *testing.T) {
 		{"bad-parts.yaml", 9, "required: true"},
 		{"bad-parts.yaml", 14, "nobody"},
 		{"bad-parts.yaml", 16, "2000"},
+		{"bad-parts.yaml", 18, `path "/a b?c" must not hold spaces, a query or a fragment`},
 		{"missing-file.yaml", 14, "nowhere.yaml"},
 		{"syntax.yaml", 0, "YAML"},
 		{"swagger2.yaml", 1, "OpenAPI 3"},
