@@ -94,6 +94,11 @@ func WithClock(now func() time.Time) Option {
 // New returns an interceptor configured by cfg (start from
 // [DefaultConfig]). It shares nothing with other interceptors. Call
 // [Interceptor.Close] when done if persistence is enabled.
+//
+// New panics when cfg or the set given by [WithMocks] is invalid, as
+// regexp.MustCompile does. For definitions from outside the program, check
+// them first with [ValidateDefinitions], or pass none and call
+// [Interceptor.SetMocks], which returns the error.
 func New(cfg Config, opts ...Option) *Interceptor {
 	ic := &Interceptor{transport: http.DefaultTransport, logger: slog.Default(), now: time.Now}
 	defs := Definitions{}
