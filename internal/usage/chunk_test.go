@@ -10,30 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/event"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/acme/app/internal/store/storetest"
 )
-
-// chunkFixture is a service on db whose recorder writes one batch at Close (the flush interval
-// never passes), through wrap(sink) when wrap is set.
-func chunkFixture(t *testing.T, db *mongo.Database, obs Observer, wrap func(sink) sink) *Service {
-	t.Helper()
-	svc := newService(db, Options{Now: func() time.Time { return day0 }})
-	if err := svc.EnsureIndexes(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var sk sink = svc.sink()
-	if wrap != nil {
-		sk = wrap(sk)
-	}
-	svc.rec = newRecorder(sk, RecorderOptions{FlushInterval: time.Hour, RetryMin: time.Millisecond,
-		RetryMax: 5 * time.Millisecond, Observer: obs}, svc.log)
-	return svc
-}
 
 // recordAll queues n records of user u.
 func recordAll(t *testing.T, svc *Service, u string, n int) {
@@ -42,23 +24,6 @@ func recordAll(t *testing.T, svc *Service, u string, n int) {
 		if err := svc.Record(context.Background(), rec(i, u, "openai", "gpt-4o-mini", day0)); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// assertStored checks that the log holds want records and the rollup counts them.
-func assertStored(t *testing.T, svc *Service, db *mongo.Database, u string, want int64) {
-	t.Helper()
-	ctx := context.Background()
-	stored, err := db.Collection(RequestsCollection).CountDocuments(ctx, bson.D{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := svc.Summary(ctx, u, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stored != want || sum.TotalRequests != want {
-		t.Fatalf("log holds %d records and the rollup counts %d, want %d", stored, sum.TotalRequests, want)
 	}
 }
 
@@ -86,14 +51,14 @@ func TestRecorder_LogInChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	db := client.Database(storetest.DBName(t))
-	svc := chunkFixture(t, db, nil, nil)
+	// The flush interval never passes: the recorder writes one batch, at Close.
+	f := newFixtureOn(t, client.Database(storetest.DBName(t)), RecorderOptions{FlushInterval: time.Hour})
 
-	recordAll(t, svc, "u", 2*logChunk+22)
-	if err := svc.Close(ctx); err != nil {
+	recordAll(t, f.svc, "u", 2*logChunk+22)
+	if err := f.svc.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	assertStored(t, svc, db, "u", 2*logChunk+22)
+	assertRollupEqualsLog(t, f, []string{"u"}, 2*logChunk+22)
 	mu.Lock()
 	defer mu.Unlock()
 	if want := []int{logChunk, logChunk, 22}; !slices.Equal(sizes, want) {
@@ -119,23 +84,21 @@ func (s *failingAfter) insertLog(ctx context.Context, recs []Record) error {
 // before it are added to the rollup and only the records not stored are counted as lost.
 func TestRecorder_DeadlineKeepsStoredChunks(t *testing.T) {
 	t.Parallel()
-	db := storetest.DB(t)
 	obs := &rejectCounter{}
-	svc := chunkFixture(t, db, obs, func(s sink) sink {
-		f := &failingAfter{sink: s}
-		f.allowed.Store(1)
-		return f
-	})
-	recordAll(t, svc, "u", 2*logChunk+22)
+	f := newFixture(t, RecorderOptions{FlushInterval: time.Hour, Observer: obs})
+	fa := &failingAfter{sink: f.sink}
+	fa.allowed.Store(1)
+	f.svc.rec.sink = fa
+	recordAll(t, f.svc, "u", 2*logChunk+22)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	lost := logChunk + 22
-	err := svc.Close(ctx)
+	err := f.svc.Close(ctx)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d records could not be written", lost)) {
 		t.Fatalf("Close: %v, want %d records lost", err, lost)
 	}
 	if got := obs.n.Load(); got != int64(lost) {
 		t.Fatalf("%d records counted as rejected, want %d", got, lost)
 	}
-	assertStored(t, svc, db, "u", logChunk)
+	assertRollupEqualsLog(t, f, []string{"u"}, logChunk)
 }

@@ -77,7 +77,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, ro RecorderOptions) *fixture {
 	t.Helper()
-	db := storetest.DB(t)
+	return newFixtureOn(t, storetest.DB(t), ro)
+}
+
+// newFixtureOn is newFixture on a database of the caller's (a client with a command monitor).
+func newFixtureOn(t *testing.T, db *mongo.Database, ro RecorderOptions) *fixture {
+	t.Helper()
 	clock := &fixedClock{t: day0}
 	svc := newService(db, Options{Now: clock.now})
 	if err := svc.EnsureIndexes(context.Background()); err != nil {
