@@ -235,6 +235,12 @@ func runMockServe(ctx context.Context, f *factory, o *mockServeOptions) error {
 func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.Options) {
 	base := "http://" + addr
 	source := "no file"
+	if so.File != "" {
+		source = so.File
+	}
+	if n := len(srv.Warnings()); n > 0 {
+		source += fmt.Sprintf(" (%d warning(s), see the log)", n)
+	}
 	mocks := fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)
 	if n := srv.WireMockMappings(); n > 0 || len(srv.WireMockProblems()) > 0 {
 		mocks += fmt.Sprintf("; %d WireMock mappings", n)
@@ -250,16 +256,11 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 		if so.File == "" {
 			mocks = spec
 		} else {
-			mocks = fmt.Sprintf("%d routes from %s; %s", len(srv.RouteKeys())-len(srv.SpecRoutes()), so.File, spec)
+			mocks = fmt.Sprintf("%d routes from %s; %s", len(srv.RouteKeys())-len(srv.SpecRoutes()), source, spec)
 		}
 	}
 	if so.API != nil {
 		mocks = "the real /api handlers over a throwaway store, demo data loaded (admin@example.com / admin123, user@example.com / user123)"
-	} else {
-		source = so.File
-		if n := len(srv.Warnings()); n > 0 {
-			source += fmt.Sprintf(" (%d warning(s), see the log)", n)
-		}
 	}
 	fallback := "none: unmatched requests get 404 ROUTE_MATCH_FAILED"
 	if so.API != nil {

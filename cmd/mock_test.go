@@ -121,22 +121,7 @@ func TestMockServe_Builtin(t *testing.T) {
 		{"LogRequests", []string{"--log-requests"}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			logs := &lockedBuffer{}
-			addrc := make(chan string, 1)
-			done := make(chan int, 1)
-			f := &factory{in: strings.NewReader(""), out: logs, errOut: logs, getenv: func(string) string { return "" },
-				onListen: func(a string) { addrc <- a }}
-			go func() { done <- run(ctx, f, append([]string{"mock", "serve", "--port", "0"}, tt.args...)) }()
-			var addr string
-			select {
-			case addr = <-addrc:
-			case code := <-done:
-				t.Fatalf("mock serve exited with %d: %s", code, logs.String())
-			case <-time.After(20 * time.Second):
-				t.Fatal("mock serve did not listen")
-			}
+			addr, logs, stop := startMockServe(t, tt.args...)
 			resp, err := http.Get("http://" + addr + "/api/health")
 			if err != nil || resp.StatusCode != 200 {
 				t.Fatalf("health: %v %v", resp, err)
@@ -147,19 +132,82 @@ func TestMockServe_Builtin(t *testing.T) {
 					t.Errorf("banner lacks %q:\n%s", w, logs.String())
 				}
 			}
-			cancel()
-			select {
-			case code := <-done:
-				if code != 0 {
-					t.Fatalf("exit=%d: %s", code, logs.String())
-				}
-			case <-time.After(15 * time.Second):
-				t.Fatal("mock serve did not stop")
-			}
+			stop()
 			if got := strings.Contains(logs.String(), `"path":"/api/health"`); got != tt.accessLog {
 				t.Errorf("access line for /api/health logged: %v, want %v:\n%s", got, tt.accessLog, logs.String())
 			}
 		})
+	}
+}
+
+// Ensure the banner names where the routes come from: the mock file (with its warnings), the
+// OpenAPI description, or both.
+func TestMockServe_BannerNamesSources(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mocks := write("mocks.yaml", "mocks:\n  GET /a:\n    data: {ok: true}\n")
+	warned := write("warned.yaml", "mocks:\n  GET /users/:id:\n    data: {}\n  GET /users/:name:\n    data: {}\n")
+	spec := write("spec.yaml", "openapi: 3.1.0\ninfo: {title: t, version: \"1\"}\npaths:\n  /b:\n    get:\n      responses:\n        \"200\": {description: ok}\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"File", []string{"--file", mocks}, "1 routes from " + mocks},
+		{"FileWarnings", []string{"--file", warned}, "2 routes from " + warned + " (1 warning(s), see the log)"},
+		{"OpenAPI", []string{"--openapi", spec}, "2 routes from OpenAPI (" + spec + ")"},
+		{"FileAndOpenAPI", []string{"--file", mocks, "--openapi", spec}, "1 routes from " + mocks + "; 2 routes from OpenAPI (" + spec + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, logs, stop := startMockServe(t, tc.args...)
+			stop()
+			// The card wraps long lines; compare with the border and line breaks taken out.
+			flat := strings.Join(strings.Fields(strings.NewReplacer("│", " ", "\n", " ").Replace(logs.String())), " ")
+			if !strings.Contains(flat, "Mocks: "+tc.want) {
+				t.Errorf("banner lacks %q:\n%s", "Mocks: "+tc.want, logs.String())
+			}
+		})
+	}
+}
+
+// startMockServe runs `app mock serve --port 0 ARGS…` until it listens and returns its address,
+// its output and a stop that waits for a clean exit.
+func startMockServe(t *testing.T, args ...string) (addr string, logs *lockedBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	logs = &lockedBuffer{}
+	addrc := make(chan string, 1)
+	done := make(chan int, 1)
+	f := &factory{in: strings.NewReader(""), out: logs, errOut: logs, getenv: func(string) string { return "" },
+		onListen: func(a string) { addrc <- a }}
+	go func() { done <- run(ctx, f, append([]string{"mock", "serve", "--port", "0"}, args...)) }()
+	select {
+	case addr = <-addrc:
+	case code := <-done:
+		t.Fatalf("mock serve exited with %d: %s", code, logs.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("mock serve did not listen")
+	}
+	return addr, logs, func() {
+		t.Helper()
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Fatalf("exit=%d: %s", code, logs.String())
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("mock serve did not stop")
+		}
 	}
 }
 
