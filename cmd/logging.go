@@ -26,8 +26,12 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w is a character device (a terminal), looking through the
+// progress-line guard that wraps stderr.
 func isTerminal(w io.Writer) bool {
+	if g, ok := w.(*lineGuard); ok {
+		w = g.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
