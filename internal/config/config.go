@@ -244,16 +244,15 @@ type Error struct {
 	Key, Value, Reason string
 }
 
+// Error never shows a secret: a key holding one is named without its value, and the password
+// of any URL in the value or the reason (a database URI, a provider's base URL, an origin) is
+// masked.
 func (e *Error) Error() string {
-	switch {
-	case e.Value == "":
-		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason)
-	case strings.HasSuffix(e.Key, "secret") || strings.HasSuffix(e.Key, "api_key"):
-		return fmt.Sprintf("config: %s: %s", e.Key, e.Reason) // never the secret itself
-	case strings.HasSuffix(e.Key, ".uri"):
-		return fmt.Sprintf("config: %s=%q: %s", e.Key, redact.Userinfo(e.Value), e.Reason)
+	reason := redact.Userinfo(e.Reason)
+	if e.Value == "" || strings.HasSuffix(e.Key, "secret") || strings.HasSuffix(e.Key, "api_key") {
+		return fmt.Sprintf("config: %s: %s", e.Key, reason)
 	}
-	return fmt.Sprintf("config: %s=%q: %s", e.Key, e.Value, e.Reason)
+	return fmt.Sprintf("config: %s=%q: %s", e.Key, redact.Userinfo(e.Value), reason)
 }
 
 // Load resolves every key with precedence flag > environment (APP_*, then the conventional
@@ -479,8 +478,12 @@ func (p *parser) str(name string) string {
 	switch p.spec(name).kind {
 	case kURL:
 		u, err := url.Parse(val)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			p.fail(name, "must be an absolute http(s) URL")
+		} else if port := u.Port(); port != "" {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				p.fail(name, "the port must be between 1 and 65535")
+			}
 		}
 		return strings.TrimRight(val, "/")
 	case kLevel:

@@ -179,11 +179,19 @@ func TestLoad_SecretNotInError(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("err = %v: want an error that does not show the secret", err)
 	}
-	// A refused URI is quoted without its password, even one url.Parse cannot read.
-	for _, uri := range []string{"postgres://u:hunter2@h/db", "mysql://u:hunter2@h/?x=%zz", "mongo://u:hun/ter2@h"} {
-		_, err = Load(flags(t), env(map[string]string{"APP_MONGODB_URI": uri}))
+	// A refused URL is quoted without its password, even one url.Parse cannot read, whichever
+	// key holds it and also where the reason repeats it.
+	for _, tc := range []struct{ env, value string }{
+		{"APP_MONGODB_URI", "postgres://u:hunter2@h/db"},
+		{"APP_MONGODB_URI", "mysql://u:hunter2@h/?x=%zz"},
+		{"APP_MONGODB_URI", "mongo://u:hun/ter2@h"},
+		{"APP_AI_OPENAI_BASE_URL", "ftp://u:hunter2@h/v1"},
+		{"APP_AI_ANTHROPIC_BASE_URL", "https://u:hunter2@h:99999/v1"}, // the port is out of range
+		{"APP_CORS_ALLOWED_ORIGINS", "https://u:hunter2@h"},
+	} {
+		_, err = Load(flags(t), env(map[string]string{tc.env: tc.value}))
 		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2") || !strings.Contains(err.Error(), "u:****@h") {
-			t.Fatalf("%s: err = %v, want the URI refused without its password", uri, err)
+			t.Errorf("%s=%s: err = %v, want the value refused without its password", tc.env, tc.value, err)
 		}
 	}
 }
