@@ -71,7 +71,7 @@ func TestCLIConventions(t *testing.T) {
 		{"bcrypt cost too high", testEnv("APP_AUTH_BCRYPT_COST", "32"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "auth.bcrypt_cost"},
 		{"bcrypt cost too low", testEnv("APP_AUTH_BCRYPT_COST", "3"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "auth.bcrypt_cost"},
 		{"short jwt secret", testEnv("APP_JWT_SECRET", "too-short"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "jwt.secret"},
-		{"bad allowed host", testEnv("APP_DBCHECK_ALLOWED_HOSTS", "10.0.0.0/99"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "dbcheck.allowed_hosts"},
+		{"bad allowed host", testEnv("APP_DBCHECK_ALLOWED_HOSTS", "10.0.0.0/99"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", `config: dbcheck.allowed_hosts: "10.0.0.0/99" is not a valid CIDR`},
 		{"missing argument", testEnv(), []string{"users", "grant", "a@example.com"}, exitUsage, "", "accepts 2 arg"},
 	}
 	for _, tt := range tests {

@@ -91,7 +91,7 @@ func New(o Options) (*Service, error) {
 	}
 	p, err := newPolicy(o.AllowedHosts, o.Unrestricted)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dbcheck.allowed_hosts: %w", err)
 	}
 	return &Service{opts: o, policy: p, cache: newCache(o.CacheSize, o.IdleTimeout), log: o.Logger.With("component", "dbcheck")}, nil
 }

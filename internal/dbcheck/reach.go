@@ -45,7 +45,7 @@ func newPolicy(allowed []string, unrestricted bool) (*policy, error) {
 		case strings.Contains(s, "/"):
 			pfx, err := netip.ParsePrefix(s)
 			if err != nil {
-				return nil, fmt.Errorf("dbcheck.allowed_hosts: %q is not a valid CIDR", raw)
+				return nil, fmt.Errorf("%q is not a valid CIDR", raw)
 			}
 			p.prefixes = append(p.prefixes, pfx.Masked())
 		default:
@@ -55,7 +55,7 @@ func newPolicy(allowed []string, unrestricted bool) (*policy, error) {
 				continue
 			}
 			if _, err := path.Match(s, ""); err != nil {
-				return nil, fmt.Errorf("dbcheck.allowed_hosts: %q is not a valid host name or glob", raw)
+				return nil, fmt.Errorf("%q is not a valid host name or glob", raw)
 			}
 			p.names = append(p.names, s)
 		}
