@@ -28,7 +28,7 @@ type Options struct {
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // request body limit (413 past it)
 	// MaxAIBodyBytes is the body limit of the routes that take images (/v1/chat/completions,
-	// /v1/messages); 0: MaxBodyBytes.
+	// /v1/messages) or batches of inputs (/v1/embeddings); 0: MaxBodyBytes.
 	MaxAIBodyBytes int64
 	// NoAccessLog drops the one access-log line per request (the mock server's choice unless
 	// asked to log requests); failures are still logged.
