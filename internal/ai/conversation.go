@@ -95,6 +95,9 @@ type Delta struct {
 	// PromptTokens, on the first delta only, are the prompt tokens the provider reported
 	// before it (0 when it reports them at the end, as OpenAI does).
 	PromptTokens int64
+	// Model, on the first delta only, is the model the provider reported before it ("" when
+	// it has not named one yet); the Completion carries its last word.
+	Model string
 }
 
 // ToolCallDelta is a piece of the tool call numbered Index (from 0, in the order the calls

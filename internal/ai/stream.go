@@ -92,7 +92,8 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		}
 		for _, d := range deltas {
 			if !sent {
-				d.PromptTokens, sent = dec.result().promptTokens, true
+				r := dec.result()
+				d.PromptTokens, d.Model, sent = r.promptTokens, r.model, true
 			}
 			if d.ToolCall != nil && d.ToolCall.Name != "" && d.ToolCall.ID == "" {
 				d.ToolCall.ID = c.idPrefix + strconv.Itoa(d.ToolCall.Index)

@@ -95,7 +95,7 @@ func (s *Service) Complete(ctx context.Context, userID string, req *Request) (*C
 		return nil, openAIParam(err)
 	}
 	return &ChatCompletion{
-		ID: completionID(c.RequestID), Object: "chat.completion", Created: s.now().Unix(), Model: s.answerModel(req, c),
+		ID: completionID(c.RequestID), Object: "chat.completion", Created: s.now().Unix(), Model: s.answerModel(req, c.Model),
 		Choices: []Choice{{Message: answerMessage(c), FinishReason: finish(c)}},
 		Usage:   usageOf(c),
 	}, nil
@@ -137,6 +137,8 @@ func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit 
 			chunk.Choices[0].Delta.ToolCalls = piece
 		}
 		if first {
+			// Every chunk names the model the provider reported first, as OpenAI's do.
+			chunk.Model = s.answerModel(req, d.Model)
 			chunk.Choices[0].Delta.Role, first = "assistant", false
 		}
 		return emit(chunk)
@@ -144,7 +146,9 @@ func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit 
 	if err != nil {
 		return openAIParam(err)
 	}
-	chunk.Model = s.answerModel(req, c)
+	if first { // no piece came: the provider's last word names the model
+		chunk.Model = s.answerModel(req, c.Model)
+	}
 	reason := finish(c)
 	chunk.Choices[0] = ChunkChoice{FinishReason: &reason}
 	if first {
@@ -160,10 +164,10 @@ func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit 
 	return nil
 }
 
-// answerModel is the model named in the answer: the one the provider reports, in the form the
-// client used (provider/model when it named the provider).
-func (s *Service) answerModel(req *Request, c *ai.Completion) string {
-	m := c.Model
+// answerModel is the model named in the answer: m, the one the provider reports (the
+// requested one when it reports none), in the form the client used (provider/model when it
+// named the provider).
+func (s *Service) answerModel(req *Request, m string) string {
 	if m == "" {
 		m = req.Input.Model
 	}

@@ -198,7 +198,8 @@ func readSSE(t testing.TB, body string) []string {
 }
 
 // Ensure a streamed call is chat.completion.chunk events (role first, finish_reason, the usage
-// chunk with include_usage) ending with [DONE], for each provider.
+// chunk with include_usage) ending with [DONE], every chunk naming the model the provider
+// reported (the fake OpenAI reports a dated snapshot), for each provider.
 func TestV1Stream(t *testing.T) {
 	t.Parallel()
 	fx := newGWFixture(t, Options{}, aitest.Stream(aitest.StreamOptions{}))
@@ -217,10 +218,17 @@ func TestV1Stream(t *testing.T) {
 			var text strings.Builder
 			var finishes []string
 			usages := 0
+			model := p + "/m"
+			if p == "openai" {
+				model += "-2024-07-18"
+			}
 			for i, d := range data[:len(data)-1] {
 				c := decodeJSON[gateway.Chunk](t, []byte(d))
 				if c.Object != "chat.completion.chunk" || !strings.HasPrefix(c.ID, "chatcmpl-") {
 					t.Fatalf("%s: chunk %s", p, d)
+				}
+				if c.Model != model {
+					t.Errorf("%s: chunk %d names model %q, want %q", p, i, c.Model, model)
 				}
 				if len(c.Choices) == 0 {
 					usages++
