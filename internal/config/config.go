@@ -239,20 +239,24 @@ func BindFlags(fs *pflag.FlagSet) {
 	}
 }
 
+// unescapedAt refuses a URL whose user name or password holds an unescaped "@", which a
+// parser would read as a host of its own.
+const unescapedAt = `holds more than one "@": write an "@" or "/" of the user name or password percent-encoded (%40, %2F)`
+
 // Error is a configuration value that cannot be used; it names the key and the value.
 type Error struct {
 	Key, Value, Reason string
 }
 
 // Error never shows a secret: a key holding one is named without its value, and the password
-// of any URL in the value or the reason (a database URI, a provider's base URL, an origin) is
-// masked.
+// of any URL in the value (a database URI, a provider's base URL, an origin) is masked, in the
+// value and wherever the reason quotes it.
 func (e *Error) Error() string {
-	reason := redact.Userinfo(e.Reason)
+	reason := redact.Text(e.Reason, e.Value)
 	if e.Value == "" || strings.HasSuffix(e.Key, "secret") || strings.HasSuffix(e.Key, "api_key") {
 		return fmt.Sprintf("config: %s: %s", e.Key, reason)
 	}
-	return fmt.Sprintf("config: %s=%q: %s", e.Key, redact.Userinfo(e.Value), reason)
+	return fmt.Sprintf("config: %s=%q: %s", e.Key, redact.URI(e.Value), reason)
 }
 
 // Load resolves every key with precedence flag > environment (APP_*, then the conventional
@@ -444,8 +448,12 @@ func parse(raw map[string]string) (*Config, error) {
 		}
 	}
 	for _, uriKey := range []string{"mongodb.uri", "core.uri"} {
-		if u := raw[uriKey]; u != "" && !strings.HasPrefix(u, "mongodb://") && !strings.HasPrefix(u, "mongodb+srv://") {
+		switch u := raw[uriKey]; {
+		case u == "":
+		case !strings.HasPrefix(u, "mongodb://") && !strings.HasPrefix(u, "mongodb+srv://"):
 			p.fail(uriKey, "must start with mongodb:// or mongodb+srv://")
+		case redact.UnescapedAt(u):
+			p.fail(uriKey, unescapedAt)
 		}
 	}
 	if p.err != nil {
@@ -478,7 +486,9 @@ func (p *parser) str(name string) string {
 	switch p.spec(name).kind {
 	case kURL:
 		u, err := url.Parse(val)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		if redact.UnescapedAt(val) {
+			p.fail(name, unescapedAt)
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			p.fail(name, "must be an absolute http(s) URL")
 		} else if port := u.Port(); port != "" {
 			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
@@ -549,6 +559,12 @@ func (p *parser) bool(name string) bool {
 
 // origins is a list of browser origins (scheme://host[:port], no path) or "*".
 func (p *parser) origins(name string) []string {
+	if strings.Contains(p.raw[name], "@") {
+		// Checked on the whole value: a password with a space would split into two entries,
+		// and the first, quoted, would show part of it.
+		p.fail(name, `an origin holds no user name or password ("@")`)
+		return nil
+	}
 	list := p.list(name)
 	for i, o := range list {
 		if o == "*" {

@@ -188,6 +188,13 @@ func TestLoad_SecretNotInError(t *testing.T) {
 		{"APP_AI_OPENAI_BASE_URL", "ftp://u:hunter2@h/v1"},
 		{"APP_AI_ANTHROPIC_BASE_URL", "https://u:hunter2@h:99999/v1"}, // the port is out of range
 		{"APP_CORS_ALLOWED_ORIGINS", "https://u:hunter2@h"},
+		// A space or quotes, not valid in a URL yet typed.
+		{"APP_CORS_ALLOWED_ORIGINS", "https://u:hunter2 x@h"},
+		{"APP_AI_GEMINI_BASE_URL", `ftp://u:hunter2 'q"@h/v1`},
+		// An unescaped "@" and "/", which a parser would split at, taking "ter2" for a host:
+		// refused before anything parses it.
+		{"APP_MONGODB_URI", "mongodb://u:hun@ter2/x@h/db"},
+		{"APP_AI_OPENAI_BASE_URL", "https://u:hun@ter2/x@h/v1"},
 	} {
 		_, err = Load(flags(t), env(map[string]string{tc.env: tc.value}))
 		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2") || !strings.Contains(err.Error(), "u:****@h") {

@@ -43,9 +43,12 @@ type parsed struct {
 // hide the real query from a text scan), and before the driver validates or uses it, so no
 // answer depends on which files exist. Errors are Invalid and never contain the password.
 func parseConnString(uri string, restricted bool) (*parsed, error) {
+	if redact.UnescapedAt(uri) {
+		return nil, apperr.Validation(`connectionString holds more than one "@": write an "@" or "/" of the user name or password percent-encoded (%40, %2F)`)
+	}
 	cs, err := connstring.Parse(uri)
 	if err != nil {
-		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redactSecrets(err.Error(), uri))
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact.Text(err.Error(), uri))
 	}
 	if restricted {
 		if err := refusedOptions(cs); err != nil {
@@ -53,7 +56,7 @@ func parseConnString(uri string, restricted bool) (*parsed, error) {
 		}
 	}
 	if err := cs.Validate(); err != nil {
-		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redactSecrets(err.Error(), uri))
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact.Text(err.Error(), uri))
 	}
 	return &parsed{cs: cs, firstHost: firstHost(uri)}, nil
 }
@@ -102,39 +105,6 @@ func firstHost(uri string) string {
 		host, _, _ = strings.Cut(host, ".")
 	}
 	return host
-}
-
-// password returns the password written in a connection string, if any.
-func password(uri string) string {
-	_, rest, _ := strings.Cut(uri, "://")
-	if i := strings.IndexAny(rest, "/?"); i >= 0 {
-		rest = rest[:i]
-	}
-	i := strings.LastIndex(rest, "@")
-	if i < 0 {
-		return ""
-	}
-	_, pw, ok := strings.Cut(rest[:i], ":")
-	if !ok {
-		return ""
-	}
-	if u, err := url.PathUnescape(pw); err == nil {
-		return u
-	}
-	return pw
-}
-
-// redactSecrets hides connection-string passwords in text, and the password of uri wherever
-// it appears (a driver error may quote it decoded).
-func redactSecrets(text, uri string) string {
-	text = redact.Userinfo(text)
-	if pw := password(uri); len(pw) >= 3 {
-		text = strings.ReplaceAll(text, pw, "****")
-		if esc := url.QueryEscape(pw); esc != pw {
-			text = strings.ReplaceAll(text, esc, "****")
-		}
-	}
-	return text
 }
 
 func mechanismRefused(m string) error {

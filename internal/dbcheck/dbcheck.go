@@ -26,6 +26,7 @@ import (
 	"go.mongodb.org/mongo-driver/x/mongo/driver/topology"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/redact"
 )
 
 // Options configures a Service. Zero values take the defaults in parentheses.
@@ -201,7 +202,7 @@ func (s *Service) Test(ctx context.Context, in TestInput) (*TestResult, error) {
 	res.Databases = l.names
 	if l.err != nil {
 		// Credentials limited to one database may not list the others: the test still succeeded.
-		s.log.Debug("listDatabases failed", "uri", redactSecrets(in.ConnectionString, in.ConnectionString), "err", redactSecrets(l.err.Error(), in.ConnectionString))
+		s.log.Debug("listDatabases failed", "uri", redact.URI(in.ConnectionString), "err", redact.Text(l.err.Error(), in.ConnectionString))
 		res.Databases = []string{}
 	}
 	return res, nil
@@ -234,7 +235,7 @@ func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Dura
 		return nil, forbidden(b)
 	}
 	reason := s.describe(err, uri, e.selection)
-	s.log.Info("mongodb test failed", "uri", redactSecrets(uri, uri), "reason", reason)
+	s.log.Info("mongodb test failed", "uri", redact.URI(uri), "reason", reason)
 	return &TestResult{Success: false, Error: reason, Latency: ms(elapsed)}, nil
 }
 
@@ -308,11 +309,11 @@ func (s *Service) queryError(e *entry, uri string, err error) error {
 		errors.Is(err, context.DeadlineExceeded) && !isSelection(err):
 		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
 	case errors.As(err, &ce) && !isAuth(err):
-		return apperr.Wrap(apperr.Invalid, errors.New(redactSecrets(err.Error(), uri)), "the server refused the query: "+redactSecrets(commandText(ce), uri))
+		return apperr.Wrap(apperr.Invalid, errors.New(redact.Text(err.Error(), uri)), "the server refused the query: "+redact.Text(commandText(ce), uri))
 	}
 	s.cache.remove(e)
 	reason := s.describe(err, uri, e.selection)
-	s.log.Info("mongodb query failed", "uri", redactSecrets(uri, uri), "reason", reason)
+	s.log.Info("mongodb query failed", "uri", redact.URI(uri), "reason", reason)
 	return apperr.Wrap(apperr.Upstream, errors.New(reason), "cannot query the MongoDB server: "+reason)
 }
 
@@ -368,7 +369,7 @@ func (s *Service) describe(err error, uri string, selection time.Duration) strin
 	default:
 		reason = err.Error()
 	}
-	return redactSecrets(reason, uri)
+	return redact.Text(reason, uri)
 }
 
 // connect parses and checks uri and creates its driver client (which connects lazily).
@@ -404,7 +405,7 @@ func (s *Service) connect(ctx context.Context, uri string) (*entry, error) {
 	}
 	client, err := mongo.Connect(ctx, o)
 	if err != nil {
-		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redactSecrets(err.Error(), uri))
+		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact.Text(err.Error(), uri))
 	}
 	return &entry{client: client, dialer: d, firstHost: p.firstHost, selection: selection}, nil
 }

@@ -2,6 +2,7 @@
 package redact
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -26,4 +27,66 @@ func Userinfo(s string) string {
 		}
 		return parts[1] + user + ":****@"
 	})
+}
+
+// URI hides the password of uri, which is one URI and nothing else (a configuration value, a
+// connection string), whatever the password holds (a space, a quote, "/" or "@"): everything
+// between the user name's ":" and the last "@" goes. A URI without a password is left as it is.
+func URI(uri string) string {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return uri
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return uri
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return uri
+	}
+	return scheme + "://" + user + ":****@" + rest[at+1:]
+}
+
+// Text hides the passwords of the URIs text quotes (Userinfo) and, wherever they appear, the
+// passwords of uris as written and decoded: a parser's error may quote a password without its
+// URI, and a password with a space or a quote ends Userinfo's match early.
+func Text(text string, uris ...string) string {
+	text = Userinfo(text)
+	for _, uri := range uris {
+		pw := password(uri)
+		forms := []string{pw}
+		if dec, err := url.PathUnescape(pw); err == nil {
+			forms = append(forms, dec, url.QueryEscape(dec))
+		}
+		for _, f := range forms {
+			if len(f) >= 3 { // shorter ones would hide ordinary text and protect little
+				text = strings.ReplaceAll(text, f, "****")
+			}
+		}
+	}
+	return text
+}
+
+// password is what URI hides: the text between the user name's ":" and the last "@".
+func password(uri string) string {
+	_, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return ""
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return ""
+	}
+	_, pw, _ := strings.Cut(rest[:at], ":")
+	return pw
+}
+
+// UnescapedAt reports whether the text after uri's scheme holds more than one "@": a user name
+// or password written with an unescaped "@". Parsers split such a URI at a place of their own
+// and then quote part of the password as a host name (and look it up), so it is refused
+// before anything parses it.
+func UnescapedAt(uri string) bool {
+	_, rest, ok := strings.Cut(uri, "://")
+	return ok && strings.Count(rest, "@") > 1
 }

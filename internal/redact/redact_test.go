@@ -49,3 +49,75 @@ func FuzzUserinfo(f *testing.F) {
 		}
 	})
 }
+
+func TestURI(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"mongodb://user:s3cret@host:27017/db", "mongodb://user:****@host:27017/db"},
+		{"mongodb://u:Sp ace-1@127.0.0.1:1/", "mongodb://u:****@127.0.0.1:1/"},
+		{"mongodb://u:CfgQ'uote\"<x>@h/", "mongodb://u:****@h/"},
+		{"http://u:Sup3r@Secret/Tail@127.0.0.1:99/v1", "http://u:****@127.0.0.1:99/v1"},
+		{"mongodb://host/db", "mongodb://host/db"},
+		{"mongodb://onlyuser@host/db", "mongodb://onlyuser@host/db"},
+		{"not a uri: a:b@c", "not a uri: a:b@c"},
+	} {
+		if got := URI(tt.in); got != tt.want {
+			t.Errorf("URI(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestText(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ text, uri, want string }{
+		// A quoted value Userinfo cannot end, and the value itself named.
+		{`"mongodb://u:Sp ace-1@h/" refused`, "mongodb://u:Sp ace-1@h/", `"mongodb://u:****@h/" refused`},
+		// A parser quoting the password decoded, or escaped.
+		{"bad escape in p@ss/word", "mongodb://u:p%40ss%2Fword@h/", "bad escape in ****"},
+		{"field p%40ss+w", "mongodb://u:p@ss w@h/", "field ****"},
+		// Short passwords are left: they would hide ordinary words.
+		{"a ab", "mongodb://u:ab@h/", "a ab"},
+		{"nothing to hide", "mongodb://h/", "nothing to hide"},
+	} {
+		if got := Text(tt.text, tt.uri); got != tt.want {
+			t.Errorf("Text(%q, %q) = %q, want %q", tt.text, tt.uri, got, tt.want)
+		}
+	}
+}
+
+func TestUnescapedAt(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		uri  string
+		want bool
+	}{
+		{"mongodb://u:p%40ss@h/", false},
+		{"mongodb://h/", false},
+		{"mongodb://u:Sup3r@SecretTail/more@127.0.0.1:1/", true},
+		{"http://u:p@ss@h/v1", true},
+		{"user@example.com and user2@example.com", false},
+	} {
+		if got := UnescapedAt(tt.uri); got != tt.want {
+			t.Errorf("UnescapedAt(%q) = %v, want %v", tt.uri, got, tt.want)
+		}
+	}
+}
+
+// Ensure no password survives URI, whatever it holds, and Text hides it wherever it is quoted.
+func FuzzURI(f *testing.F) {
+	for _, pw := range []string{"s3cret", "p@ss", "pa/ss", "a:b", "%zz", "x?y#z", "sp ace", `q"u'o<t>e`} {
+		f.Add(pw)
+	}
+	f.Fuzz(func(t *testing.T, pw string) {
+		if len(pw) < 4 || strings.Contains("mongodb://user:****@host/db", pw) {
+			return // a short password may occur by chance elsewhere
+		}
+		uri := "mongodb://user:" + pw + "@host/db"
+		if out := URI(uri); strings.Contains(out, pw) {
+			t.Fatalf("URI(%q) = %q keeps the password", uri, out)
+		}
+		if out := Text("refused "+uri+" and "+pw, uri); strings.Contains(out, pw) {
+			t.Fatalf("Text kept the password %q: %q", pw, out)
+		}
+	})
+}

@@ -78,7 +78,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
 		_ = s.Close(context.Background())
-		return nil, fmt.Errorf("store: ping %s: %w", redact.Userinfo(s.uri), err)
+		return nil, fmt.Errorf("store: ping %s: %w", redact.URI(s.uri), err)
 	}
 	switch {
 	case s.embedded != nil && opts.Standalone:
@@ -106,7 +106,7 @@ func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
 	o := options.Client().ApplyURI(uri).SetServerSelectionTimeout(5 * time.Second).SetConnectTimeout(5 * time.Second)
 	client, err := mongo.Connect(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("store: connect %s: %w", redact.Userinfo(uri), err)
+		return nil, fmt.Errorf("store: connect %s: %w", redact.URI(uri), err)
 	}
 	return client, nil
 }

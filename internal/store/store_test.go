@@ -227,3 +227,21 @@ func indexNames(t *testing.T, coll *mongo.Collection) []string {
 	slices.Sort(names)
 	return names
 }
+
+// Ensure an Open that fails names the URI without its password, whatever the password holds.
+func TestOpen_ErrorHidesPassword(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, uri string }{
+		{"Unreachable", "mongodb://u:hunter2@127.0.0.1:1/?serverSelectionTimeoutMS=200"},
+		{"SpaceAndQuotes", `mongodb://u:hunter2 x'y"<z>@127.0.0.1:1/?serverSelectionTimeoutMS=200`},
+		{"Unparsable", "mongodb://u:hunter2@127.0.0.1:notaport/"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := store.Open(ctxT(t), store.Options{URI: tt.uri, DataDir: t.TempDir()})
+			if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "u:****@127.0.0.1:") {
+				t.Fatalf("err = %v, want a failure that names the URI without its password", err)
+			}
+		})
+	}
+}
