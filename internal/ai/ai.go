@@ -100,7 +100,7 @@ func (nopObserver) BudgetRejected()                                             
 type Options struct {
 	Providers map[string]ProviderConfig // by name: openai, anthropic, gemini
 	// Timeout is ai.timeout: a whole call, retries included; for a streamed call, the time to
-	// its first event.
+	// its first piece (text or a tool call), whatever events come before it.
 	Timeout time.Duration
 	// StreamIdleTimeout is ai.stream_idle_timeout: the longest gap between two events of a
 	// streamed answer (default 60s).
@@ -271,8 +271,8 @@ func (s *Service) Complete(ctx context.Context, userID, providerName string, in 
 // An error returned before onDelta was first called means nothing was sent (the caller may still
 // answer a JSON error); onDelta returning an error cancels the upstream call.
 //
-// The errors are Complete's; ai.timeout bounds the time to the first event and
-// ai.stream_idle_timeout the gap between two events. Retries happen only before the provider
+// The errors are Complete's; ai.timeout bounds the time to the first piece and
+// ai.stream_idle_timeout, after it, the gap between two events. Retries happen only before the provider
 // starts its answer. A call canceled mid-stream is recorded as canceled with the usage the
 // provider reported until then.
 func (s *Service) Stream(ctx context.Context, userID, providerName string, in ChatInput, onDelta func(Delta) error) (*Completion, error) {
@@ -625,7 +625,7 @@ func transportError(ctx context.Context, err error) *upstreamError {
 	switch {
 	case errors.Is(context.Cause(ctx), errIdle):
 		return &upstreamError{timeout: true, idle: true}
-	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded), errors.Is(context.Cause(ctx), errFirstEvent):
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded), errors.Is(context.Cause(ctx), errFirstPiece):
 		return &upstreamError{timeout: true}
 	case ctx.Err() != nil:
 		return &upstreamError{canceled: true}

@@ -13,11 +13,11 @@ import (
 // maxStreamBytes bounds what is read of one streamed answer.
 const maxStreamBytes = 64 << 20
 
-// The causes of a streamed call's end that are ours: a timeout before the first event
-// (ai.timeout), between two events (ai.stream_idle_timeout), or of the whole stream
+// The causes of a streamed call's end that are ours: a timeout before the first piece
+// (ai.timeout), between two events after it (ai.stream_idle_timeout), or of the whole stream
 // (ai.stream_max_duration).
 var (
-	errFirstEvent = errors.New("ai.timeout passed before the first event")
+	errFirstPiece = errors.New("ai.timeout passed before the first piece")
 	errIdle       = errors.New("ai.stream_idle_timeout passed between two events")
 	errTooLong    = errors.New("ai.stream_max_duration passed")
 )
@@ -28,12 +28,16 @@ var (
 func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfig, c *call, onDelta func(Delta) error) (*result, int, *upstreamError) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	var started atomic.Bool // an event came: the timer is the idle one
+	// Until the first piece (text or a tool call) the timer is ai.timeout, whatever events
+	// come: a provider sending only events without a piece (pings, empty chunks) must not hold
+	// a caller who has received nothing yet. After it, the timer is the idle one, reset by
+	// every event.
+	var started atomic.Bool
 	timer := time.AfterFunc(s.timeout, func() {
 		if started.Load() {
 			cancel(errIdle)
 		} else {
-			cancel(errFirstEvent)
+			cancel(errFirstPiece)
 		}
 	})
 	defer timer.Stop()
@@ -84,8 +88,6 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 			}
 			return fail(u)
 		}
-		started.Store(true)
-		timer.Reset(s.idle)
 		deltas, end, err = dec.event(name, data, deltas[:0])
 		if err != nil {
 			return fail(asUpstream(err))
@@ -102,6 +104,10 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 				cancel(err)
 				return fail(&upstreamError{canceled: true})
 			}
+		}
+		if sent {
+			started.Store(true)
+			timer.Reset(s.idle)
 		}
 		if end {
 			break

@@ -3,6 +3,8 @@ package ai_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +148,27 @@ func TestStream_Failures(t *testing.T) {
 			t.Fatalf("err = %v, onDelta called %v", err, called)
 		}
 	})
+	// A provider sending events without a piece (pings, empty chunks) keeps nothing alive:
+	// ai.timeout still bounds the time to the first piece, retries included.
+	for provider, event := range map[string]string{
+		"openai":    `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[]}`,
+		"anthropic": `ping|{"type":"ping"}`,
+		"gemini":    `{"candidates":[{"content":{"parts":[],"role":"model"},"index":0}],"modelVersion":"m"}`,
+	} {
+		t.Run("OnlyEventsWithoutPiece/"+provider, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, provider, pings(event, 10*time.Millisecond))
+			svc, _ := newService(t, fake, provider, func(o *ai.Options) {
+				o.Timeout, o.StreamIdleTimeout, o.StreamMaxDuration = 300*time.Millisecond, time.Minute, 3*time.Second
+			})
+			deltas, onDelta := collect()
+			_, err := svc.Stream(context.Background(), "u", provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`), onDelta)
+			// Kept alive by the events, the call would end at the longest duration instead.
+			if apperr.KindOf(err) != apperr.UpstreamTimeout || !strings.Contains(err.Error(), "(ai.timeout)") || len(*deltas) != 0 {
+				t.Fatalf("err = %v, deltas %q: want an UpstreamTimeout naming ai.timeout, before any piece", err, *deltas)
+			}
+		})
+	}
 	t.Run("IdleBetweenEvents", func(t *testing.T) {
 		t.Parallel()
 		fake := aitest.New(t, "gemini", aitest.Stream(aitest.StreamOptions{Gap: 2 * time.Second}))
@@ -299,5 +322,28 @@ func TestRoundCost(t *testing.T) {
 	}
 	if c.Cost != 0.0000035 || rec.all()[0].Cost != 0.0000035 {
 		t.Errorf("cost %v, recorded %v, want 0.0000035", c.Cost, rec.all()[0].Cost)
+	}
+}
+
+// pings answers a stream of event (a data line, or "name|data") every gap until the client
+// leaves: a provider that keeps the stream busy without ever sending a piece.
+func pings(event string, gap time.Duration) aitest.Responder {
+	return func(w http.ResponseWriter, r *http.Request, _ aitest.Call) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		line := "data: " + event + "\n\n"
+		if name, data, ok := strings.Cut(event, "|"); ok {
+			line = "event: " + name + "\ndata: " + data + "\n\n"
+		}
+		for {
+			if _, err := io.WriteString(w, line); err != nil || rc.Flush() != nil {
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(gap):
+			}
+		}
 	}
 }
