@@ -214,6 +214,10 @@ type geminiResponse struct {
 	UsageMetadata *geminiUsage `json:"usageMetadata"`
 	ModelVersion  string       `json:"modelVersion"`
 	ResponseID    string       `json:"responseId"`
+	// Error is set on an event that ends a stream with a failure.
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
 }
 
 type geminiCandidate struct {
@@ -355,7 +359,8 @@ func (gemini) failure(status int, header http.Header, body []byte) *upstreamErro
 }
 
 // geminiStream reads :streamGenerateContent?alt=sse: every event is a whole
-// GenerateContentResponse with the text added and the usage so far; the body's end ends it.
+// GenerateContentResponse with the text added and the usage so far; the body's end ends it,
+// after an answer with a finish reason.
 type geminiStream struct {
 	res   result
 	text  strings.Builder
@@ -368,6 +373,9 @@ func (s *geminiStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 	var r geminiResponse
 	if err := decodeAnswer("gemini", data, &r); err != nil {
 		return out, false, err
+	}
+	if r.Error != nil {
+		return out, false, &upstreamError{status: http.StatusOK, message: r.Error.Message}
 	}
 	if r.ModelVersion != "" {
 		s.res.model = r.ModelVersion
@@ -405,7 +413,9 @@ func (s *geminiStream) result() *result {
 	return &s.res
 }
 
-func (s *geminiStream) endsAtEOF() bool { return true }
+// endsAtEOF: the body's end ends a stream whose last answer gave a finish reason; without one
+// the stream was cut short.
+func (s *geminiStream) endsAtEOF() bool { return s.res.finishReason != "" }
 
 // Gemini's embeddings (gemini implements embedder): POST
 // {base}/models/{model}:batchEmbedContents, one request per text (texts only), at most

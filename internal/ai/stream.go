@@ -1,8 +1,10 @@
 package ai
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -58,7 +60,9 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 	dec := ep.provider.newStream(c, resp.Header)
 	var deltas []Delta
 	sent := false // a delta was handed to onDelta
-	events := newSSEReader(io.LimitReader(resp.Body, maxStreamBytes))
+	// A MaxBytesReader, not a LimitReader: at the limit the stream fails, where a LimitReader's
+	// EOF would look like the end of a stream that ends at EOF.
+	events := newSSEReader(http.MaxBytesReader(nil, resp.Body, maxStreamBytes))
 	fail := func(u *upstreamError) (*result, int, *upstreamError) {
 		if parent.Err() != nil {
 			u = &upstreamError{canceled: true, status: http.StatusOK}
@@ -81,9 +85,15 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 				u = &upstreamError{timeout: true, tooLong: true}
 			}
 			if !u.timeout && !u.canceled {
+				var tooLarge *http.MaxBytesError
 				u = &upstreamError{message: "the stream broke off: " + netReason(err), cause: err}
-				if errors.Is(err, io.EOF) {
+				switch {
+				case errors.Is(err, io.EOF):
 					u.message = "the stream ended before its last event"
+				case errors.As(err, &tooLarge):
+					u.message = fmt.Sprintf("the stream passed its limit of %d MiB", maxStreamBytes>>20)
+				case errors.Is(err, bufio.ErrTooLong):
+					u.message = fmt.Sprintf("an event passed the limit of %d MiB", maxEventBytes>>20)
 				}
 			}
 			return fail(u)

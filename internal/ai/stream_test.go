@@ -148,6 +148,30 @@ func TestStream_Failures(t *testing.T) {
 			t.Fatalf("err = %v, onDelta called %v", err, called)
 		}
 	})
+	// A Gemini stream ends at the body's end, but only after an answer with a finish reason;
+	// an error object in the stream is a failure too.
+	piece := `{"candidates":[{"content":{"parts":[{"text":"hel"}],"role":"model"},"index":0}],"modelVersion":"m"}`
+	for name, tc := range map[string]struct {
+		events []string
+		want   string
+	}{
+		"CutBeforeTheFinish": {[]string{piece}, "ended before its last event"},
+		"ErrorEvent":         {[]string{piece, `{"error":{"code":500,"message":"backend boom","status":"INTERNAL"}}`}, "backend boom"},
+	} {
+		t.Run("Gemini"+name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "gemini", aitest.Events(tc.events...))
+			svc, rec := newService(t, fake, "gemini", nil)
+			deltas, onDelta := collect()
+			_, err := svc.Stream(context.Background(), "u", "gemini", input(t, `{"messages":[{"role":"user","content":"x"}]}`), onDelta)
+			if apperr.KindOf(err) != apperr.Upstream || !strings.Contains(err.Error(), tc.want) || len(*deltas) != 1 {
+				t.Fatalf("err = %v, deltas %q: want an Upstream error saying %q after one piece", err, *deltas, tc.want)
+			}
+			if recs := rec.all(); len(recs) != 1 || recs[0].Status != usage.StatusError {
+				t.Errorf("records %+v: want one failure", recs)
+			}
+		})
+	}
 	// A provider sending events without a piece (pings, empty chunks) keeps nothing alive:
 	// ai.timeout still bounds the time to the first piece, retries included.
 	for provider, event := range map[string]string{
