@@ -491,6 +491,13 @@ func TestComplete_UntrustedUsage(t *testing.T) {
 		{"NotInteger", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":"three"}}`, "unreadable usage.prompt_tokens", 0},
 		{"Fraction", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":1.5}}`, "unreadable usage.prompt_tokens", 0},
 		{"UsageNotObject", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":[1]}`, "unreadable usageMetadata", 0},
+		// Each count within bounds, their sum past them: priced and charged, the record
+		// would be refused.
+		{"SumAboveBillion", "anthropic", `{"model":"m","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1000000000,"cache_read_input_tokens":1000000000,"output_tokens":4}}`, "impossible token count", 0},
+		{"GeminiSumAboveBillion", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1000000000,"thoughtsTokenCount":1000000000}}`, "impossible token count", 0},
+		{"CachedBeyondPrompt", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":1,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":1000000}}}`, "more cached tokens", 0},
+		{"GeminiCachedBeyondPrompt", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":{"promptTokenCount":1,"candidatesTokenCount":4,"cachedContentTokenCount":900}}`, "more cached tokens", 0},
+		{"ReasoningBeyondCompletion", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":1,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":5}}}`, "more reasoning tokens", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

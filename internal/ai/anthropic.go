@@ -264,7 +264,7 @@ func (u *anthropicUsage) apply(res *result) error {
 	res.completionTokens = u.OutputTokens // thinking included
 	res.cacheReadTokens = u.CacheReadInputTokens
 	res.cacheWriteTokens = u.CacheCreationInputTokens
-	return nil
+	return res.checkTotals("anthropic")
 }
 
 // anthropicFinish maps a stop_reason to OpenAI's finish_reason words.

@@ -280,7 +280,7 @@ func (u *geminiUsage) apply(res *result) error {
 	res.completionTokens = u.CandidatesTokenCount + u.ThoughtsTokenCount
 	res.cacheReadTokens = u.CachedContentTokenCount
 	res.reasoningTokens = u.ThoughtsTokenCount
-	return nil
+	return res.checkTotals("gemini")
 }
 
 // geminiFinish maps a finishReason to OpenAI's finish_reason words.

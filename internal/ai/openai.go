@@ -193,7 +193,7 @@ func (u *openAIUsage) apply(res *result) error {
 	res.completionTokens = u.CompletionTokens
 	res.cacheReadTokens = u.PromptTokensDetails.CachedTokens
 	res.reasoningTokens = u.CompletionTokensDetails.ReasoningTokens
-	return nil
+	return res.checkTotals("openai")
 }
 
 // openAIFinish maps a finish_reason to the four values the normalized answer uses.

@@ -141,6 +141,22 @@ func checkCounts(name string, counts ...int64) error {
 	return nil
 }
 
+// checkTotals refuses counts that cannot go together once added up: a prompt or a completion
+// past maxTokensPerCall (its parts each within it), cached tokens beyond the prompt, reasoning
+// tokens beyond the completion. Such an answer would be priced and charged but its usage
+// record refused, so the answer, the budget and the usage log would disagree.
+func (r *result) checkTotals(name string) error {
+	switch {
+	case r.promptTokens > maxTokensPerCall || r.completionTokens > maxTokensPerCall:
+		return malformed(fmt.Sprintf("%s reported an impossible token count (%d prompt, %d completion)", name, r.promptTokens, r.completionTokens))
+	case r.cacheReadTokens+r.cacheWriteTokens > r.promptTokens:
+		return malformed(fmt.Sprintf("%s reported more cached tokens (%d) than prompt tokens (%d)", name, r.cacheReadTokens+r.cacheWriteTokens, r.promptTokens))
+	case r.reasoningTokens > r.completionTokens:
+		return malformed(fmt.Sprintf("%s reported more reasoning tokens (%d) than completion tokens (%d)", name, r.reasoningTokens, r.completionTokens))
+	}
+	return nil
+}
+
 // maxModelName bounds the model name a provider reports.
 const maxModelName = 128
 
