@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -145,6 +146,7 @@ type Service struct {
 	now     func() time.Time
 
 	noTemperature *modelCache[bool] // models that refuse a non-default temperature
+	keys          *regexp.Regexp    // every configured API key (see redact)
 }
 
 // NewTransport returns the HTTP transport for provider calls: net/http's, with HTTP/2 where
@@ -188,7 +190,7 @@ func New(opts Options) *Service {
 		cfg: opts.Providers, timeout: opts.Timeout, idle: opts.StreamIdleTimeout, prices: opts.Prices,
 		rec: opts.Recorder, budget: opts.Budget, obs: opts.Observer, log: opts.Logger, retries: opts.MaxRetries, base: opts.RetryBase,
 		cap: opts.RetryCap, maxTok: opts.DefaultMaxTok, now: opts.Now,
-		noTemperature: newModelCache[bool](),
+		noTemperature: newModelCache[bool](), keys: keysPattern(opts.Providers),
 	}
 	if s.timeout <= 0 {
 		s.timeout = 60 * time.Second
@@ -588,7 +590,7 @@ const maxErrorBytes = 64 << 10
 func (s *Service) send(ctx context.Context, p provider, cfg ProviderConfig, c *call) (*http.Response, *upstreamError) {
 	req, err := newRequest(ctx, p, cfg.BaseURL, cfg.APIKey, c)
 	if err != nil { // nothing was sent: a bug, or a base_url net/http refuses
-		return nil, &upstreamError{unbuilt: true, cause: err, message: "could not " + redact(withoutURL(err), cfg.APIKey)}
+		return nil, &upstreamError{unbuilt: true, cause: err, message: "could not " + s.redact(withoutURL(err))}
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -605,7 +607,7 @@ func (s *Service) send(ctx context.Context, p provider, cfg ProviderConfig, c *c
 		return nil, u
 	}
 	u := p.failure(resp.StatusCode, resp.Header, body)
-	u.message = redact(u.message, cfg.APIKey)
+	u.message = s.redact(u.message)
 	return nil, u
 }
 
@@ -794,11 +796,28 @@ func outcome(u *upstreamError) string {
 	return "error"
 }
 
-// redact removes the API key from a provider's text, which some providers quote back
-// ("Incorrect API key provided: sk-…"), before it is logged, answered or stored.
-func redact(msg, apiKey string) string {
-	if apiKey == "" || msg == "" {
+// keysPattern matches every configured API key in any letter case, the longest first, or is
+// nil when none is set.
+func keysPattern(providers map[string]ProviderConfig) *regexp.Regexp {
+	var keys []string
+	for _, p := range providers {
+		if p.APIKey != "" {
+			keys = append(keys, regexp.QuoteMeta(p.APIKey))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.SortFunc(keys, func(a, b string) int { return len(b) - len(a) })
+	return regexp.MustCompile("(?i)" + strings.Join(keys, "|"))
+}
+
+// redact removes the API keys from a provider's text before it is logged, answered or
+// stored: some providers quote a key back ("Incorrect API key provided: sk-…"), and one
+// gateway behind several base URLs may quote another provider's key than the one it got.
+func (s *Service) redact(msg string) string {
+	if s.keys == nil || msg == "" {
 		return msg
 	}
-	return strings.ReplaceAll(msg, apiKey, "[redacted]")
+	return s.keys.ReplaceAllLiteralString(msg, "[redacted]")
 }

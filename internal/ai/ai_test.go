@@ -471,6 +471,48 @@ func TestComplete_LenientAnswers(t *testing.T) {
 	}
 }
 
+// Ensure no configured API key reaches an answer or a record, in any letter case, also when
+// a provider quotes another provider's key (one gateway behind several base URLs), and in a
+// stream's failure.
+func TestProviderKeysRedacted(t *testing.T) {
+	t.Parallel()
+	const other = "sk-ant-OTHER-provider-key"
+	quote := "bad keys: " + testKey + ", " + strings.ToUpper(testKey) + " and " + other
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		script aitest.Responder
+	}{
+		{"ErrorAnswer", false, aitest.Error("openai", 400, "invalid_request_error", quote)},
+		{"StreamError", true, aitest.Events(`{"error":{"message":"` + quote + `","type":"server_error"}}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "openai", tc.script)
+			svc, rec := newService(t, fake, "openai", func(o *ai.Options) {
+				o.Providers["anthropic"] = ai.ProviderConfig{APIKey: other, BaseURL: fake.BaseURL()}
+			})
+			in := input(t, `{"messages":[{"role":"user","content":"x"}]}`)
+			var err error
+			if tc.stream {
+				_, err = svc.Stream(context.Background(), "u", "openai", in, nil)
+			} else {
+				_, err = svc.Complete(context.Background(), "u", "openai", in)
+			}
+			recs := rec.all()
+			if err == nil || len(recs) != 1 {
+				t.Fatalf("err = %v, records %d: want a failure recorded once", err, len(recs))
+			}
+			for _, text := range []string{err.Error(), strings.Join(apperr.As(err).Messages, " "), recs[0].Error} {
+				low := strings.ToLower(text)
+				if !strings.Contains(text, "[redacted]") || strings.Contains(low, strings.ToLower(testKey)) || strings.Contains(low, strings.ToLower(other)) {
+					t.Errorf("a key is left in %q", text)
+				}
+			}
+		})
+	}
+}
+
 // Ensure a provider's usage is read into typed counts only: unknown keys (dotted, '$', NUL) are
 // ignored, and a count that is negative, above 10^9, beyond int64 or not an integer is a
 // malformed answer (502), recorded as a failure without the counts.

@@ -67,7 +67,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		if parent.Err() != nil {
 			u = &upstreamError{canceled: true, status: http.StatusOK}
 		}
-		u.midStream, u.message = true, redact(u.message, cfg.APIKey)
+		u.midStream, u.message = true, s.redact(u.message)
 		if u.status == 0 {
 			u.status = resp.StatusCode
 		}
