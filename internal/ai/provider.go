@@ -260,21 +260,33 @@ func defaultRetryable(status int, header http.Header) bool {
 // retryAfter reads retry-after-ms, then retry-after (seconds or an HTTP date).
 func retryAfter(header http.Header, now time.Time) time.Duration {
 	if ms, err := strconv.ParseFloat(header.Get("retry-after-ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
+		return capRetryAfter(ms * float64(time.Millisecond))
 	}
 	v := strings.TrimSpace(header.Get("retry-after"))
 	if v == "" {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
+		return capRetryAfter(s * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
+		if d := t.Sub(now); d > 0 { // Sub saturates: a date far ahead is the largest Duration
+			return min(d, maxRetryAfter)
 		}
 	}
 	return 0
+}
+
+// maxRetryAfter bounds a provider's retry hint: a larger one (or one past a Duration's range)
+// is a day.
+const maxRetryAfter = 24 * time.Hour
+
+// capRetryAfter converts ns nanoseconds (positive, possibly +Inf) to at most maxRetryAfter.
+func capRetryAfter(ns float64) time.Duration {
+	if ns >= float64(maxRetryAfter) {
+		return maxRetryAfter
+	}
+	return time.Duration(ns)
 }
 
 // refuse is the Invalid error of a parameter a provider cannot take (param in the

@@ -1,8 +1,10 @@
 package ai
 
 import (
+	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	registry "github.com/acme/app/internal/ai/providers"
 )
@@ -48,5 +50,35 @@ func TestEmbedders(t *testing.T) {
 	}
 	if got, want := EmbeddingModels(), "an openai/… or gemini/… embedding model"; got != want {
 		t.Errorf("EmbeddingModels() = %q, want %q", got, want)
+	}
+}
+
+// Ensure a provider's retry hint is read in each of its forms and bounded to a day, whatever
+// its size (an overflowing number, +Inf, a date in the year 9999).
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		header, value string
+		want          time.Duration
+	}{
+		{"retry-after", "2", 2 * time.Second},
+		{"retry-after", "0.5", 500 * time.Millisecond},
+		{"retry-after-ms", "250", 250 * time.Millisecond},
+		{"retry-after", "Sat, 28 Nov 2026 00:01:00 GMT", time.Minute},
+		{"retry-after", "99999999999999", maxRetryAfter},
+		{"retry-after-ms", "1e300", maxRetryAfter},
+		{"retry-after", "+Inf", maxRetryAfter},
+		{"retry-after", "Fri, 31 Dec 9999 23:59:59 GMT", maxRetryAfter},
+		{"retry-after", "NaN", 0},
+		{"retry-after", "-3", 0},
+		{"retry-after", "Fri, 27 Nov 2026 00:00:00 GMT", 0},
+		{"retry-after", "soon", 0},
+	} {
+		h := http.Header{}
+		h.Set(tc.header, tc.value)
+		if got := retryAfter(h, now); got != tc.want {
+			t.Errorf("%s: %s → %v, want %v", tc.header, tc.value, got, tc.want)
+		}
 	}
 }
