@@ -348,7 +348,7 @@ func (gemini) failure(status int, header http.Header, body []byte) *upstreamErro
 		}
 		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" && u.retryAfter == 0 {
 			if dur, err := time.ParseDuration(d.RetryDelay); err == nil && dur > 0 {
-				u.retryAfter = dur
+				u.retryAfter = min(dur, maxRetryAfter)
 			}
 		}
 	}
