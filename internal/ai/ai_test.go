@@ -265,6 +265,8 @@ func TestComplete_Failures(t *testing.T) {
 			0, apperr.Invalid, 1, "SAFETY", 0, usage.StatusError},
 		{"EmptyChoices", "openai", []aitest.Responder{aitest.JSON(200, `{"id":"x","choices":[],"usage":{}}`)}, 0, apperr.Upstream, 1, "no choices", 0, usage.StatusError},
 		{"EmptyCandidates", "gemini", []aitest.Responder{aitest.JSON(200, `{"candidates":[]}`)}, 0, apperr.Upstream, 1, "no candidates", 0, usage.StatusError},
+		{"AnthropicNullBody", "anthropic", []aitest.Responder{aitest.JSON(200, `null`)}, 0, apperr.Upstream, 1, "without content", 0, usage.StatusError},
+		{"AnthropicNoContent", "anthropic", []aitest.Responder{aitest.JSON(200, `{"id":"msg_1","type":"message","usage":{"input_tokens":1,"output_tokens":1}}`)}, 0, apperr.Upstream, 1, "without content", 0, usage.StatusError},
 		{"TruncatedJSON", "anthropic", []aitest.Responder{aitest.JSON(200, `{"id":"msg_1","content":[{"type":"te`)}, 0, apperr.Upstream, 1, "not valid JSON", 0, usage.StatusError},
 		{"HangPastTimeout", "openai", []aitest.Responder{aitest.Hang(10 * time.Second)}, 100 * time.Millisecond, apperr.UpstreamTimeout, 1, "ai.timeout", 0, usage.StatusError},
 		{"TemperatureRefusedResentWithout", "openai", []aitest.Responder{

@@ -290,6 +290,9 @@ func (anthropic) parse(c *call, header http.Header, body []byte) (*result, error
 	if r.Type == "error" {
 		return nil, malformed("anthropic answered with an error object")
 	}
+	if r.Content == nil { // a null body or no content at all; an empty list is an answer
+		return nil, malformed("anthropic answered without content")
+	}
 	jsonTool, _, _ := anthropicJSONOutput(c)
 	res := &result{model: r.Model, providerRequestID: r.ID, finishReason: anthropicFinish(r.StopReason)}
 	var text strings.Builder
