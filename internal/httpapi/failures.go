@@ -80,7 +80,7 @@ func logFailure(r *http.Request, err error) {
 	status := StatusOf(err)
 	switch {
 	case apperr.As(err) == nil || status == http.StatusInternalServerError:
-		loggerFrom(r.Context()).Error("internal error", "err", err, "method", r.Method, "path", r.URL.Path)
+		loggerFrom(r.Context()).Error("internal error", "err", err, "method", r.Method, "path", logPath(r))
 	case status >= 500:
 		loggerFrom(r.Context()).Warn("request failed", "status", status, "err", err)
 	}

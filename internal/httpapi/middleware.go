@@ -114,6 +114,30 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// logPath is the request's path as log lines show it: an API key pasted into the path (in place
+// of a key's id) is cut to its prefix, so that no log line holds a usable key.
+func logPath(r *http.Request) string {
+	p := r.URL.Path
+	if !strings.Contains(p, keys.Prefix) {
+		return p
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(p, keys.Prefix)
+		if i < 0 {
+			b.WriteString(p)
+			return b.String()
+		}
+		b.WriteString(p[:i+len(keys.Prefix)] + "…")
+		p = p[i+len(keys.Prefix):]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
+		} else {
+			p = ""
+		}
+	}
+}
+
 // recorder remembers the status and size of an answer.
 type recorder struct {
 	http.ResponseWriter
@@ -157,7 +181,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				loggerFrom(ctx).Error("panic serving request", "panic", fmt.Sprint(p), "method", r.Method, "path", r.URL.Path,
+				loggerFrom(ctx).Error("panic serving request", "panic", fmt.Sprint(p), "method", r.Method, "path", logPath(r),
 					"stack", string(debug.Stack()))
 				if rec.status == 0 {
 					writeFailure(rec, formatFrom(ctx), apperr.E(apperr.Internal)) // logged above
@@ -196,7 +220,7 @@ func accessLog(ctx context.Context, log *slog.Logger, r *http.Request, rec *reco
 	line.AddAttrs(
 		slog.String("request_id", info.id),
 		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
+		slog.String("path", logPath(r)),
 		slog.Int("status", rec.status),
 		slog.Int("bytes", rec.bytes),
 		slog.Duration("duration", now.Sub(start)),

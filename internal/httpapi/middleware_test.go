@@ -176,6 +176,29 @@ func TestObserve_AccessLogLine(t *testing.T) {
 	}
 }
 
+// Ensure an API key pasted into a path (in place of a key's id) is cut to its prefix in the
+// access log, and a path without one is logged as it is.
+func TestObserve_AccessLogHidesKeysInPath(t *testing.T) {
+	t.Parallel()
+	const key = "sk-app-5gzbEJ2cQ8rTnW3xYv7LmK1pZa9sDf4GhJ6kL0qWe"
+	for _, tc := range []struct{ path, want string }{
+		{"/api/keys/" + key, "/api/keys/sk-app-…"},
+		{"/api/keys/" + key + "/x/" + key, "/api/keys/sk-app-…/x/sk-app-…"},
+		{"/api/keys/abc123", "/api/keys/abc123"},
+	} {
+		logs := &SyncBuffer{}
+		h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("DELETE", tc.path, nil))
+		var line map[string]any
+		if err := json.Unmarshal([]byte(logs.String()), &line); err != nil {
+			t.Fatalf("log %q: %v", logs.String(), err)
+		}
+		if line["path"] != tc.want || strings.Contains(logs.String(), key[len("sk-app-"):]) {
+			t.Errorf("%s: access log %s, want the path %q", tc.path, logs.String(), tc.want)
+		}
+	}
+}
+
 // blockingWriter is a log sink that holds every write until release is closed.
 type blockingWriter struct {
 	entered chan struct{}
