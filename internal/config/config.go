@@ -239,10 +239,6 @@ func BindFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// unescapedAt refuses a URL whose user name or password holds an unescaped "@", which a
-// parser would read as a host of its own.
-const unescapedAt = `holds more than one "@": write an "@" or "/" of the user name or password percent-encoded (%40, %2F)`
-
 // Error is a configuration value that cannot be used; it names the key and the value.
 type Error struct {
 	Key, Value, Reason string
@@ -452,8 +448,8 @@ func parse(raw map[string]string) (*Config, error) {
 		case u == "":
 		case !strings.HasPrefix(u, "mongodb://") && !strings.HasPrefix(u, "mongodb+srv://"):
 			p.fail(uriKey, "must start with mongodb:// or mongodb+srv://")
-		case redact.UnescapedAt(u):
-			p.fail(uriKey, unescapedAt)
+		case redact.CheckAt(u) != nil:
+			p.fail(uriKey, redact.ErrUnescapedAt.Error())
 		}
 	}
 	if p.err != nil {
@@ -486,8 +482,8 @@ func (p *parser) str(name string) string {
 	switch p.spec(name).kind {
 	case kURL:
 		u, err := url.Parse(val)
-		if redact.UnescapedAt(val) {
-			p.fail(name, unescapedAt)
+		if atErr := redact.CheckAt(val); atErr != nil {
+			p.fail(name, atErr.Error())
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			p.fail(name, "must be an absolute http(s) URL")
 		} else if port := u.Port(); port != "" {

@@ -43,8 +43,8 @@ type parsed struct {
 // hide the real query from a text scan), and before the driver validates or uses it, so no
 // answer depends on which files exist. Errors are Invalid and never contain the password.
 func parseConnString(uri string, restricted bool) (*parsed, error) {
-	if redact.UnescapedAt(uri) {
-		return nil, apperr.Validation(`connectionString holds more than one "@": write an "@" or "/" of the user name or password percent-encoded (%40, %2F)`)
+	if err := redact.CheckAt(uri); err != nil {
+		return nil, apperr.Validation("connectionString " + err.Error())
 	}
 	cs, err := connstring.Parse(uri)
 	if err != nil {

@@ -2,6 +2,7 @@
 package redact
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
 	"strings"
@@ -82,11 +83,16 @@ func password(uri string) string {
 	return pw
 }
 
-// UnescapedAt reports whether the text after uri's scheme holds more than one "@": a user name
-// or password written with an unescaped "@". Parsers split such a URI at a place of their own
-// and then quote part of the password as a host name (and look it up), so it is refused
+// ErrUnescapedAt refuses a URI whose text after its scheme holds more than one "@": a user
+// name or password written with an unescaped "@". Parsers split such a URI at a place of their
+// own and then quote part of the password as a host name (and look it up), so it is refused
 // before anything parses it.
-func UnescapedAt(uri string) bool {
-	_, rest, ok := strings.Cut(uri, "://")
-	return ok && strings.Count(rest, "@") > 1
+var ErrUnescapedAt = errors.New(`holds more than one "@": write an "@" or "/" of the user name or password percent-encoded (%40, %2F)`)
+
+// CheckAt returns ErrUnescapedAt for such a uri, else nil.
+func CheckAt(uri string) error {
+	if _, rest, ok := strings.Cut(uri, "://"); ok && strings.Count(rest, "@") > 1 {
+		return ErrUnescapedAt
+	}
+	return nil
 }

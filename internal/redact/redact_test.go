@@ -85,7 +85,7 @@ func TestText(t *testing.T) {
 	}
 }
 
-func TestUnescapedAt(t *testing.T) {
+func TestCheckAt(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		uri  string
@@ -97,8 +97,8 @@ func TestUnescapedAt(t *testing.T) {
 		{"http://u:p@ss@h/v1", true},
 		{"user@example.com and user2@example.com", false},
 	} {
-		if got := UnescapedAt(tt.uri); got != tt.want {
-			t.Errorf("UnescapedAt(%q) = %v, want %v", tt.uri, got, tt.want)
+		if got := CheckAt(tt.uri) == ErrUnescapedAt; got != tt.want {
+			t.Errorf("CheckAt(%q) refuses: %v, want %v", tt.uri, got, tt.want)
 		}
 	}
 }
