@@ -121,21 +121,13 @@ func logPath(r *http.Request) string {
 	if !strings.Contains(p, keys.Prefix) {
 		return p
 	}
-	var b strings.Builder
-	for {
-		i := strings.Index(p, keys.Prefix)
-		if i < 0 {
-			b.WriteString(p)
-			return b.String()
-		}
-		b.WriteString(p[:i+len(keys.Prefix)] + "…")
-		p = p[i+len(keys.Prefix):]
-		if j := strings.IndexByte(p, '/'); j >= 0 {
-			p = p[j:]
-		} else {
-			p = ""
+	segments := strings.Split(p, "/")
+	for i, s := range segments {
+		if j := strings.Index(s, keys.Prefix); j >= 0 {
+			segments[i] = s[:j+len(keys.Prefix)] + "…"
 		}
 	}
+	return strings.Join(segments, "/")
 }
 
 // recorder remembers the status and size of an answer.
