@@ -202,7 +202,7 @@ func (s *Service) listCoreCached(ctx context.Context, widgetType string, filter 
 func (s *Service) listCore(ctx context.Context, filter bson.D) ([]Template, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.CoreTimeout)
 	defer cancel()
-	cur, err := s.core.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+	cur, err := s.core.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(listBatch))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (s *Service) readSpace(ctx context.Context, spaceID string, filter bson.D, 
 	if err != nil {
 		return nil, err
 	}
-	cur, err := s.byName(sp.Database).Find(ctx, filter)
+	cur, err := s.byName(sp.Database).Find(ctx, filter, options.Find().SetBatchSize(listBatch))
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Unavailable, err, "templates are unavailable: the core database cannot be read and neither can the space's")
 	}

@@ -151,6 +151,19 @@ func TestDecodeInput(t *testing.T) {
 		{"OKDeepest", `{"name":"n","widgetType":"w","properties":[` + strings.Repeat(`{"a":`, 32) + `1` + strings.Repeat(`}`, 32) + `]}`, nil},
 		{"ErrLongID", `{"id":"` + strings.Repeat("x", 257) + `","name":"n","widgetType":"w","properties":[]}`,
 			[]string{"id must be shorter than or equal to 256 characters"}},
+		// Bounded, so that no user can make the shared list too large to read.
+		{"OKLongestName", `{"name":"` + strings.Repeat("é", 256) + `","widgetType":"w","properties":[]}`, nil},
+		{"ErrLongTexts", `{"name":"` + strings.Repeat("n", 257) + `","widgetType":"` + strings.Repeat("w", 257) +
+			`","description":"` + strings.Repeat("d", 4097) + `","properties":[]}`,
+			[]string{"name must be shorter than or equal to 256 characters", "widgetType must be shorter than or equal to 256 characters",
+				"description must be shorter than or equal to 4096 characters"}},
+		{"ErrLargeProperties", `{"name":"n","widgetType":"w","properties":[{"a":"` + strings.Repeat("x", 40000) + `"},{"b":"` + strings.Repeat("x", 40000) + `"}]}`,
+			[]string{"properties must take at most 65536 bytes as stored (they take 80026)"}},
+		// What the store cannot hold is refused too: NaN and infinities, a key twice.
+		{"ErrNaN", `{"name":"n","widgetType":"w","properties":[{"v":{"$numberDouble":"NaN"}},{"w":[{"$numberDouble":"-Infinity"}]}]}`,
+			[]string{"properties.0.v must be a finite number", "properties.1.w.0 must be a finite number"}},
+		{"ErrDuplicateKey", `{"name":"n","widgetType":"w","properties":[{"a":{"b":1,"b":2}}]}`,
+			[]string{`properties.0.a must not hold the key "b" twice`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,9 +3,11 @@ package templates
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/bson"
 
@@ -34,8 +36,19 @@ const (
 	SourceSpace Source = "space" // the space's own property_templates (core was unavailable)
 )
 
-// maxIDLength bounds a template id (it travels in URL paths).
-const maxIDLength = 256
+// Bounds of a template, so that one user cannot make the shared list too large to read: an
+// id travels in URL paths; a name and a description are labels; properties are widget
+// settings (a select's options included), measured as stored.
+const (
+	maxIDLength          = 256
+	maxNameLength        = 256
+	maxDescriptionLength = 4096
+	maxPropertiesBytes   = 64 << 10
+)
+
+// listBatch is how many documents one reply of a template list carries: with templates
+// bounded, a reply stays a few megabytes, however many templates there are.
+const listBatch = 100
 
 // Input is the body of a create or update.
 type Input struct {
@@ -79,8 +92,17 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		in.ID = id
 	}
 	in.Name = required("name")
+	if utf8.RuneCountInString(in.Name) > maxNameLength {
+		msgs = append(msgs, validate.MaxLength("name", maxNameLength))
+	}
 	in.WidgetType = required("widgetType")
+	if len(in.WidgetType) > maxIDLength {
+		msgs = append(msgs, validate.MaxLength("widgetType", maxIDLength))
+	}
 	if d, ok := optional("description"); ok {
+		if utf8.RuneCountInString(d) > maxDescriptionLength {
+			msgs = append(msgs, validate.MaxLength("description", maxDescriptionLength))
+		}
 		in.Description = &d
 	}
 	var props []json.RawMessage
@@ -88,7 +110,7 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		msgs = append(msgs, validate.IsArray("properties"))
 	} else {
 		in.Properties = make([]Value, 0, len(props))
-		objects := true
+		objects, size := true, 0
 		for i, p := range props {
 			var v Value
 			if err := v.UnmarshalJSON(p); err != nil || !v.IsObject() {
@@ -98,10 +120,14 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 			if msg := storable(fmt.Sprintf("properties.%d", i), v.raw, 1); msg != "" {
 				msgs = append(msgs, msg)
 			}
+			size += len(v.raw.Value)
 			in.Properties = append(in.Properties, v)
 		}
 		if !objects {
 			msgs = append(msgs, validate.EachObject("properties"))
+		}
+		if size > maxPropertiesBytes {
+			msgs = append(msgs, fmt.Sprintf("properties must take at most %d bytes as stored (they take %d)", maxPropertiesBytes, size))
 		}
 	}
 	if len(msgs) > 0 {
@@ -128,16 +154,25 @@ func storable(path string, v bson.RawValue, depth int) string {
 		if err != nil {
 			return path + " must be an object"
 		}
+		seen := map[string]bool{}
 		for _, e := range elems {
 			key := e.Key()
 			if v.Type == bson.TypeEmbeddedDocument && (strings.HasPrefix(key, "$") || strings.Contains(key, ".")) {
 				return fmt.Sprintf("%s must not hold the key %q: keys must not start with $ or contain a dot", path, key)
 			}
+			if v.Type == bson.TypeEmbeddedDocument && seen[key] {
+				return fmt.Sprintf("%s must not hold the key %q twice", path, key)
+			}
+			seen[key] = true
 			if msg := storable(path+"."+key, e.Value(), depth+1); msg != "" {
 				return msg
 			}
 		}
-	case bson.TypeString, bson.TypeDouble, bson.TypeInt32, bson.TypeInt64, bson.TypeBoolean, bson.TypeNull:
+	case bson.TypeDouble:
+		if f := v.Double(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return path + " must be a finite number"
+		}
+	case bson.TypeString, bson.TypeInt32, bson.TypeInt64, bson.TypeBoolean, bson.TypeNull:
 	default:
 		return path + " must hold only strings, numbers, booleans, null, objects and arrays"
 	}
