@@ -2,11 +2,15 @@ package auth
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FuzzParse feeds arbitrary bodies to the register and login decoders: they never panic, and
-// an accepted body always holds a valid e-mail and a password within bcrypt's limit.
+// an accepted body always holds a valid e-mail, a password within bcrypt's limit and a bounded
+// name without control characters.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{`{}`, `{"email":"a@example.com","password":"secret1","name":"A"}`,
 		`{"email":{"$ne":null}}`, `{"password":123}`, `{"name":null}`, `[]`, `"x"`, `{"email":"\u0000@x.io"}`} {
@@ -18,7 +22,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		if in, msgs := ParseRegister(fields); len(msgs) == 0 {
-			if !IsEmail(in.Email) || len(in.Password) > maxPasswordBytes || length(in.Password) < 6 || in.Name == "" {
+			if !IsEmail(in.Email) || len(in.Password) > maxPasswordBytes || length(in.Password) < 6 || in.Name == "" ||
+				utf8.RuneCountInString(in.Name) > maxNameLength || strings.ContainsFunc(in.Name, unicode.IsControl) {
 				t.Fatalf("accepted invalid register input %+v", in)
 			}
 		}

@@ -65,6 +65,10 @@ func TestParseRegister(t *testing.T) {
 		{"null name", `{"email":"a@example.com","password":"secret1","name":null}`, []string{"name should not be empty", "name must be a string"}},
 		{"number name", `{"email":"a@example.com","password":"secret1","name":5}`, []string{"name must be a string"}},
 		{"field names are exact", `{"Email":"a@example.com","password":"secret1","name":"A"}`, []string{"email must be an email"}},
+		{"longest name", `{"email":"a@example.com","password":"secret1","name":"` + strings.Repeat("é", 100) + `"}`, nil},
+		{"name too long", `{"email":"a@example.com","password":"secret1","name":"` + strings.Repeat("n", 101) + `"}`, []string{"name must be shorter than or equal to 100 characters"}},
+		{"escape sequence in name", `{"email":"a@example.com","password":"secret1","name":"a\u001b[31mb"}`, []string{"name must not contain control characters"}},
+		{"NUL in name", `{"email":"a@example.com","password":"secret1","name":"a\u0000b"}`, []string{"name must not contain control characters"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

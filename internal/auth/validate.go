@@ -3,6 +3,7 @@ package auth
 import (
 	"encoding/json"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/acme/app/internal/validate"
@@ -113,6 +114,9 @@ const (
 	maxPasswordBytes  = 72
 )
 
+// maxNameLength bounds a user's name: it is listed to admins and printed by `app users list`.
+const maxNameLength = 100
+
 // ParseRegister checks a register body field by field and returns every failure in
 // class-validator's wording, properties in declaration order, each property's rules
 // bottom-to-top as class-validator runs them.
@@ -134,6 +138,15 @@ func ParseRegister(fields map[string]json.RawMessage) (RegisterInput, []string) 
 	}
 	var nameMsgs []string
 	in.Name, nameMsgs = validate.RequiredString("name", fields["name"])
+	if len(nameMsgs) == 0 {
+		switch {
+		case utf8.RuneCountInString(in.Name) > maxNameLength:
+			nameMsgs = append(nameMsgs, validate.MaxLength("name", maxNameLength))
+		case strings.ContainsFunc(in.Name, unicode.IsControl):
+			// A terminal would run an escape sequence printed by `app users list`.
+			nameMsgs = append(nameMsgs, "name must not contain control characters")
+		}
+	}
 	return in, append(msgs, nameMsgs...)
 }
 
