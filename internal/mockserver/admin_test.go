@@ -184,6 +184,12 @@ func TestAdmin_Guard(t *testing.T) {
 		{"NoToken", locked.URL, "application/json", nil, 401},
 		{"WrongToken", locked.URL, "application/json", []string{"Authorization", "Bearer nope"}, 401},
 		{"Token", locked.URL, "application/json", []string{"Authorization", "Bearer s3cret"}, 201},
+		// DNS rebinding: a page at evil.example:PORT whose name now points at 127.0.0.1 sends
+		// its own origin, which matches the Host it sends. Without a token, only loopback
+		// names are answered; with one, the page cannot know it.
+		{"Rebound", open.URL, "application/json", []string{"Host", "evil.example:" + port(open.URL), "Origin", "http://evil.example:" + port(open.URL)}, 403},
+		{"LocalhostName", open.URL, "application/json", []string{"Host", "localhost:" + port(open.URL)}, 201},
+		{"ReboundWithToken", locked.URL, "application/json", []string{"Host", "evil.example:" + port(locked.URL), "Authorization", "Bearer s3cret"}, 201},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := do(t, "POST", tc.url+"/__mock/mocks", add, append([]string{"Content-Type", tc.ctype}, tc.headers...)...)
@@ -200,6 +206,9 @@ func TestAdmin_Guard(t *testing.T) {
 		t.Fatalf("admin preflight answered %d %v", a.status, a.header)
 	}
 }
+
+// port is the port of a test server's URL.
+func port(rawURL string) string { return rawURL[strings.LastIndex(rawURL, ":")+1:] }
 
 // Ensure config.middleware switches on the package's middleware in list order, and
 // GET /__mock/config shows the whole effective configuration, middleware and patterns included.
