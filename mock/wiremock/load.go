@@ -13,7 +13,9 @@ package wiremock
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -114,20 +116,28 @@ func (l *loader) file(name string) {
 }
 
 func readBounded(name string, limit int64) ([]byte, error) {
+	// Checked before opening: opening a FIFO waits for a writer, and a device (/dev/zero)
+	// reports no size.
+	st, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%d bytes: over the %d MB limit", st.Size(), limit>>20)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%d bytes: over the %d MB limit", st.Size(), limit>>20)
-	}
 	var buf bytes.Buffer
-	_, err = buf.ReadFrom(f)
+	// Bounded while reading too: the file may have grown, or been swapped, since the check.
+	if _, err = buf.ReadFrom(io.LimitReader(f, limit+1)); err == nil && int64(buf.Len()) > limit {
+		err = fmt.Errorf("over the %d MB limit", limit>>20)
+	}
 	return buf.Bytes(), err
 }
 

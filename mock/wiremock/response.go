@@ -183,10 +183,13 @@ func (m *mp) bodyFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%q: %w", name, errors.Unwrap(err))
 	}
-	base, err := filepath.EvalSymlinks(m.l.files)
+	// The base is the mappings' directory resolved, then __files as it is: a __files that is
+	// a link to elsewhere (a cloned repository's) must not make elsewhere servable.
+	dir, err := filepath.EvalSymlinks(m.l.dir)
 	if err != nil {
 		return nil, err
 	}
+	base := filepath.Join(dir, "__files")
 	if rel, err := filepath.Rel(base, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, fmt.Errorf("%q leads outside __files", name)
 	}

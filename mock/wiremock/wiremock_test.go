@@ -243,6 +243,23 @@ func TestLoad_Problems(t *testing.T) {
 	}
 }
 
+// Ensure no body file outside the mappings' own __files is served through a __files that is a
+// link to another directory (a cloned repository's).
+func TestLoad_BodyFilesStayInside(t *testing.T) {
+	t.Parallel()
+	secret := writeDir(t, map[string]string{"creds.txt": "top secret"})
+	dir := writeDir(t, map[string]string{
+		"mappings/a.json": `{"request":{"urlPath":"/creds"},"response":{"bodyFileName":"creds.txt"}}`,
+	})
+	if err := os.Symlink(secret, filepath.Join(dir, "__files")); err != nil {
+		t.Fatal(err)
+	}
+	stubs, problems, err := Load(dir)
+	if err != nil || stubs.Len() != 0 || len(problems) != 1 || !strings.Contains(problems[0].String(), `"creds.txt" leads outside __files`) {
+		t.Fatalf("err %v, %d served, problems %v: want the file refused", err, stubs.Len(), problems)
+	}
+}
+
 // Ensure a directory of 1,000 mappings loads in well under a second's work and serves the
 // last one (a load-time check, not a timing assertion: it counts mappings).
 func TestLoad_ManyMappings(t *testing.T) {
