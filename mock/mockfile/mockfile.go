@@ -183,6 +183,9 @@ func Parse(data []byte, name string) (*Set, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, &LoadError{File: name, Problems: []Problem{yamlProblem(err)}}
 	}
+	if pr := tooManyValues(&root); pr != nil {
+		return nil, &LoadError{File: name, Problems: []Problem{*pr}}
+	}
 	if len(root.Content) > 0 {
 		p.file(root.Content[0])
 	}
@@ -203,6 +206,9 @@ func ParseMocks(data []byte) (*Set, error) {
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, &LoadError{Problems: []Problem{yamlProblem(err)}}
 	}
+	if pr := tooManyValues(&root); pr != nil {
+		return nil, &LoadError{Problems: []Problem{*pr}}
+	}
 	if len(root.Content) == 0 {
 		return nil, &LoadError{Problems: []Problem{{Code: CodeType, Message: "body must be an object of route key to response spec", Severity: mock.SeverityError}}}
 	}
@@ -216,6 +222,41 @@ func ParseMocks(data []byte) (*Set, error) {
 }
 
 var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// maxValues bounds the values a mock file (or an admin body) may hold once its YAML aliases
+// are expanded, so that a few hundred bytes of nested aliases cannot expand into gigabytes.
+const maxValues = 4 << 20
+
+// tooManyValues reports a document holding more than maxValues values once expanded, or nil.
+// The parsed tree shares an anchored value between its aliases; counting each node once,
+// with what its aliases expand to, takes time in the size of the file. An alias inside its own
+// anchor counts as too many.
+func tooManyValues(root *yaml.Node) *Problem {
+	sizes := map[*yaml.Node]int{}
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if s, ok := sizes[n]; ok {
+			return s
+		}
+		sizes[n] = maxValues + 1 // an alias inside its own anchor expands without end
+		s := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			s = size(n.Alias)
+		}
+		for _, c := range n.Content {
+			if s += size(c); s > maxValues {
+				break
+			}
+		}
+		sizes[n] = s
+		return s
+	}
+	if size(root) <= maxValues {
+		return nil
+	}
+	return &Problem{Code: CodeType, Severity: mock.SeverityError,
+		Message: fmt.Sprintf("the document holds more than %d values once its aliases are expanded", maxValues)}
+}
 
 func yamlProblem(err error) Problem {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")

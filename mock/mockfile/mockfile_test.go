@@ -3,6 +3,7 @@ package mockfile_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -451,4 +452,32 @@ func TestParseMocks(t *testing.T) {
 			t.Errorf("ParseMocks(%q) = %v; want a *LoadError with problems", body, err)
 		}
 	}
+}
+
+// Ensure a small document of nested YAML aliases (ten levels of ten) is refused before it is
+// expanded into a hundred million values, as a file and as an admin body, and that an alias
+// inside its own anchor is refused too.
+func TestParse_AliasBomb(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 8; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d, *a%[3]d]\n", i, i, i-1)
+	}
+	bomb := "mocks:\n  \"GET /x\":\n    data:\n" + indent(b.String(), "      ")
+	_, err := mockfile.Parse([]byte(bomb), "bomb.yaml")
+	var le *mockfile.LoadError
+	if !errors.As(err, &le) || !strings.Contains(le.Error(), "more than 4194304 values once its aliases are expanded") {
+		t.Fatalf("err = %v, want the file refused for its expanded size", err)
+	}
+	if _, err := mockfile.ParseMocks([]byte("\"GET /x\":\n  data:\n" + indent(b.String(), "    "))); !errors.As(err, &le) {
+		t.Fatalf("admin body: err = %v, want it refused", err)
+	}
+	if _, err := mockfile.Parse([]byte("mocks:\n  \"GET /x\":\n    data: &a [1, *a]\n"), "loop.yaml"); err == nil {
+		t.Fatal("an alias inside its own anchor was accepted")
+	}
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix) + "\n"
 }
