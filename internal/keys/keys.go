@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -114,6 +115,11 @@ type Service struct {
 	// kept lastUsedEvery after the key's last use, so that usedAt still spaces the writes of
 	// lastUsedAt.
 	cache *expirable.LRU[string, cached]
+
+	// creating makes a create's count and insert one step in this process, so that concurrent
+	// creates cannot pass MaxPerUser together. Keys are created rarely; one lock for all
+	// users is enough.
+	creating sync.Mutex
 }
 
 // cached is a resolved key and when it was read.
@@ -157,6 +163,8 @@ func (s *Service) Create(ctx context.Context, userID, email string, in CreateInp
 	if msgs := in.Validate(); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
+	s.creating.Lock()
+	defer s.creating.Unlock()
 	live, err := s.coll.CountDocuments(ctx, bson.D{{Key: "userId", Value: userID}, {Key: "revokedAt", Value: nil}},
 		options.Count().SetLimit(MaxPerUser))
 	if err != nil {

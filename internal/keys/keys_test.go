@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +217,38 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Ensure concurrent creates cannot pass MaxPerUser together: of MaxPerUser+40 creates at once
+// from a user holding MaxPerUser-10 keys, exactly 10 succeed.
+func TestCreateLimit_Concurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := newService(t)
+	docs := make([]any, MaxPerUser-10)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: fmt.Sprintf("k%03d", i)}, {Key: "digest", Value: fmt.Sprintf("d%03d", i)},
+			{Key: "userId", Value: "u1"}, {Key: "name", Value: "n"}, {Key: "prefix", Value: "p"}, {Key: "createdAt", Value: time.Now()}, {Key: "revokedAt", Value: nil}}
+	}
+	if _, err := s.coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var created atomic.Int32
+	for range 50 {
+		wg.Go(func() {
+			if _, err := s.Create(ctx, "u1", "a@example.com", CreateInput{Name: "race"}); err == nil {
+				created.Add(1)
+			} else if apperr.KindOf(err) != apperr.Conflict {
+				t.Errorf("create: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	n, _ := s.coll.CountDocuments(ctx, bson.D{{Key: "userId", Value: "u1"}})
+	if created.Load() != 10 || n != MaxPerUser {
+		t.Fatalf("%d creates succeeded, %d keys stored; want 10 and %d", created.Load(), n, MaxPerUser)
+	}
 }
 
 // Ensure a user holds at most MaxPerUser keys: the next is a Conflict and stores nothing, a
