@@ -180,7 +180,14 @@ func (ld *loader) follow(d *document, l loc, depth int) {
 	}
 }
 
+// readFile reads a description file, at most maxFileSize bytes. It must be a regular file:
+// opening a FIFO would wait for a writer without end, and a device (/dev/zero) has no end.
 func readFile(path string) ([]byte, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
