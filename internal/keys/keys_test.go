@@ -219,20 +219,26 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
+// seedKeys stores n live keys of user (ids k000…), as Create would, without their secrets.
+func seedKeys(t *testing.T, s *Service, user string, n int) {
+	t.Helper()
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: fmt.Sprintf("k%03d", i)}, {Key: "digest", Value: fmt.Sprintf("d%03d", i)},
+			{Key: "userId", Value: user}, {Key: "name", Value: "n"}, {Key: "prefix", Value: "p"}, {Key: "createdAt", Value: time.Now()}, {Key: "revokedAt", Value: nil}}
+	}
+	if _, err := s.coll.InsertMany(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Ensure concurrent creates cannot pass MaxPerUser together: of MaxPerUser+40 creates at once
 // from a user holding MaxPerUser-10 keys, exactly 10 succeed.
 func TestCreateLimit_Concurrent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := newService(t)
-	docs := make([]any, MaxPerUser-10)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: fmt.Sprintf("k%03d", i)}, {Key: "digest", Value: fmt.Sprintf("d%03d", i)},
-			{Key: "userId", Value: "u1"}, {Key: "name", Value: "n"}, {Key: "prefix", Value: "p"}, {Key: "createdAt", Value: time.Now()}, {Key: "revokedAt", Value: nil}}
-	}
-	if _, err := s.coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
+	seedKeys(t, s, "u1", MaxPerUser-10)
 	var wg sync.WaitGroup
 	var created atomic.Int32
 	for range 50 {
@@ -257,14 +263,7 @@ func TestCreateLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := newService(t)
-	docs := make([]any, MaxPerUser)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: fmt.Sprintf("k%03d", i)}, {Key: "digest", Value: fmt.Sprintf("d%03d", i)},
-			{Key: "userId", Value: "u1"}, {Key: "name", Value: "n"}, {Key: "prefix", Value: "p"}, {Key: "createdAt", Value: time.Now()}, {Key: "revokedAt", Value: nil}}
-	}
-	if _, err := s.coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
+	seedKeys(t, s, "u1", MaxPerUser)
 	if _, err := s.Create(ctx, "u1", "a@example.com", CreateInput{Name: "one too many"}); apperr.KindOf(err) != apperr.Conflict {
 		t.Fatalf("key %d: err %v, want Conflict", MaxPerUser+1, err)
 	}
