@@ -141,7 +141,7 @@ func TestAdmin_RuntimeMocksSurviveReload(t *testing.T) {
 // DELETE stops answering.
 func TestAdmin_ChangeDropsCache(t *testing.T) {
 	t.Parallel()
-	file := fmt.Sprintf("config:\n  persistence: {enabled: true, storage: indexeddb, dir: %q}\nmocks:\n  \"GET /v\": {data: {version: 1}}\n", t.TempDir())
+	file := "config:\n  persistence: {enabled: true, storage: indexeddb, dir: cache}\nmocks:\n  \"GET /v\": {data: {version: 1}}\n"
 	_, hs, _ := newTestServer(t, "m.yaml", file, nil)
 	get := func() string { return do(t, "GET", hs.URL+"/v", "").body }
 	if a, b := get(), get(); a != `{"version":1}` || b != a {

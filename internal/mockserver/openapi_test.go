@@ -126,7 +126,7 @@ func TestOpenAPI_NotCached(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	spec := writeTemp(t, dir, "pets.yaml", replace(petsSpec, "example: {source: openapi, v: 1}", "examples: {a: {value: {v: a}}, b: {value: {v: b}}}"))
-	_, hs, _ := newTestServer(t, "m.yaml", "config:\n  persistence: {enabled: true, storage: indexeddb, dir: "+filepath.Join(dir, "cache")+", maxCacheSize: 100}\nmocks: {}\n", func(o *Options) {
+	_, hs, _ := newTestServer(t, "m.yaml", "config:\n  persistence: {enabled: true, storage: indexeddb, dir: cache, maxCacheSize: 100}\nmocks: {}\n", func(o *Options) {
 		o.OpenAPI = []string{spec}
 	})
 	for _, name := range []string{"a", "b", "a"} {

@@ -442,11 +442,10 @@ mocks:
   "GET /uuid": {data: {id: "{{uuid}}"}}
   "GET /slow": {data: {id: "{{.Query.x}}"}, delay: [0, 1]}
 `
-	dir := t.TempDir()
 	write := func(path string, version int, rules, missing string) {
-		writeAtomically(t, path, fmt.Sprintf(file, dir, rules, version, missing))
+		writeAtomically(t, path, fmt.Sprintf(file, "cache", rules, version, missing))
 	}
-	s, hs, path := newTestServer(t, "m.yaml", fmt.Sprintf(file, dir, "", 1, "false"), nil)
+	s, hs, path := newTestServer(t, "m.yaml", fmt.Sprintf(file, "cache", "", 1, "false"), nil)
 	same := func(p, method string) bool {
 		a, b := do(t, method, hs.URL+p, ""), do(t, method, hs.URL+p, "")
 		return a.body == b.body
@@ -492,7 +491,7 @@ mocks:
 	}
 
 	// Opt-in: every method and status, and a dynamic route that says cache: true.
-	_, hs3, _ := newTestServer(t, "m.yaml", fmt.Sprintf(file, t.TempDir(), `cache: {methods: ["*"], statuses: ["*"]}`, 1, "true"), nil)
+	_, hs3, _ := newTestServer(t, "m.yaml", fmt.Sprintf(file, "cache", `cache: {methods: ["*"], statuses: ["*"]}`, 1, "true"), nil)
 	for _, p := range []string{"/p", "/missing"} {
 		method := map[string]string{"/p": "POST", "/missing": "GET"}[p]
 		a, b := do(t, method, hs3.URL+p, ""), do(t, method, hs3.URL+p, "")

@@ -2,6 +2,7 @@ package mockfile
 
 import (
 	"log/slog"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -208,7 +209,14 @@ func (p *parser) persistence(n *yaml.Node) {
 				}
 			}
 		case "dir":
-			pc.Dir, _ = p.str(v, "", what)
+			// A file from elsewhere (a cloned repository) must not make the server write its
+			// cache files into any directory: the cache stays beside the file.
+			d, _ := p.str(v, "", what)
+			if clean := filepath.Clean(filepath.FromSlash(d)); d != "" && (filepath.IsAbs(clean) ||
+				clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator))) {
+				p.fail(v, "", CodeConfig, "%s must be a relative directory inside the mock file's directory, without ..", what)
+			}
+			pc.Dir = d
 		case "dbName":
 			pc.DBName, _ = p.str(v, "", what)
 		case "storeName":

@@ -168,6 +168,9 @@ func LoadFile(path string) (*Set, error) {
 	if err == nil && set.WireMock != "" && !filepath.IsAbs(set.WireMock) {
 		set.WireMock = filepath.Join(filepath.Dir(path), set.WireMock)
 	}
+	if err == nil && set.Config.Persistence.Dir != "" {
+		set.Config.Persistence.Dir = filepath.Join(filepath.Dir(path), set.Config.Persistence.Dir)
+	}
 	return set, err
 }
 

@@ -399,7 +399,7 @@ config:
   fallbackToNetwork: false
   baseURL: /api
   routeMatching: {caseSensitive: true}
-  persistence: {enabled: true, ttl: 2s, maxCacheSize: 7}
+  persistence: {enabled: true, ttl: 2s, maxCacheSize: 7, dir: .cache}
   cors: {origins: ["http://localhost:5173"]}
   middleware:
     - auth: {tokens: [secret]}
@@ -423,8 +423,16 @@ mocks:
 	if !slices.Equal(set.CORSOrigins, []string{"http://localhost:5173"}) || len(c.Middleware) != 1 || len(set.MiddlewareSpec) != 1 {
 		t.Errorf("cors %v, middleware %d, spec %v", set.CORSOrigins, len(c.Middleware), set.MiddlewareSpec)
 	}
-	if set.WireMock != filepath.Join(dir, "stubs") {
-		t.Errorf("wiremock = %q, want it beside the file", set.WireMock)
+	if set.WireMock != filepath.Join(dir, "stubs") || c.Persistence.Dir != filepath.Join(dir, ".cache") {
+		t.Errorf("wiremock = %q, persistence.dir = %q: want them beside the file", set.WireMock, c.Persistence.Dir)
+	}
+	// The cache stays beside the file: a file from elsewhere cannot make the server write into
+	// any directory.
+	for _, d := range []string{"/tmp/elsewhere", "../up", "a/../../up"} {
+		_, err := mockfile.Parse([]byte("config:\n  persistence: {dir: "+d+"}\nmocks: {}\n"), "m.yaml")
+		if err == nil || !strings.Contains(err.Error(), "config.persistence.dir must be a relative directory inside the mock file's directory") {
+			t.Errorf("dir %s: err = %v, want it refused", d, err)
+		}
 	}
 	// A fixed answer may be cached; one that calls a generator may not.
 	routes := set.InterceptorConfig().Cache.Routes
