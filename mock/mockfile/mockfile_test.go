@@ -280,6 +280,11 @@ func TestParse_Problems(t *testing.T) {
 		{"template that does not parse", "mocks:\n  \"GET /a\": {data: {a: \"{{.Params.id\"}}\n", false, []problem{{2, "GET /a", mockfile.CodeTemplate, "unclosed action"}}},
 		{"unknown template function", "mocks:\n  \"GET /a\": {body: \"{{nope}}\"}\n", false, []problem{{2, "GET /a", mockfile.CodeTemplate, `function "nope" not defined`}}},
 		{"template count over its bound", "mocks:\n  \"GET /a\": {body: \"{{len (seq 2000000000)}}\"}\n", false, []problem{{2, "GET /a", mockfile.CodeTemplate, "the count must be 0-10000"}}},
+		// Loops that write nothing would never meet the render's time bound, which is checked
+		// as it writes: nested ranges over a variable count at the bound, and a defined
+		// template (whose ranges run out of the check's sight) cannot be called.
+		{"nested ranges over a variable", "mocks:\n  \"GET /a\": {body: \"{{$s := seq 10000}}{{range $s}}{{range $s}}{{end}}{{end}}\"}\n", false, []problem{{2, "GET /a", mockfile.CodeTemplate, "nested counted ranges would run up to 100000000 iterations"}}},
+		{"defined template called", "mocks:\n  \"GET /a\": {body: \"{{define \\\"x\\\"}}{{range seq 1000}}{{end}}{{end}}{{template \\\"x\\\"}}\"}\n", false, []problem{{2, "GET /a", mockfile.CodeTemplate, "calling a defined template is not supported"}}},
 		{"unknown generate kind", "mocks:\n  \"GET /a\": {generate: {kind: dragon}}\n", false, []problem{{2, "GET /a", mockfile.CodeGenerate, `"dragon"`}}},
 		{"generate count over its bound", "mocks:\n  \"GET /a\": {generate: {kind: user, count: 10001}}\n", false, []problem{{2, "GET /a", mockfile.CodeGenerate, "between 0 and 10000"}}},
 		{"empty sequence", "mocks:\n  \"GET /a\": {sequence: []}\n", false, []problem{{2, "GET /a", mockfile.CodeSequence, "non-empty"}}},

@@ -176,6 +176,10 @@ func checkCounts(n parse.Node) (generates bool, err error) {
 			walk(x.Pipe, iters)
 			walk(x.List, iters)
 			walk(x.ElseList, iters)
+		case *parse.TemplateNode:
+			// A defined template runs where it is called, out of this walk's sight: its
+			// ranges would escape the bound.
+			err = fmt.Errorf("{{template %q}}: calling a defined template is not supported in a mock answer", x.Name)
 		}
 	}
 	walk(n, 1)
@@ -188,8 +192,9 @@ func checkCounts(n parse.Node) (generates bool, err error) {
 const maxIterations = 1_000_000
 
 // rangeCount is how many times a range over pipe may run when it counts: a number, or seq
-// of a number (a count computed at run time is taken at its bound). A range over request
-// data counts 1: the data is bounded by the request's size.
+// of a number (a count computed at run time is taken at its bound). A range over a variable
+// is taken at the bound too ({{$s := seq 10000}}{{range $s}}: what a variable holds is not
+// known here). A range over request data counts 1: the data is bounded by the request's size.
 func rangeCount(pipe *parse.PipeNode) int64 {
 	if pipe == nil || len(pipe.Cmds) != 1 {
 		return 1
@@ -203,6 +208,10 @@ func rangeCount(pipe *parse.PipeNode) int64 {
 			}
 		case *parse.PipeNode:
 			return rangeCount(a)
+		case *parse.VariableNode:
+			if len(a.Ident) == 1 && a.Ident[0] != "$" { // $s, not $ (the request) or $s.field
+				return mock.MaxTemplateCount
+			}
 		}
 		return 1
 	}
