@@ -39,10 +39,15 @@ type file struct {
 
 // Handler serves GET /console (the page) and GET /console/<file>.
 type Handler struct {
-	once  sync.Once
-	files map[string]*file
-	err   error
+	once     sync.Once
+	files    map[string]*file
+	err      error
+	notFound http.Handler
 }
+
+// SetNotFound sets the answer for a path under /console/ that names no file (default
+// net/http's plain-text 404). Call it before serving.
+func (h *Handler) SetNotFound(nf http.Handler) { h.notFound = nf }
 
 // New returns the console's handler.
 func New() *Handler { return &Handler{} }
@@ -98,7 +103,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f, ok := h.files[name]
 	if !ok {
-		http.NotFound(w, r)
+		if h.notFound != nil {
+			h.notFound.ServeHTTP(w, r)
+		} else {
+			http.NotFound(w, r)
+		}
 		return
 	}
 	hdr.Set("Content-Type", f.ctype)

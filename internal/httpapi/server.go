@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -120,6 +121,12 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, opts, deps, rl)
 	if deps.Console != nil {
+		// An unknown file under /console/ answers the API's envelope, as every other path.
+		if c, ok := deps.Console.(interface{ SetNotFound(http.Handler) }); ok {
+			c.SetNotFound(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				writeEnvelope(w, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
+			}))
+		}
 		mux.Handle("GET /console", deps.Console)
 		mux.Handle("GET /console/", deps.Console)
 	}
