@@ -23,7 +23,7 @@ func TestServer_MountsTheConsole(t *testing.T) {
 		{"/console", 200, "text/html"},
 		{"/console/app.js", 200, "javascript"},
 		{"/console/missing.js", 404, "application/json"}, // the API's envelope, as every path
-		{"/console", 429, ""}, // the fourth request of the window
+		{"/console", 429, ""},                            // the fourth request of the window
 	} {
 		rec := do(with, "GET", tc.path, "", "")
 		if rec.Code != tc.status || !strings.Contains(rec.Header().Get("Content-Type"), tc.ctype) {
