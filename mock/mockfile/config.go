@@ -212,11 +212,17 @@ func (p *parser) persistence(n *yaml.Node) {
 			// A file from elsewhere (a cloned repository) must not make the server write its
 			// cache files into any directory: the cache stays beside the file.
 			d, _ := p.str(v, "", what)
-			if clean := filepath.Clean(filepath.FromSlash(d)); d != "" && (filepath.IsAbs(clean) ||
-				clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator))) {
-				p.fail(v, "", CodeConfig, "%s must be a relative directory inside the mock file's directory, without ..", what)
+			if d == "" {
+				break
 			}
-			pc.Dir = d
+			dir := filepath.Clean(filepath.FromSlash(d))
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(p.base, dir)
+			}
+			if rel, err := filepath.Rel(p.base, dir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				p.fail(v, "", CodeConfig, "%s must be a directory inside the mock file's directory", what)
+			}
+			pc.Dir = dir
 		case "dbName":
 			pc.DBName, _ = p.str(v, "", what)
 		case "storeName":

@@ -168,15 +168,13 @@ func LoadFile(path string) (*Set, error) {
 	if err == nil && set.WireMock != "" && !filepath.IsAbs(set.WireMock) {
 		set.WireMock = filepath.Join(filepath.Dir(path), set.WireMock)
 	}
-	if err == nil && set.Config.Persistence.Dir != "" {
-		set.Config.Persistence.Dir = filepath.Join(filepath.Dir(path), set.Config.Persistence.Dir)
-	}
 	return set, err
 }
 
 // Parse reads a mock file's bytes; name is used in messages and to tell JSON (.json) from YAML.
 func Parse(data []byte, name string) (*Set, error) {
 	p := &parser{set: &Set{Config: mock.DefaultConfig()}}
+	p.base, _ = filepath.Abs(filepath.Dir(name))
 	if strings.EqualFold(filepath.Ext(name), ".json") {
 		if err := checkJSON(data); err != nil {
 			return nil, &LoadError{File: name, Problems: []Problem{*err}}

@@ -433,11 +433,15 @@ mocks:
 	}
 	// The cache stays beside the file: a file from elsewhere cannot make the server write into
 	// any directory.
-	for _, d := range []string{"/tmp/elsewhere", "../up", "a/../../up"} {
-		_, err := mockfile.Parse([]byte("config:\n  persistence: {dir: "+d+"}\nmocks: {}\n"), "m.yaml")
-		if err == nil || !strings.Contains(err.Error(), "config.persistence.dir must be a relative directory inside the mock file's directory") {
+	for _, d := range []string{"/tmp/elsewhere", "../up", "a/../../up", dir + "/../up"} {
+		_, err := mockfile.Parse([]byte("config:\n  persistence: {dir: "+d+"}\nmocks: {}\n"), path)
+		if err == nil || !strings.Contains(err.Error(), "config.persistence.dir must be a directory inside the mock file's directory") {
 			t.Errorf("dir %s: err = %v, want it refused", d, err)
 		}
+	}
+	if set, err := mockfile.Parse([]byte("config:\n  persistence: {dir: "+filepath.Join(dir, "store")+"}\nmocks: {}\n"), path); err != nil ||
+		set.Config.Persistence.Dir != filepath.Join(dir, "store") {
+		t.Errorf("an absolute directory inside the file's: %v", err)
 	}
 	// A fixed answer may be cached; one that calls a generator may not.
 	routes := set.InterceptorConfig().Cache.Routes

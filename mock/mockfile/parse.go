@@ -17,6 +17,7 @@ type parser struct {
 	set   *Set
 	errs  []Problem
 	warns []Problem
+	base  string // the file's directory, absolute: config.persistence.dir stays inside it
 
 	// Of the route being read: whether its answers change from call to call (a sequence,
 	// generated data, a delay range), and its cache field when it has one.
