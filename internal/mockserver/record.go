@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -104,17 +105,26 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRecordBody+1))
-	resp.Body.Close()
 	if err != nil {
+		resp.Body.Close()
 		return nil, err
 	}
+	if len(body) > maxRecordBody {
+		// Too large to record: the client still gets the whole answer, the part read and
+		// the rest as it comes.
+		r.log.Warn("record: not recorded: the answer is over the recorder's limit", "path", req.URL.Path, "limit_bytes", maxRecordBody)
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
+		return resp, nil
+	}
+	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
 	resp.Header.Del("Content-Length")
 	resp.Uncompressed = false
-	if len(body) <= maxRecordBody {
-		r.record(req, resp, body)
-	}
+	r.record(req, resp, body)
 	return resp, nil
 }
 
@@ -125,6 +135,11 @@ func quoted(v string) *yaml.Node {
 }
 
 func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
+	if !utf8.Valid(body) {
+		// A mock file holds text: an image or other bytes cannot be written into it.
+		r.log.Warn("record: not recorded: the answer is not UTF-8 text", "path", req.URL.Path, "content_type", resp.Header.Get("Content-Type"))
+		return
+	}
 	p := req.URL.Path
 	if base := strings.TrimSuffix(r.target.Path, "/"); base != "" {
 		p = strings.TrimPrefix(p, base)
@@ -178,9 +193,18 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	prev, had := r.mocks[key]
 	r.put(key, spec)
 	if err := r.write(); err != nil {
-		r.log.Error("record: write failed", "file", r.path, "err", err)
+		// Dropped again, so that one answer the file cannot hold does not fail every write
+		// after it.
+		if had {
+			r.mocks[key] = prev
+		} else {
+			delete(r.mocks, key)
+			r.keys = r.keys[:len(r.keys)-1]
+		}
+		r.log.Error("record: write failed", "file", r.path, "route", key, "err", err)
 		return
 	}
 	r.log.Info("recorded", "route", key, "status", resp.StatusCode, "file", r.path)

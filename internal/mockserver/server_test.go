@@ -377,6 +377,48 @@ func TestRecordJSON(t *testing.T) {
 	}
 }
 
+// Ensure one answer the recorder cannot keep never spoils the rest: an answer over its limit
+// reaches the client whole and unrecorded, bytes that are not UTF-8 are passed on unrecorded,
+// and the answers after them are still recorded.
+func TestRecord_WhatItCannotKeep(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", maxRecordBody+1000)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/big":
+			w.Write([]byte(big))
+		case "/png":
+			w.Header().Set("Content-Type", "image/png")
+			w.Write([]byte{0x89, 'P', 'N', 'G', 0xff, 0xfe})
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	t.Cleanup(up.Close)
+	target, _ := url.Parse(up.URL)
+	rec := t.TempDir() + "/rec.yaml"
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec })
+	if a := do(t, "GET", hs.URL+"/big", ""); a.status != 200 || len(a.body) != len(big) {
+		t.Fatalf("big answer: %d, %d bytes, want all %d", a.status, len(a.body), len(big))
+	}
+	if a := do(t, "GET", hs.URL+"/png", ""); a.status != 200 || a.body != "\x89PNG\xff\xfe" {
+		t.Fatalf("binary answer: %d %q", a.status, a.body)
+	}
+	do(t, "GET", hs.URL+"/after", "")
+	set, err := mockfile.LoadFile(rec)
+	if err != nil {
+		t.Fatalf("recorded file does not load: %v", err)
+	}
+	var keys []string
+	for _, r := range set.Routes {
+		keys = append(keys, r.Key)
+	}
+	if fmt.Sprint(keys) != "[GET /after]" {
+		t.Fatalf("recorded %v, want only GET /after", keys)
+	}
+}
+
 // Ensure --record without --target and --watch without a file are refused.
 func TestOptionsRefused(t *testing.T) {
 	t.Parallel()
