@@ -90,8 +90,12 @@ func skipHeader(k string) bool {
 // secretHeaders carry credentials; their values are redacted unless --record-secrets.
 var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "X-Api-Key": true, "Cookie": true}
 
-// secretKey matches the JSON keys whose values are redacted: tokens, secrets, passwords, keys.
-var secretKey = regexp.MustCompile(`(?i)(token|secret|password|passwd|api[_-]?key|authorization|credential|session)`)
+// secretKey matches the JSON keys (and the header and form field names) whose values are
+// redacted: tokens, secrets, passwords, keys.
+var secretKey = regexp.MustCompile(`(?i)(token|secret|password|passwd|passphrase|pwd|api[_-]?key|private[_-]?key|authorization|credential|session)`)
+
+// formSecret matches a name=value pair of a form or query-like text body whose name is secret.
+var formSecret = regexp.MustCompile(`(?i)((?:^|[&\s?;])[\w.-]*(?:token|secret|password|passwd|passphrase|pwd|api[_-]?key|private[_-]?key|credential|session)[\w.-]*=)[^&\s;]*`)
 
 // jwtLike matches a JSON Web Token wherever it appears in a string.
 var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+`)
@@ -160,7 +164,7 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 			continue
 		}
 		v := vs[0]
-		if !r.secrets && secretHeaders[http.CanonicalHeaderKey(k)] {
+		if !r.secrets && (secretHeaders[http.CanonicalHeaderKey(k)] || secretKey.MatchString(k)) {
 			v = redacted
 		}
 		templated = templated || strings.Contains(v, "{{")
@@ -184,7 +188,7 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 	default:
 		s := string(body)
 		if !r.secrets {
-			s = jwtLike.ReplaceAllString(s, redacted)
+			s = formSecret.ReplaceAllString(jwtLike.ReplaceAllString(s, redacted), "${1}"+redacted)
 		}
 		add("body", quoted(s))
 	}
@@ -234,7 +238,8 @@ func redactNode(n *yaml.Node, secret bool) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			redactNode(n.Content[i+1], secretKey.MatchString(n.Content[i].Value))
+			// Everything under a secret key is secret: {"credentials": {"user": …}}.
+			redactNode(n.Content[i+1], secret || secretKey.MatchString(n.Content[i].Value))
 		}
 	case yaml.SequenceNode:
 		for _, c := range n.Content {

@@ -598,7 +598,14 @@ func TestRecord_OrderVolatileSecrets(t *testing.T) {
 		h.Set("X-RateLimit-Remaining", "99")
 		h.Set("Set-Cookie", "s=1")
 		h.Set("X-Kept", "yes")
-		w.Write([]byte(`{"zeta":1,"alpha":{"accessToken":"abc","nested":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"},"mid":[3,2,1]}`))
+		h.Set("X-Auth-Token", "hdrsecret")
+		if r.URL.Path == "/form" {
+			h.Set("Content-Type", "application/x-www-form-urlencoded")
+			w.Write([]byte(`user=ada&password=formsecret&refresh_token=formsecret2`))
+			return
+		}
+		w.Write([]byte(`{"zeta":1,"alpha":{"accessToken":"abc","nested":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"},"mid":[3,2,1],` +
+			`"private_key":"pkvalue","credentials":{"user":"creduser","pass":"credpass"}}`))
 	}))
 	t.Cleanup(up.Close)
 	target, _ := url.Parse(up.URL)
@@ -618,6 +625,7 @@ func TestRecord_OrderVolatileSecrets(t *testing.T) {
 			do(t, "GET", hs.URL+"/second", "")
 			do(t, "GET", hs.URL+"/first", "")
 			do(t, "GET", hs.URL+"/second", "")
+			do(t, "GET", hs.URL+"/form", "")
 			b, err := os.ReadFile(rec)
 			if err != nil {
 				t.Fatal(err)
@@ -643,9 +651,13 @@ func TestRecord_OrderVolatileSecrets(t *testing.T) {
 			if !strings.Contains(text, "X-Kept") {
 				t.Errorf("an ordinary header was dropped:\n%s", text)
 			}
-			hasSecret := strings.Contains(text, "abc") || strings.Contains(text, "eyJhbGciOiJIUzI1NiJ9")
-			if hasSecret != tc.secrets {
-				t.Errorf("secrets kept: %v, want %v:\n%s", hasSecret, tc.secrets, text)
+			for _, secret := range []string{"abc", "eyJhbGciOiJIUzI1NiJ9", "hdrsecret", "pkvalue", "creduser", "credpass", "formsecret"} {
+				if strings.Contains(text, secret) != tc.secrets {
+					t.Errorf("%q kept: %v, want %v:\n%s", secret, !tc.secrets, tc.secrets, text)
+				}
+			}
+			if !strings.Contains(text, "user=ada") {
+				t.Errorf("an ordinary form field was redacted:\n%s", text)
 			}
 			// The recording replays.
 			_, replay, _ := newTestServer(t, "replay"+filepath.Ext(tc.file), text, nil)
