@@ -167,15 +167,13 @@ func TestFallbackProxy(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		seen = append(seen, r.Method+" "+r.URL.RequestURI())
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]string{"upstream": "yes", "path": r.URL.Path})
-	}))
-	t.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
+	})
 	_, hs, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.Target = target })
 
 	a := do(t, "GET", hs.URL+"/proxied/thing?x=1", "")
@@ -205,7 +203,7 @@ func TestFallbackProxy(t *testing.T) {
 // Ensure --record writes proxied exchanges as mocks that replay offline.
 func TestRecordThenReplay(t *testing.T) {
 	t.Parallel()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/items/1":
 			w.Header().Set("Content-Type", "application/json")
@@ -216,9 +214,7 @@ func TestRecordThenReplay(t *testing.T) {
 			w.WriteHeader(http.StatusTeapot)
 			w.Write([]byte("short and stout"))
 		}
-	}))
-	t.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
+	})
 	dir := t.TempDir()
 	rec := dir + "/recorded.yaml"
 	_, hs, _ := newTestServer(t, "", "", func(o *Options) {
@@ -347,9 +343,7 @@ func TestCORS(t *testing.T) {
 // Ensure a file's fallbackToNetwork: false wins over --target: unmatched requests get 404.
 func TestFallbackOffInFile(t *testing.T) {
 	t.Parallel()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }))
-	t.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) })
 	_, hs, _ := newTestServer(t, "m.yaml", "config: {fallbackToNetwork: false}\nmocks: {}\n", func(o *Options) { o.Target = target })
 	if a := do(t, "GET", hs.URL+"/x", ""); a.status != 404 || !strings.Contains(a.body, "ROUTE_MATCH_FAILED") {
 		t.Fatalf("unmatched with fallback off: %d %s", a.status, a.body)
@@ -359,12 +353,10 @@ func TestFallbackOffInFile(t *testing.T) {
 // Ensure --record into a .json file writes JSON that replays.
 func TestRecordJSON(t *testing.T) {
 	t.Parallel()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"ok":true}`))
-	}))
-	t.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
+	})
 	rec := t.TempDir() + "/rec.json"
 	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec })
 	do(t, "POST", hs.URL+"/things", `{"a":1}`)
@@ -383,7 +375,7 @@ func TestRecordJSON(t *testing.T) {
 func TestRecord_WhatItCannotKeep(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("x", maxRecordBody+1000)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/big":
 			w.Write([]byte(big))
@@ -394,9 +386,7 @@ func TestRecord_WhatItCannotKeep(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(`{"ok":true}`))
 		}
-	}))
-	t.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
+	})
 	rec := t.TempDir() + "/rec.yaml"
 	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec })
 	if a := do(t, "GET", hs.URL+"/big", ""); a.status != 200 || len(a.body) != len(big) {
@@ -417,6 +407,19 @@ func TestRecord_WhatItCannotKeep(t *testing.T) {
 	if fmt.Sprint(keys) != "[GET /after]" {
 		t.Fatalf("recorded %v, want only GET /after", keys)
 	}
+}
+
+// upstream starts a server answering with h, closed when the test ends, and returns it with
+// its URL (a --target).
+func upstream(t *testing.T, h http.HandlerFunc) (*httptest.Server, *url.URL) {
+	t.Helper()
+	up := httptest.NewServer(h)
+	t.Cleanup(up.Close)
+	target, err := url.Parse(up.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return up, target
 }
 
 // Ensure --record without --target and --watch without a file are refused.
@@ -591,7 +594,7 @@ func TestWireMock_BesideTheFile(t *testing.T) {
 // and in JSON.
 func TestRecord_OrderVolatileSecrets(t *testing.T) {
 	t.Parallel()
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("X-Request-Id", "req-123")
@@ -606,9 +609,7 @@ func TestRecord_OrderVolatileSecrets(t *testing.T) {
 		}
 		w.Write([]byte(`{"zeta":1,"alpha":{"accessToken":"abc","nested":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"},"mid":[3,2,1],` +
 			`"private_key":"pkvalue","credentials":{"user":"creduser","pass":"credpass"}}`))
-	}))
-	t.Cleanup(up.Close)
-	target, _ := url.Parse(up.URL)
+	})
 	for _, tc := range []struct {
 		name    string
 		file    string
