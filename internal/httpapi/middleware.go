@@ -248,6 +248,12 @@ func route(mux *http.ServeMux, next http.Handler) http.Handler {
 	})
 }
 
+// cannot answers a request no route serves (404) or serves with another method (405), in the
+// envelope: "Cannot GET /api/nope".
+func cannot(w http.ResponseWriter, r *http.Request, status int) {
+	writeEnvelope(w, status, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
+}
+
 // dispatch serves the route that route found, and answers routes the mux does not know, and
 // known routes with a wrong method, in the error envelope (the standard mux answers both in
 // plain text).
@@ -275,13 +281,13 @@ func dispatch(mux *http.ServeMux) http.Handler {
 			if allow := probe.header.Get("Allow"); allow != "" {
 				w.Header().Set("Allow", allow)
 			}
-			writeEnvelope(w, http.StatusMethodNotAllowed, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
+			cannot(w, r, http.StatusMethodNotAllowed)
 		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 			// The mux redirects to a cleaned path; answer as an unknown route instead of
 			// redirecting API clients.
 			fallthrough
 		default:
-			writeEnvelope(w, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
+			cannot(w, r, http.StatusNotFound)
 		}
 	})
 }

@@ -5,7 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -123,9 +122,7 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	if deps.Console != nil {
 		// An unknown file under /console/ answers the API's envelope, as every other path.
 		if c, ok := deps.Console.(interface{ SetNotFound(http.Handler) }); ok {
-			c.SetNotFound(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				writeEnvelope(w, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
-			}))
+			c.SetNotFound(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cannot(w, r, http.StatusNotFound) }))
 		}
 		mux.Handle("GET /console", deps.Console)
 		mux.Handle("GET /console/", deps.Console)
