@@ -90,12 +90,15 @@ func skipHeader(k string) bool {
 // secretHeaders carry credentials; their values are redacted unless --record-secrets.
 var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "X-Api-Key": true, "Cookie": true}
 
-// secretKey matches the JSON keys (and the header and form field names) whose values are
-// redacted: tokens, secrets, passwords, keys.
-var secretKey = regexp.MustCompile(`(?i)(token|secret|password|passwd|passphrase|pwd|api[_-]?key|private[_-]?key|authorization|credential|session)`)
+// secretWords are the parts of a name (a JSON key, a header, a form field) that make its value
+// secret: tokens, secrets, passwords, keys.
+const secretWords = `token|secret|password|passwd|passphrase|pwd|api[_-]?key|private[_-]?key|authorization|credential|session`
+
+// secretKey matches a name whose value is redacted.
+var secretKey = regexp.MustCompile(`(?i)(` + secretWords + `)`)
 
 // formSecret matches a name=value pair of a form or query-like text body whose name is secret.
-var formSecret = regexp.MustCompile(`(?i)((?:^|[&\s?;])[\w.-]*(?:token|secret|password|passwd|passphrase|pwd|api[_-]?key|private[_-]?key|credential|session)[\w.-]*=)[^&\s;]*`)
+var formSecret = regexp.MustCompile(`(?i)((?:^|[&\s?;])[\w.-]*(?:` + secretWords + `)[\w.-]*=)[^&\s;]*`)
 
 // jwtLike matches a JSON Web Token wherever it appears in a string.
 var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+`)
