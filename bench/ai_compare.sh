@@ -52,8 +52,7 @@ if [ "$GUARD" = 0 ] && [ ! -f "$PEERS_DIR/node_modules/@portkey-ai/gateway/build
 fi
 build_parts
 
-APP_ENV=(APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$UP_PORT/v1" APP_AI_OPENAI_API_KEY=sk-bench
-  APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000)
+ai_app_env "$UP_PORT"
 
 start fake "$WRK_CPU" "$WORK/aibench" fake "$UP_PORT"
 wait_port "$UP_PORT" || { echo "the fake upstream did not start" >&2; exit 1; }
@@ -64,10 +63,6 @@ wait_port "$FLOOR_PORT" || { echo "the floor did not start: $(tail -3 "$WORK/flo
 start app "$SERVER_CPU" env "${APP_ENV[@]}" "$ROOT/bin/app" serve --addr "127.0.0.1:$APP_PORT" --data-dir "$WORK/data"
 APP_PID=$LAST_PID
 wait_port "$APP_PORT" || { echo "app serve did not start: $(tail -3 "$WORK/app.log")" >&2; exit 1; }
-register() { # port email: a new user's access token
-  curl -s "http://127.0.0.1:$1/api/auth/register" -H 'Content-Type: application/json' \
-    -d "{\"email\":\"$2\",\"password\":\"secret1\",\"name\":\"Bench\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p'
-}
 TOKEN="$(register "$APP_PORT" bench@example.com)"
 BUDGET_TOKEN="$(register "$APP_PORT" budget@example.com)"
 [ -n "$TOKEN" ] && [ -n "$BUDGET_TOKEN" ] || { echo "could not register the users on app" >&2; exit 1; }
@@ -89,25 +84,15 @@ fi
 
 # ---- the targets, as wrk scripts --------------------------------------------------------------
 DIRECT_BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"temperature":0.7,"max_completion_tokens":1000}'
-APP_BODY='{"messages":[{"role":"user","content":"Say hello in one short sentence."}],"model":"gpt-4o-mini"}'
-lua() { # file body header-lines...
-  local f="$1" body="$2"; shift 2
-  {
-    echo 'wrk.method = "POST"'
-    printf 'wrk.body = [[%s]]\n' "$body"
-    echo 'wrk.headers["Content-Type"] = "application/json"'
-    for h in "$@"; do echo "$h"; done
-  } >"$f"
-}
-lua "$WORK/direct.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"'
+wrk_lua "$WORK/direct.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"'
 cp "$WORK/direct.lua" "$WORK/forwarder.lua"
 cp "$WORK/direct.lua" "$WORK/floor.lua"
-lua "$WORK/app.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $TOKEN\""
-lua "$WORK/app-budget.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BUDGET_TOKEN\""
-lua "$WORK/portkey.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"' \
+wrk_lua "$WORK/app.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $TOKEN\""
+wrk_lua "$WORK/app-budget.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BUDGET_TOKEN\""
+wrk_lua "$WORK/portkey.lua" "$DIRECT_BODY" 'wrk.headers["Authorization"] = "Bearer sk-bench"' \
   'wrk.headers["x-portkey-provider"] = "openai"' \
   "wrk.headers[\"x-portkey-custom-host\"] = \"http://127.0.0.1:$UP_PORT/v1\""
-[ -n "$BASELINE_BIN" ] && lua "$WORK/app-baseline.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BASE_TOKEN\""
+[ -n "$BASELINE_BIN" ] && wrk_lua "$WORK/app-baseline.lua" "$APP_BODY" "wrk.headers[\"Authorization\"] = \"Bearer $BASE_TOKEN\""
 URL_direct="http://127.0.0.1:$UP_PORT/v1/chat/completions"
 URL_forwarder="http://127.0.0.1:$FW_PORT/v1/chat/completions"
 URL_floor="http://127.0.0.1:$FLOOR_PORT/v1/chat/completions"
@@ -167,7 +152,6 @@ done
 
 # ---- concurrent streams ---------------------------------------------------------------------
 [ "$STREAMS" = 0 ] && exit 0
-STREAM_BODY='{"messages":[{"role":"user","content":"Count slowly."}],"model":"gpt-4o-mini","stream":true}'
 DIRECT_STREAM_BODY='{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Count slowly."}],"stream":true}'
 echo "$STREAMS streams of $PIECES pieces $GAP apart" >&2
 fw_streams="$(taskset -c "$WRK_CPU" "$WORK/aibench" streams "$URL_forwarder" "$STREAMS" "$DIRECT_STREAM_BODY" "Bearer sk-bench")"

@@ -53,3 +53,29 @@ wait_port() {
 
 # median of the numbers on stdin, one a line.
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# The AI benchmarks' parts: `app serve`'s environment in front of the fake OpenAI upstream on
+# port $1 (in APP_ENV), the chat bodies app is sent, a new user's access token, a wrk script.
+ai_app_env() {
+  APP_ENV=(APP_AI_OPENAI_BASE_URL="http://127.0.0.1:$1/v1" APP_AI_OPENAI_API_KEY=sk-bench
+    APP_JWT_SECRET=bench-secret-bench-secret-bench-secret APP_RATELIMIT_LIMIT=1000000000)
+}
+APP_BODY='{"messages":[{"role":"user","content":"Say hello in one short sentence."}],"model":"gpt-4o-mini"}'
+STREAM_BODY='{"messages":[{"role":"user","content":"Count slowly."}],"model":"gpt-4o-mini","stream":true}'
+
+# register PORT EMAIL: registers a user on the app at PORT and prints its access token.
+register() {
+  curl -s "http://127.0.0.1:$1/api/auth/register" -H 'Content-Type: application/json' \
+    -d "{\"email\":\"$2\",\"password\":\"secret1\",\"name\":\"Bench\"}" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p'
+}
+
+# wrk_lua FILE BODY HEADER-LINES...: a wrk script that POSTs the JSON BODY with the headers.
+wrk_lua() {
+  local f="$1" body="$2"; shift 2
+  {
+    echo 'wrk.method = "POST"'
+    printf 'wrk.body = [[%s]]\n' "$body"
+    echo 'wrk.headers["Content-Type"] = "application/json"'
+    for h in "$@"; do echo "$h"; done
+  } >"$f"
+}
