@@ -29,6 +29,14 @@ func TestTemplate_Bounds(t *testing.T) {
 		{"NestedSmall", `{"body": "{{range 100}}{{range seq 100}}.{{end}}{{end}}"}`, 201, "", 200, ".........."},
 		{"SeqAtRunTime", `{"body": "{{len (seq (int 20000 30000))}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
 		{"AnswerTooLarge", `{"body": "{{range seq 10000}}{{string 10000}}{{end}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		// Text made by functions counts even when it is only kept in a variable: doubling a
+		// value from variable to variable, or remaking one in a loop, stops at 40 MB made.
+		{"ValuesGrowingInVariables", `{"body": "{{$a := string 10000}}{{$b := printf \"%s%s%s%s%s%s%s%s%s%s\" $a $a $a $a $a $a $a $a $a $a}}{{$c := print $b $b $b $b $b $b $b $b $b $b}}{{$d := printf \"%s%s%s%s%s%s%s%s%s%s\" $c $c $c $c $c $c $c $c $c $c}}{{$e := printf \"%s%s%s%s%s%s%s%s%s%s\" $d $d $d $d $d $d $d $d $d $d}}{{len $e}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		{"ValuesRemadeInALoop", `{"body": "{{$a := string 10000 \"<\"}}{{range seq 10000}}{{$b := html $a}}{{end}}done"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		{"PaddingOverTheBound", `{"body": "{{printf \"%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d\" 1 2 3 4 5 6 7 8 9 10 | len}}"}`, 201, "", 200, "10000000"},
+		{"PaddingOverTheValues", `{"body": "{{range seq 5}}{{$x := printf \"%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d%01000000d\" 1 2 3 4 5 6 7 8 9 10}}{{end}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		{"StarWidth", `{"body": "{{range seq 50}}{{$x := printf \"%0*d\" 1000000 7}}{{end}}"}`, 201, "", 500, "HANDLER_EXECUTION_ERROR"},
+		{"ManySmallValues", `{"body": "{{range seq 1000}}{{printf \"%05d,\" .}}{{end}}"}`, 201, "", 200, "00999,"},
 		{"BodyFieldOnArray", `{"data": {"email": "{{.Body.email}}"}}`, 201, `[1,2]`, 400, "POST /bounds-BodyFieldOnArray"},
 		{"BodyFieldOnText", `{"data": {"email": "{{.Body.email}}"}}`, 201, `plain`, 400, "not a JSON object"},
 		{"BodyFieldOnObject", `{"data": {"email": "{{.Body.email}}"}}`, 201, `{"email":"a@b.c"}`, 200, "a@b.c"},

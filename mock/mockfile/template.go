@@ -48,6 +48,15 @@ type tmpl struct {
 	// generates: the template calls a generator (uuid, name, int, now, …), so its answers
 	// differ from call to call.
 	generates bool
+	// runs holds copies of t whose text-making functions count against a budget of their
+	// own (*run): one render at a time uses a copy.
+	runs sync.Pool
+}
+
+// run is a copy of a template whose text-making functions count against budget.
+type run struct {
+	t      *template.Template
+	budget *renderBudget
 }
 
 // generatorFuncs are the template functions whose results change from call to call.
@@ -110,6 +119,16 @@ func parseTemplate(name, text string) (*tmpl, error) {
 		return nil, err
 	}
 	return &tmpl{t: t, segs: fastSegs(text), bodyField: strings.Contains(text, ".Body."), generates: gen}, nil
+}
+
+// newRun copies t.t with its text-making functions bound to a budget of the copy's own.
+func (t *tmpl) newRun() *run {
+	c, err := t.t.Clone()
+	if err != nil { // text/template.Clone never fails
+		panic(err)
+	}
+	b := new(renderBudget)
+	return &run{t: c.Funcs(b.funcs()), budget: b}
 }
 
 // checkCounts refuses, at load, counts written into the template above mock.MaxTemplateCount:
@@ -266,7 +285,14 @@ func (t *tmpl) exec(v *reqView) (string, error) {
 			bufPool.Put(buf)
 		}
 	}()
-	if err := t.t.Execute(&boundedWriter{buf: buf, deadline: time.Now().Add(renderTimeout)}, v); err != nil {
+	r, _ := t.runs.Get().(*run)
+	if r == nil {
+		r = t.newRun()
+	}
+	defer t.runs.Put(r)
+	deadline := time.Now().Add(renderTimeout)
+	*r.budget = renderBudget{deadline: deadline, left: maxMadeText}
+	if err := r.t.Execute(&boundedWriter{buf: buf, deadline: deadline}, v); err != nil {
 		if t.bodyField && v.hasBody {
 			if _, isObj := v.body.(jsonObject); !isObj {
 				return "", errBodyNotObject
