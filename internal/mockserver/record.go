@@ -19,6 +19,8 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/acme/app/mock"
 )
 
 // maxRecordBody is the largest upstream body the recorder keeps.
@@ -147,14 +149,11 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 		r.log.Warn("record: not recorded: the answer is not UTF-8 text", "path", req.URL.Path, "content_type", resp.Header.Get("Content-Type"))
 		return
 	}
-	p := req.URL.Path
-	if base := strings.TrimSuffix(r.target.Path, "/"); base != "" {
-		p = strings.TrimPrefix(p, base)
+	key, why := routeKey(req.Method, req.URL, r.target)
+	if why != "" {
+		r.log.Warn("record: not recorded: "+why, "route", key)
+		return
 	}
-	if p == "" {
-		p = "/"
-	}
-	key := req.Method + " " + p
 	spec := &yaml.Node{Kind: yaml.MappingNode}
 	add := func(k string, v *yaml.Node) { spec.Content = append(spec.Content, scalar(k), v) }
 	add("status", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.Itoa(resp.StatusCode)})
@@ -215,6 +214,31 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 		return
 	}
 	r.log.Info("recorded", "route", key, "status", resp.StatusCode, "file", r.path)
+}
+
+// keyMatcher reads route keys as a recorded file is read: with the default matching.
+var keyMatcher = mock.NewMatcher(mock.DefaultRouteMatchingConfig())
+
+// routeKey is the route key that answers method and u again once recorded: the path as sent
+// (escapes kept, as routes match them), less the target's own path. why says when there is
+// none: a method a mock file does not take, or a path a route key would read as a pattern
+// (":id", "*") and so answer other paths with.
+func routeKey(method string, u, target *url.URL) (key, why string) {
+	p := u.EscapedPath()
+	if base := strings.TrimSuffix(target.EscapedPath(), "/"); base != "" {
+		p = strings.TrimPrefix(p, base)
+	}
+	if p == "" {
+		p = "/"
+	}
+	key = method + " " + p
+	if v := mock.ValidateRoutePattern(key); !v.Valid {
+		return key, "a route key cannot hold it: " + v.Errors[0].Message
+	}
+	if len(keyMatcher.ExtractParams(p, p)) > 0 {
+		return key, "its path would read as a pattern (a parameter or a wildcard) and answer other paths"
+	}
+	return key, ""
 }
 
 func sortedKeys(h http.Header) []string {

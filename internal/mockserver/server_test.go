@@ -409,6 +409,58 @@ func TestRecord_WhatItCannotKeep(t *testing.T) {
 	}
 }
 
+// Ensure every recorded route replays what was asked: a path with escapes (a space, a #)
+// is recorded as sent and answers it again, and a method or a path a route key cannot hold
+// literally (a method of its own, a segment that reads as a parameter or a wildcard) is
+// passed on unrecorded instead of leaving a file that does not load or answers other paths.
+func TestRecord_PathsAsSent(t *testing.T) {
+	t.Parallel()
+	up, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(r.Method + " " + r.URL.EscapedPath()))
+	})
+	rec := t.TempDir() + "/rec.yaml"
+	_, hs, _ := newTestServer(t, "", "", func(o *Options) { o.Target = target; o.Record = rec })
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/files/my%20doc.pdf"},
+		{"GET", "/tags/a%23b"},
+		{"FOO", "/custom"},
+		{"GET", "/users/:me"},
+		{"GET", "/any/*"},
+		{"GET", "/after"},
+	} {
+		if a := do(t, c.method, hs.URL+c.path, ""); a.status != 200 || a.body != c.method+" "+c.path {
+			t.Fatalf("%s %s through the recorder: %d %q", c.method, c.path, a.status, a.body)
+		}
+	}
+	up.Close()
+	set, err := mockfile.LoadFile(rec)
+	if err != nil {
+		b, _ := os.ReadFile(rec)
+		t.Fatalf("recorded file does not load: %v\n%s", err, b)
+	}
+	var keys []string
+	for _, r := range set.Routes {
+		keys = append(keys, r.Key)
+	}
+	if want := "[GET /files/my%20doc.pdf GET /tags/a%23b GET /after]"; fmt.Sprint(keys) != want {
+		t.Fatalf("recorded %v, want %s", keys, want)
+	}
+	replay, err := New(Options{File: rec, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := httptest.NewServer(replay)
+	t.Cleanup(rs.Close)
+	for _, p := range []string{"/files/my%20doc.pdf", "/tags/a%23b"} {
+		if a := do(t, "GET", rs.URL+p, ""); a.status != 200 || a.body != "GET "+p {
+			t.Fatalf("replayed %s: %d %q", p, a.status, a.body)
+		}
+	}
+	if a := do(t, "GET", rs.URL+"/users/other", ""); a.status != 404 {
+		t.Fatalf("GET /users/other answered %d %q from a recording", a.status, a.body)
+	}
+}
+
 // upstream starts a server answering with h, closed when the test ends, and returns it with
 // its URL (a --target).
 func upstream(t *testing.T, h http.HandlerFunc) (*httptest.Server, *url.URL) {
