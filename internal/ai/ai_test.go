@@ -426,6 +426,24 @@ func TestComplete_Validation(t *testing.T) {
 	}
 }
 
+// Ensure input built in code (as the /v1 gateway builds it) is held to the model rule that
+// decoded input is: a name that is not a model never reaches the provider or a usage record.
+func TestComplete_ModelOfInputBuiltInCode(t *testing.T) {
+	t.Parallel()
+	for _, model := range []string{strings.Repeat("A", 3000), "<img src=x>", "\u202egpt-5-mini"} {
+		fake := aitest.New(t, "openai")
+		svc, _ := newService(t, fake, "openai", nil)
+		in := ai.ChatInput{Model: model, Messages: []ai.Message{{Role: "user", Content: "x"}}}
+		_, err := svc.Complete(context.Background(), "u", "openai", in)
+		if e := apperr.As(err); e == nil || e.Kind != apperr.Invalid || e.Param != "model" {
+			t.Fatalf("model %.20q: err=%v, want a validation error of model", model, err)
+		}
+		if len(fake.Calls()) != 0 {
+			t.Errorf("model %.20q reached the provider", model)
+		}
+	}
+}
+
 // Ensure a provider's redirect is an answer, never followed: the request carries the API key.
 func TestComplete_RedirectNotFollowed(t *testing.T) {
 	t.Parallel()

@@ -77,6 +77,10 @@ const MaxTokensLimit = 1_000_000
 
 var modelPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
 
+// ValidModel reports whether name may be sent to a provider as a model and recorded in usage:
+// letters, digits and . _ : @ -, starting with a letter or digit, at most 128 bytes.
+func ValidModel(name string) bool { return modelPattern.MatchString(name) }
+
 // UnmarshalJSON decodes the body, noting (not failing on) fields of the wrong type.
 func (in *ChatInput) UnmarshalJSON(data []byte) error { return in.decodeFields(data) }
 
@@ -157,6 +161,9 @@ func (in *ChatInput) decodeFields(data []byte) error {
 // first) of in against an endpoint's rules, or nil.
 func (in *ChatInput) validate(s *spec) error {
 	p := problems{msgs: slices.Clone(in.problems.msgs), param: in.problems.param}
+	if !in.decoded && in.Model != "" && !ValidModel(in.Model) { // decoded input was checked as it was read
+		p.add("model", validate.Matches("model", modelPattern))
+	}
 	switch {
 	case in.Messages == nil && !in.decoded:
 		p.add("messages", validate.NotEmpty("messages"), validate.IsArray("messages"))

@@ -163,6 +163,9 @@ func (s *Service) modelOf(raw json.RawMessage) (model, provider, name string, er
 		if m == "" {
 			return "", "", "", invalid("model", "model_not_found", "The model '%s' names no model after the provider.", model)
 		}
+		if !ai.ValidModel(m) {
+			return "", "", "", invalid("model", "invalid_value", "Invalid 'model': %.140q is not a model name (letters, digits and . _ : @ -, at most 128).", m)
+		}
 		return model, p, m, nil
 	}
 	p, ok := s.prices.ProviderOf(model)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -131,6 +132,9 @@ func TestParseRefused(t *testing.T) {
 		{`{"model":7,` + msg + `}`, "model", "invalid_type"},
 		{`{"model":"no-such-model",` + msg + `}`, "model", "model_not_found"},
 		{`{"model":"openai/",` + msg + `}`, "model", "model_not_found"},
+		{`{"model":"openai/` + strings.Repeat("A", 3000) + `",` + msg + `}`, "model", "invalid_value"},
+		{`{"model":"anthropic/<img src=x onerror=alert(1)>",` + msg + `}`, "model", "invalid_value"},
+		{`{"model":"openai/\u202egpt-5-mini",` + msg + `}`, "model", "invalid_value"},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"temperature":"hot"}`, "temperature", "invalid_type"},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"temperature":3}`, "temperature", "invalid_value"},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"top_p":1.5}`, "top_p", "invalid_value"},
