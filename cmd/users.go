@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -139,9 +137,9 @@ func newUsersBudgetCmd(f *factory, runF func(context.Context, *usersBudgetOption
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.email = args[0]
 			if !clearIt {
-				v, err := strconv.ParseFloat(strings.TrimPrefix(args[1], "$"), 64)
-				if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-					return usageError{fmt.Errorf("budget %q is not an amount of US dollars", args[1])}
+				v, err := budget.ParseDollars(args[1])
+				if err != nil {
+					return usageError{fmt.Errorf("budget %w", err)}
 				}
 				opts.limit = &v
 			}

@@ -34,8 +34,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -48,10 +46,6 @@ import (
 
 // Collection is the name of the collection this package owns.
 const Collection = "ai_budgets"
-
-// MaxLimit is the largest budget accepted (USD per month): amounts are kept in 1e-10 USD in
-// 64 bits, which hold about $922 million.
-const MaxLimit = 1e8
 
 // SpentReader returns a user's recorded AI cost over the last `days` UTC days, today
 // included (the usage log's Summary).
@@ -241,8 +235,8 @@ func (s *Service) Status(ctx context.Context, userID string) (*Status, error) {
 // default applies), effective at once in this process and within about a second in every
 // other. Returns Invalid for a limit that is negative, not finite or above MaxLimit.
 func (s *Service) SetLimit(ctx context.Context, userID string, limit *float64) (*Status, error) {
-	if limit != nil && (math.IsNaN(*limit) || *limit < 0 || *limit > MaxLimit) {
-		return nil, apperr.E(apperr.Invalid, fmt.Sprintf("budget must be a number of dollars from 0 to %g", float64(MaxLimit)))
+	if limit != nil && !ValidLimit(*limit) {
+		return nil, apperr.E(apperr.Invalid, "budget must be "+LimitRule)
 	}
 	if err := s.limits.set(ctx, userID, limit); err != nil {
 		return nil, err
@@ -301,12 +295,4 @@ func (e *Exceeded) Error() string {
 func exceeded(limit, left, worst float64, resets time.Time) error {
 	e := &Exceeded{Limit: limit, Left: max(left, 0), Worst: worst, ResetsOn: resets}
 	return apperr.Wrap(apperr.PaymentRequired, e, e.Error())
-}
-
-// Dollars writes an amount as $25.00, or with the digits it needs below a cent ($0.000123).
-func Dollars(v float64) string {
-	if v == math.Round(v*100)/100 || v >= 0.01 {
-		return "$" + strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	return "$" + strconv.FormatFloat(v, 'f', -1, 64)
 }

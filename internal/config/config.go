@@ -4,7 +4,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/acme/app/internal/ai/providers"
+	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/redact"
 	"github.com/acme/app/internal/suggest"
 )
@@ -593,13 +593,13 @@ var roleName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
 // dollars parses an optional amount of US dollars (empty: nil).
 func (p *parser) dollars(name string) *float64 {
-	val := strings.TrimPrefix(strings.TrimSpace(p.raw[name]), "$")
+	val := strings.TrimSpace(p.raw[name])
 	if val == "" {
 		return nil
 	}
-	f, err := strconv.ParseFloat(val, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
-		p.fail(name, "must be an amount of US dollars from 0 to 1e9")
+	f, err := budget.ParseDollars(val)
+	if err != nil {
+		p.fail(name, "must be "+budget.LimitRule)
 		return nil
 	}
 	return &f

@@ -132,6 +132,11 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_METRICS_ADDR", "9464"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "-1"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "lots"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "950000000"}, // past what the ledger holds
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "$"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "1_0"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "0x10"},
+		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "1e-12"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,11 +69,11 @@ func handleAdminBudget(svc *admin.Service) http.Handler {
 	})
 }
 
-// parseLimit reads {limit}: a number of dollars from 0 to budget.MaxLimit, or null for none.
+// parseLimit reads {limit}: a number of dollars budget.ValidLimit accepts, or null for none.
 // The property must be present: a body without it is a mistake, not a request to clear.
 func parseLimit(fields map[string]json.RawMessage) (*float64, error) {
 	raw, ok := fields["limit"]
-	msg := "limit must be a number from 0 to 100000000 (US dollars a month) or null"
+	msg := "limit must be " + budget.LimitRule + " a month, or null"
 	if !ok {
 		return nil, apperr.Validation(msg)
 	}
@@ -82,8 +81,7 @@ func parseLimit(fields map[string]json.RawMessage) (*float64, error) {
 		return nil, nil
 	}
 	var v float64
-	if validate.IsNull(raw) || json.Unmarshal(raw, &v) != nil || math.IsNaN(v) || math.IsInf(v, 0) ||
-		v < 0 || v > budget.MaxLimit {
+	if validate.IsNull(raw) || json.Unmarshal(raw, &v) != nil || !budget.ValidLimit(v) {
 		return nil, apperr.Validation(msg)
 	}
 	return &v, nil

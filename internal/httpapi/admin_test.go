@@ -247,6 +247,7 @@ func TestAdminBudget(t *testing.T) {
 		{"Boolean", "/api/admin/users/" + id + "/budget", `{"limit":true}`, 400, 12.5},
 		{"Array", "/api/admin/users/" + id + "/budget", `{"limit":[5]}`, 400, 12.5},
 		{"OverMax", "/api/admin/users/" + id + "/budget", `{"limit":100000001}`, 400, 12.5},
+		{"RoundsToNothing", "/api/admin/users/" + id + "/budget", `{"limit":1e-12}`, 400, 12.5},
 		{"Missing", "/api/admin/users/" + id + "/budget", `{}`, 400, 12.5},
 		{"NotJSON", "/api/admin/users/" + id + "/budget", `{"limit": 5`, 400, 12.5},
 		{"NotAnID", "/api/admin/users/nope/budget", `{"limit":1}`, 400, 12.5},
