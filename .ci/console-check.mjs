@@ -234,7 +234,19 @@ try {
   if (await page.getByRole('button', { name: exact('Load more users') }).count()) fail('Load more users is still shown after the last page');
   await page.unroute(firstList);
   ok('Users: the first page of one user, then Load more users follows the Link to the second, and stops');
+  // Every row's controls are on screen, beside a 100-character name without a space.
+  for (const button of await users.getByRole('button').all()) {
+    const box = await button.boundingBox();
+    if (!box || box.x + box.width > 1280) fail(`the Users table pushes "${await button.textContent()}" off the 1280-pixel page (x ${box && box.x})`);
+  }
+  ok('Users: every row\'s buttons stay on the page beside a 100-character name');
   const userRow = page.getByRole('row', { name: new RegExp(cfg.user.email.replace(/[.+]/g, '\\$&')) });
+  // Only plain decimal dollars: Number() alone would save 0x10 as $16.
+  await userRow.getByLabel(exact('Monthly budget')).fill('0x10');
+  await userRow.getByRole('button', { name: exact('Save') }).click();
+  await userRow.getByRole('alert').filter({ hasText: 'Enter an amount of dollars' }).waitFor();
+  if ((await api('GET', '/api/ai/budget', userToken)).body.limit !== null) fail('0x10 was saved as a budget');
+  ok('a budget written 0x10 is refused in the page, nothing saved');
   await userRow.getByLabel(exact('Monthly budget')).fill('12.5');
   await userRow.getByRole('button', { name: exact('Save') }).click();
   await userRow.getByRole('status').filter({ hasText: 'Saved' }).waitFor();

@@ -40,7 +40,9 @@ register() { # email password name -> access token
 USER_EMAIL=ada@example.com USER_PASSWORD=console-check-1
 ADMIN_EMAIL=grace@example.com ADMIN_PASSWORD=console-check-2
 TOKEN="$(register "$USER_EMAIL" "$USER_PASSWORD" "Ada Lovelace")"
-register "$ADMIN_EMAIL" "$ADMIN_PASSWORD" "Grace Hopper" >/dev/null
+# The admin's name is as long as a name may be, without a space: the Users table must still
+# show every row's controls.
+register "$ADMIN_EMAIL" "$ADMIN_PASSWORD" "Grace$(printf 'W%.0s' $(seq 95))" >/dev/null
 "$APP" users grant "$ADMIN_EMAIL" admin --data-dir "$TMP/data" >/dev/null
 
 # Calls on three providers (a long prompt, so that the cost shows in cents).

@@ -69,6 +69,10 @@ func TestParseRegister(t *testing.T) {
 		{"name too long", `{"email":"a@example.com","password":"secret1","name":"` + strings.Repeat("n", 101) + `"}`, []string{"name must be shorter than or equal to 100 characters"}},
 		{"escape sequence in name", `{"email":"a@example.com","password":"secret1","name":"a\u001b[31mb"}`, []string{"name must not contain control characters"}},
 		{"NUL in name", `{"email":"a@example.com","password":"secret1","name":"a\u0000b"}`, []string{"name must not contain control characters"}},
+		{"C1 control in name", `{"email":"a@example.com","password":"secret1","name":"a\u009b2Jb"}`, []string{"name must not contain control characters"}},
+		{"bidi override in name", `{"email":"a@example.com","password":"secret1","name":"\u202eevil txt.exe"}`, []string{"name must not contain control characters"}},
+		{"zero-width space in name", `{"email":"a@example.com","password":"secret1","name":"Admin\u200b"}`, []string{"name must not contain control characters"}},
+		{"bidi override in email", `{"email":"\"\u202eadmin\"@example.com","password":"secret1","name":"A"}`, []string{"email must be an email"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package auth
 import (
 	"encoding/json"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/acme/app/internal/validate"
@@ -125,7 +124,9 @@ func ParseRegister(fields map[string]json.RawMessage) (RegisterInput, []string) 
 	email, emailOK := validate.String(fields["email"])
 	password, passwordOK := validate.String(fields["password"])
 	in := RegisterInput{Email: strings.TrimSpace(email), Password: password}
-	if !emailOK || !IsEmail(in.Email) {
+	// An address that could pass for another (a bidi override in a quoted local part) is not
+	// taken for a new account; login reads addresses as they were registered.
+	if !emailOK || !IsEmail(in.Email) || !validate.Displayable(in.Email) {
 		msgs = append(msgs, validate.IsEmail("email"))
 	}
 	switch {
@@ -142,8 +143,9 @@ func ParseRegister(fields map[string]json.RawMessage) (RegisterInput, []string) 
 		switch {
 		case utf8.RuneCountInString(in.Name) > maxNameLength:
 			nameMsgs = append(nameMsgs, validate.MaxLength("name", maxNameLength))
-		case strings.ContainsFunc(in.Name, unicode.IsControl):
-			// A terminal would run an escape sequence printed by `app users list`.
+		case !validate.Displayable(in.Name):
+			// A terminal would run an escape sequence printed by `app users list`, and a bidi
+			// override or an invisible character would make the name pass for another.
 			nameMsgs = append(nameMsgs, "name must not contain control characters")
 		}
 	}

@@ -58,7 +58,7 @@ func (in CreateInput) Validate() []string {
 		msgs = append(msgs, validate.NotEmpty("name"))
 	case utf8.RuneCountInString(in.Name) > MaxNameLength:
 		msgs = append(msgs, validate.MaxLength("name", MaxNameLength))
-	case !utf8.ValidString(in.Name) || strings.ContainsFunc(in.Name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	case !validate.Displayable(in.Name):
 		msgs = append(msgs, "name must not contain control characters")
 	}
 	if d := in.ExpiresInDays; d != nil {

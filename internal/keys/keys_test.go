@@ -176,6 +176,8 @@ func TestParseCreate(t *testing.T) {
 		{`{"name":"  "}`, CreateInput{}, []string{"name should not be empty"}},
 		{`{"name":"` + strings.Repeat("x", 101) + `"}`, CreateInput{}, []string{"name must be shorter than or equal to 100 characters"}},
 		{`{"name":"a\u0007"}`, CreateInput{}, []string{"name must not contain control characters"}},
+		{`{"name":"c1\u009b2J"}`, CreateInput{}, []string{"name must not contain control characters"}},
+		{`{"name":"\u202eRTL key"}`, CreateInput{}, []string{"name must not contain control characters"}},
 		{`{"name":"ci","expiresInDays":"7"}`, CreateInput{}, []string{"expiresInDays must be an integer number"}},
 		{`{"name":"ci","expiresInDays":1.5}`, CreateInput{}, []string{"expiresInDays must be an integer number"}},
 		{`{"name":"ci","expiresInDays":0}`, CreateInput{}, []string{"expiresInDays must not be less than 1"}},

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Reported is what a decoder stores in a string property whose type problem it has already
@@ -134,4 +136,27 @@ func number[N int | float64](n N) string {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return strconv.Itoa(int(n))
+}
+
+// Displayable reports whether s can be shown as it is, in a terminal or a page, without
+// changing what is around it or hiding what it is: valid UTF-8 without a Hidden rune.
+// Names people give (users, API keys) must be.
+func Displayable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, Hidden)
+}
+
+// Hidden reports whether r is a control character (C0 and C1, whose escape sequences a
+// terminal runs), a bidirectional control (U+202E shows "exe.txt" for "txt.exe"), a line or
+// paragraph separator, or an invisible character that makes a name look like another (a
+// zero-width space, a Hangul filler, a soft hyphen). The zero-width joiners (U+200C, U+200D),
+// which scripts and emoji need, are not hidden.
+func Hidden(r rune) bool {
+	if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || unicode.In(r, unicode.Zl, unicode.Zp) {
+		return true
+	}
+	switch r {
+	case 0x00AD, 0x034F, 0x115F, 0x1160, 0x180E, 0x200B, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0x3164, 0xFEFF, 0xFFA0:
+		return true
+	}
+	return false
 }

@@ -125,3 +125,24 @@ func TestWording(t *testing.T) {
 		}
 	}
 }
+
+// Ensure names that would change or hide what is shown around them are not displayable, and
+// names in any script, with emoji, are.
+func TestDisplayable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"Ada Lovelace", true}, {"José Núñez", true}, {"محمد", true}, {"می‌خواهم", true}, // ZWNJ in Persian
+		{"李雷", true}, {"👩‍💻 dev", true}, {"🏴󠁧󠁢󠁳󠁣󠁴󠁿", true}, // ZWJ sequence, tag sequence
+		{"a\x1b[31mb", false}, {"a\u009b2Jb", false}, {"a\u0085b", false}, {"a\x00b", false},
+		{"\u202eevil txt.exe", false}, {"a\u2066b\u2069", false}, {"a\u200fb", false}, {"a\u061cb", false},
+		{"Admin\u200b", false}, {"\u3164", false}, {"a\u00adb", false}, {"a\ufeffb", false}, {"a\u2028b", false},
+		{"a\xffb", false},
+	} {
+		if got := Displayable(tc.s); got != tc.want {
+			t.Errorf("Displayable(%+q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}

@@ -114,7 +114,7 @@ function SignIn({ onSignedIn, notice }) {
         <h1 id="signin-title">Sign in to the console</h1>
         <div class="field">
           <label for="signin-email">Email</label>
-          <input id="signin-email" type="email" autocomplete="username" required value=${email}
+          <input id="signin-email" type="text" inputmode="email" autocomplete="username" spellcheck="false" required value=${email}
             onInput=${(e) => setEmail(e.currentTarget.value)} />
         </div>
         <div class="field">
@@ -344,11 +344,12 @@ function UserRow({ token, user, me, onChanged }) {
     // Read from the form, not the state: a click right after typing may come before the
     // re-render that would give this function the typed value.
     const text = String(new FormData(e.currentTarget).get('limit') ?? '').trim().replace(/^\$/, '');
-    const value = text === '' ? null : Number(text);
-    if (value !== null && (!Number.isFinite(value) || value < 0)) {
-      setNote({ error: true, text: 'Enter an amount of dollars, or nothing for no budget of their own.' });
+    // Plain decimal dollars only: Number() would also take 0x10, 0b11 and 1e3.
+    if (text !== '' && !/^(\d+(\.\d*)?|\.\d+)$/.test(text)) {
+      setNote({ error: true, text: 'Enter an amount of dollars (such as 25 or 0.5), or nothing for no budget of their own.' });
       return;
     }
+    const value = text === '' ? null : Number(text);
     try {
       const row = await api(token, 'PUT', `/api/admin/users/${encodeURIComponent(user.id)}/budget`, { limit: value });
       setNote({ error: false, text: 'Saved.' });
@@ -369,7 +370,7 @@ function UserRow({ token, user, me, onChanged }) {
   };
   return html`
     <tr>
-      <td>${user.email}${user.name && html`<br /><span class="muted">${user.name}</span>`}</td>
+      <td class="user-cell">${user.email}${user.name && html`<br /><span class="muted">${user.name}</span>`}</td>
       <td>${user.roles.join(', ')}</td>
       <td class="num">${money(user.monthSpent)}</td>
       <td>
