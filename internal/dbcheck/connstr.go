@@ -67,6 +67,10 @@ func refusedOptions(cs *connstring.ConnString) error {
 	if !allowedMechanisms[strings.ToUpper(cs.AuthMechanism)] {
 		return mechanismRefused(cs.AuthMechanism)
 	}
+	if len(cs.Compressors) > 0 {
+		// A compressed reply names its own size, which the driver allocates before it reads.
+		return apperr.Validation("connectionString option compressors is not allowed: a compressed reply could claim any size")
+	}
 	var refused []string
 	for _, o := range fileOptions {
 		if o.set(cs) {

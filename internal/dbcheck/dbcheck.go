@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -231,8 +232,8 @@ func (s *Service) serverInfo(ctx context.Context, e *entry) (*serverInfo, error)
 
 func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Duration) (*TestResult, error) {
 	s.cache.remove(e)
-	if b := e.dialer.blocked.Load(); b != nil {
-		return nil, forbidden(b)
+	if refusal := e.dialer.refusal(); refusal != nil {
+		return nil, refusal
 	}
 	reason := s.describe(err, uri, e.selection)
 	s.log.Info("mongodb test failed", "uri", redact.URI(uri), "reason", reason)
@@ -275,11 +276,17 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 	if err != nil {
 		return nil, s.queryError(e, in.ConnectionString, err)
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	defer func() {
+		// A client that went away still ends the cursor on the server, but a server that
+		// never answers the killCursors cannot hold the call.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
 
 	res := &QueryResult{Success: true, Documents: make([]json.RawMessage, 0, min(limit, 128))}
 	total := 0
-	for cur.Next(ctx) {
+	for len(res.Documents) < limit && cur.Next(ctx) { // a server may send more than it was asked
 		doc, err := documentJSON(cur.Current, secrets)
 		if err != nil {
 			return nil, apperr.Wrap(apperr.Upstream, err, "the server sent a document that cannot be converted to JSON")
@@ -298,17 +305,20 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 	return res, nil
 }
 
+// closeTimeout bounds closing a cursor the answer did not read to its end.
+const closeTimeout = time.Second
+
 func (s *Service) queryError(e *entry, uri string, err error) error {
-	if b := e.dialer.blocked.Load(); b != nil {
+	if refusal := e.dialer.refusal(); refusal != nil {
 		s.cache.remove(e)
-		return forbidden(b)
+		return refusal
 	}
 	var ce mongo.CommandError
 	switch {
 	case errors.As(err, &ce) && ce.Code == 50, // MaxTimeMSExpired
 		errors.Is(err, context.DeadlineExceeded) && !isSelection(err):
 		return apperr.Wrap(apperr.UpstreamTimeout, err, fmt.Sprintf("the query did not finish within dbcheck.max_time (%s)", s.opts.MaxTime))
-	case errors.As(err, &ce) && !isAuth(err):
+	case errors.As(err, &ce) && !isAuth(err) && !mongo.IsNetworkError(err): // the driver wraps a lost connection as a command error
 		return apperr.Wrap(apperr.Invalid, errors.New(redact.Text(err.Error(), uri)), "the server refused the query: "+redact.Text(commandText(ce), uri))
 	}
 	s.cache.remove(e)
@@ -318,11 +328,17 @@ func (s *Service) queryError(e *entry, uri string, err error) error {
 }
 
 func commandText(ce mongo.CommandError) string {
+	msg := goFrames.ReplaceAllString(ce.Message, "")
 	if ce.Name != "" {
-		return fmt.Sprintf("(%s) %s", ce.Name, ce.Message)
+		return fmt.Sprintf("(%s) %s", ce.Name, msg)
 	}
-	return ce.Message
+	return msg
 }
+
+// goFrames matches the Go source frames some servers (FerretDB, the embedded store) put in an
+// internal error's message: "[msg_find.go:344 handler.handleMaxTimeMSError] ". They say
+// nothing to the caller and describe the server's code.
+var goFrames = regexp.MustCompile(`\[[\w./-]+\.go:\d+ (?:[^\[\]]|\[[^\]]*\])*\]\s*`)
 
 // selectionError returns the server selection failure in err's chain, if there is one. The
 // driver returns it as a value, never as a pointer.
@@ -389,11 +405,22 @@ func (s *Service) connect(ctx context.Context, uri string) (*entry, error) {
 	if p.cs.ConnectTimeoutSet && p.cs.ConnectTimeout > 0 {
 		connectTimeout = min(connectTimeout, p.cs.ConnectTimeout)
 	}
-	d := &dialer{policy: s.policy, timeout: connectTimeout}
+	if !s.opts.Unrestricted && len(p.cs.Hosts) > maxHosts {
+		return nil, apperr.Validation(fmt.Sprintf("connectionString names %d hosts; at most %d", len(p.cs.Hosts), maxHosts))
+	}
+	d := &dialer{policy: s.policy, timeout: connectTimeout, maxHosts: maxHosts}
+	if s.opts.Unrestricted {
+		d.maxHosts = 0
+	}
 	o := options.Client().ApplyURI(uri).
 		SetDialer(d).
 		SetServerSelectionTimeout(selection).
 		SetConnectTimeout(connectTimeout).
+		// Every read waits at most this long, whatever the operation's context says, and a
+		// server speaks only when asked (no streamed heartbeats): what the dialer's
+		// connections read after each write is bounded (maxReply).
+		SetSocketTimeout(s.opts.Timeout + s.opts.MaxTime + time.Second).
+		SetServerMonitoringMode(options.ServerMonitoringModePoll).
 		SetMaxPoolSize(s.opts.MaxPoolSize).
 		SetMinPoolSize(0).
 		SetMaxConnIdleTime(s.opts.IdleTimeout)

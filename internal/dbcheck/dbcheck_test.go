@@ -560,6 +560,7 @@ func TestRefusedOptions(t *testing.T) {
 		{"SSLAlias", "ssl=true&sslClientCertificateKeyFile=/k.pem", "sslClientCertificateKeyFile"},
 		{"MixedCase", "TLSCAFILE=/x", "tlsCAFile"},
 		{"Unparsable", "w=banana&wtimeoutMS=notanumber", "not a valid MongoDB connection string"},
+		{"Compressors", "compressors=zlib", "compressors is not allowed"},
 		// A "?" in the password must not hide the real query from the check.
 		{"PasswordWithQuestionMark", "mongodb://u:p?x@db.example.com/?tlsCAFile=/etc/passwd&tls=true", "tlsCAFile"},
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -183,16 +184,100 @@ func forbidden(b *BlockedError) error {
 	return apperr.Wrap(apperr.Forbidden, b, b.Error())
 }
 
+// maxHosts bounds the servers one connection string may reach: those it names and those the
+// servers name in turn (a replica set's members). Without it, one call listing, or one server
+// answering, a thousand hosts opened a thousand connections.
+const maxHosts = 16
+
+// maxReply bounds what a connection reads after each write: one server reply. A MongoDB
+// server sends at most 16 MiB of documents in a reply; the rest is room for its envelope and
+// TLS. The driver would take up to what the server itself announces (2 GiB from a hostile
+// one) into memory.
+const maxReply = 17 << 20
+
+// errReplyTooLarge is the failure of a connection whose server sent more than maxReply.
+var errReplyTooLarge = fmt.Errorf("the server sent a reply over %d MiB", maxReply>>20)
+
 // dialer is the driver's dialer for one client. It checks the address each connection is
-// actually made to (after DNS, SRV and any rebinding) against the policy, and remembers the
-// last refusal so that a failed operation can be answered 403 rather than "unreachable".
+// actually made to (after DNS, SRV and any rebinding) against the policy, bounds the distinct
+// addresses it connects to and what each connection reads, and remembers the last refusal so
+// that a failed operation can be answered 403 or 400 rather than "unreachable".
 type dialer struct {
-	policy  *policy
-	timeout time.Duration
-	blocked atomic.Pointer[BlockedError]
+	policy   *policy
+	timeout  time.Duration
+	maxHosts int // 0: any number
+	blocked  atomic.Pointer[BlockedError]
+	tooMany  atomic.Bool
+
+	mu    sync.Mutex
+	hosts map[string]bool // the addresses dialed
+}
+
+// refusal is the answer to an operation that failed because the dialer refused a
+// connection: reach control's 403, or the 400 of too many hosts; nil otherwise.
+func (d *dialer) refusal() error {
+	if b := d.blocked.Load(); b != nil {
+		return forbidden(b)
+	}
+	if d.tooMany.Load() {
+		return apperr.Validation(fmt.Sprintf("the servers of this connection string name more than %d hosts", d.maxHosts))
+	}
+	return nil
+}
+
+// admit reports whether address may be dialed under maxHosts.
+func (d *dialer) admit(address string) bool {
+	if d.maxHosts == 0 {
+		return true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.hosts[address] {
+		if len(d.hosts) >= d.maxHosts {
+			d.tooMany.Store(true)
+			return false
+		}
+		if d.hosts == nil {
+			d.hosts = map[string]bool{}
+		}
+		d.hosts[address] = true
+	}
+	return true
 }
 
 func (d *dialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	c, err := d.dial(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &replyBound{Conn: c}, nil
+}
+
+// replyBound is a connection that fails a read once more than maxReply bytes have come since
+// the last write.
+type replyBound struct {
+	net.Conn
+	read int
+}
+
+func (c *replyBound) Write(p []byte) (int, error) {
+	c.read = 0
+	return c.Conn.Write(p)
+}
+
+func (c *replyBound) Read(p []byte) (int, error) {
+	if c.read >= maxReply {
+		return 0, errReplyTooLarge
+	}
+	n, err := c.Conn.Read(p[:min(len(p), maxReply-c.read)])
+	c.read += n
+	return n, err
+}
+
+func (d *dialer) dial(ctx context.Context, network, address string) (net.Conn, error) {
+	if !d.admit(address) {
+		return nil, fmt.Errorf("dial %s: over the %d hosts one connection string may reach", address, d.maxHosts)
+	}
 	nd := net.Dialer{Timeout: d.timeout, KeepAlive: 5 * time.Minute}
 	if network == "unix" {
 		if d.policy.unrestricted {
