@@ -71,10 +71,14 @@ type Recorder interface {
 
 // Budget reserves a call's worst-case cost before the provider is called and settles it after.
 type Budget interface {
-	// Reserve holds worstCaseUSD of userID's budget; an error (apperr kind PaymentRequired or
-	// Unavailable) refuses the call before the provider is called.
+	// Reserve holds worstCaseUSD of userID's budget; an error (apperr kind PaymentRequired,
+	// Invalid or Unavailable) refuses the call before the provider is called. worstCaseUSD is
+	// Unpriced when the call's model has no price: a budget cannot bound what it costs.
 	Reserve(ctx context.Context, userID string, worstCaseUSD float64) (Reservation, error)
 }
+
+// Unpriced is the worst case of a call whose model has no price.
+var Unpriced = math.Inf(1)
 
 // Reservation is settled once with the call's real cost.
 type Reservation interface {
@@ -457,7 +461,7 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 func (s *Service) worstCase(provider string, c *call) float64 {
 	_, pr, ok := s.prices.Lookup(provider, c.model)
 	if !ok {
-		return 0
+		return Unpriced
 	}
 	in, out := pr.Input, pr.Output
 	for _, t := range pr.tiers {

@@ -246,7 +246,7 @@ func (s *Service) Embed(ctx context.Context, userID, providerName string, in Emb
 func (s *Service) embedWorstCase(provider string, in *EmbedInput) float64 {
 	_, pr, ok := s.prices.Lookup(provider, in.Model)
 	if !ok {
-		return 0
+		return Unpriced
 	}
 	price := pr.Input
 	for _, t := range pr.tiers {

@@ -34,6 +34,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -203,11 +204,22 @@ func (s *Service) limitOf(ctx context.Context, userID string) (*units, error) {
 // Reserve holds worstCaseUSD of userID's current month for one call. It returns a nil
 // Reservation, at no cost, for a user without a budget on the store path. Returns
 // PaymentRequired (402) when the budget cannot cover it (the cause is an *Exceeded),
+// Invalid (400) when worstCaseUSD is +Inf (the call's model has no price, so a user with a
+// budget cannot call it: its cost would be recorded as 0 and the budget never bound it),
 // Unavailable when the store fails.
 func (s *Service) Reserve(ctx context.Context, userID string, worstCaseUSD float64) (*Reservation, error) {
 	limit, err := s.limitOf(ctx, userID)
 	if err != nil {
 		return nil, err
+	}
+	if math.IsInf(worstCaseUSD, 1) {
+		if limit != nil {
+			e := apperr.E(apperr.Invalid, "this model has no price in the server's price table, and a caller with a monthly AI budget "+
+				"may call only priced models (the operator adds prices in ai.pricing_file)")
+			e.Param, e.Code = "model", "model_not_priced"
+			return nil, e
+		}
+		worstCaseUSD = 0
 	}
 	worst := toUnits(worstCaseUSD)
 	if s.ledger != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -131,6 +132,33 @@ func TestReserveSettleStatus(t *testing.T) {
 		}
 		if _, err := s.SetLimit(ctx, "u1", ptr(-1)); apperr.KindOf(err) != apperr.Invalid {
 			t.Fatalf("negative limit: %v", err)
+		}
+	})
+}
+
+// Ensure a call whose model has no price (worst case +Inf) is refused to a user with a
+// budget, which could not bound it, and passes, holding nothing, for a user without one.
+func TestUnpricedCall(t *testing.T) {
+	t.Parallel()
+	eachMode(t, func(t *testing.T, inMemory bool) {
+		ctx := context.Background()
+		s := newService(t, storetest.DB(t), Options{Now: newClock().now, InMemory: inMemory,
+			Spent: func(context.Context, string, int) (float64, error) { return 0, nil },
+			Month: func(context.Context, string, string) (map[string]float64, error) { return nil, nil }})
+		if _, err := s.SetLimit(ctx, "limited", ptr(100)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Reserve(ctx, "limited", math.Inf(1))
+		if e := apperr.As(err); e == nil || e.Kind != apperr.Invalid || e.Param != "model" || e.Code != "model_not_priced" {
+			t.Fatalf("unpriced call with a budget: %v", err)
+		}
+		if st, _ := s.Status(ctx, "limited"); st.Reserved != 0 {
+			t.Fatalf("the refusal holds %v", st.Reserved)
+		}
+		if r, err := s.Reserve(ctx, "free", math.Inf(1)); err != nil {
+			t.Fatalf("unpriced call without a budget: %v", err)
+		} else if r != nil {
+			r.Settle(ctx, 0)
 		}
 	})
 }

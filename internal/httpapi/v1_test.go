@@ -306,6 +306,8 @@ func TestV1Errors(t *testing.T) {
 		{"temperature past the provider's", "POST", "/v1/chat/completions", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}],"temperature":1.5}`, tok, 400, "invalid_request_error", "", "temperature"},
 		{"empty content (the AI service's rule)", "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"},{"role":"user","content":""}]}`, tok, 400, "invalid_request_error", "", "messages[1].content"},
 		{"spent budget", "POST", "/v1/chat/completions", chat, spentTok, 429, "insufficient_quota", "insufficient_quota", ""},
+		// A budget cannot bound a model without a price: its calls would be recorded at 0.
+		{"budget and an unpriced model", "POST", "/v1/chat/completions", `{"model":"openai/o9-unpriced","messages":[{"role":"user","content":"hi"}]}`, spentTok, 400, "invalid_request_error", "model_not_priced", "model"},
 		{"unknown model", "GET", "/v1/models/openai/nope", "", tok, 404, "invalid_request_error", "model_not_found", "model"},
 		{"unknown model, id escaped", "GET", "/v1/models/openai%2Fnope", "", tok, 404, "invalid_request_error", "model_not_found", "model"},
 	} {
@@ -334,10 +336,14 @@ func TestV1Errors(t *testing.T) {
 		}
 	}
 	// The same budget on /api answers the envelope.
-	rec := do(fx.h, "POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}]}`, spentTok)
+	rec := do(fx.h, "POST", "/api/ai/openai/chat", `{"messages":[{"role":"user","content":"hi"}],"model":"gpt-4o-mini"}`, spentTok)
 	env := decodeJSON[envelope](t, rec.Body.Bytes())
 	if rec.Code != 402 || env.Error != "Payment Required" || !strings.HasPrefix(fmt.Sprint(env.Message), "Monthly AI budget of $0.00 reached; it resets on ") {
 		t.Errorf("/api budget refusal: %d %s", rec.Code, rec.Body)
+	}
+	// A caller without a budget calls an unpriced model as before (its cost is 0).
+	if rec := do(fx.h, "POST", "/v1/chat/completions", `{"model":"openai/o9-unpriced","messages":[{"role":"user","content":"hi"}]}`, tok); rec.Code != 200 {
+		t.Errorf("an unpriced model without a budget: %d %s", rec.Code, rec.Body)
 	}
 }
 
