@@ -257,6 +257,24 @@ func cannot(w http.ResponseWriter, r *http.Request, status int) {
 // dispatch serves the route that route found, and answers routes the mux does not know, and
 // known routes with a wrong method, in the error envelope (the standard mux answers both in
 // plain text).
+// private marks every answer outside the console as the caller's alone: no cache, the
+// browser's or a proxy's, keeps it (a signed-in admin's user list stayed in the browser's
+// disk cache after signing out), and no browser reads it as another type than the one it
+// declares. A handler may set its own Cache-Control (the OpenAPI description is public); the
+// console sets its own headers.
+func private(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/console") {
+			h := w.Header()
+			h["Cache-Control"] = noStore // shared, never written to: as jsonContentType
+			h["X-Content-Type-Options"] = noSniff
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var noStore, noSniff = []string{"no-store"}, []string{"nosniff"}
+
 func dispatch(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var h http.Handler

@@ -298,6 +298,32 @@ func TestRouting(t *testing.T) {
 	}
 }
 
+// Ensure API answers, errors included, are kept by no cache and not sniffed, while the
+// public OpenAPI description and the console keep their own caching.
+func TestPrivateAnswers(t *testing.T) {
+	t.Parallel()
+	h := NewServer(Options{}, Deps{Console: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+	})})
+	for _, tc := range []struct{ method, path, want string }{
+		{"GET", "/api/health", "no-store"},
+		{"GET", "/api/nope", "no-store"},
+		{"POST", "/api/health", "no-store"},
+		{"GET", "/v1/models", "no-store"},
+		{"GET", "/api/openapi.json", "public, max-age=300"},
+		{"GET", "/console/", "no-cache"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if got := rec.Header().Get("Cache-Control"); got != tc.want {
+			t.Errorf("%s %s: Cache-Control %q, want %q", tc.method, tc.path, got, tc.want)
+		}
+		if nosniff := rec.Header().Get("X-Content-Type-Options"); (nosniff == "nosniff") == strings.HasPrefix(tc.path, "/console") {
+			t.Errorf("%s %s: X-Content-Type-Options %q", tc.method, tc.path, nosniff)
+		}
+	}
+}
+
 // Ensure the shared body reader: 413 past the limit, 400 for malformed or trailing JSON and
 // a non-JSON content type, and fields for a good body.
 func TestDecodeFields(t *testing.T) {
