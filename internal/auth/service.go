@@ -254,9 +254,9 @@ func (s *Service) views(ctx context.Context, filter bson.M, opts *options.FindOp
 func (s *Service) ListPage(ctx context.Context, after string, limit int) ([]UserView, bool, error) {
 	filter := bson.M{}
 	if after != "" {
-		id, err := ParseUserID(after)
+		id, err := primitive.ObjectIDFromHex(after)
 		if err != nil {
-			return nil, false, err
+			return nil, false, apperr.E(apperr.Invalid, "after must be a user id (24 hexadecimal digits)")
 		}
 		filter["_id"] = bson.M{"$gt": id}
 	}

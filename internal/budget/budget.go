@@ -253,14 +253,15 @@ func (s *Service) SetLimit(ctx context.Context, userID string, limit *float64) (
 	if err := s.limits.set(ctx, userID, limit); err != nil {
 		return nil, err
 	}
-	if s.ledger == nil {
-		effective, err := s.limitOf(ctx, userID)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.setMonthLimit(ctx, userID, effective); err != nil {
-			return nil, err
-		}
+	// The month document follows in memory too: the ledger writes it behind only for users
+	// with a budget, so a budget cleared here and left in the document would make another
+	// process that sets one again count the document's old spend instead of the month's.
+	effective, err := s.limitOf(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.setMonthLimit(ctx, userID, effective); err != nil {
+		return nil, err
 	}
 	return s.Status(ctx, userID)
 }

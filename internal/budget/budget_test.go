@@ -288,6 +288,49 @@ func TestNoBudgetNoStoreWork(t *testing.T) {
 	})
 }
 
+// Ensure a budget cleared in the process that keeps budgets in memory (the admin endpoint of
+// serve) is cleared in its month document too, so that a budget set again from another
+// process (`app users budget`) counts the month's whole spend from the usage log, calls made
+// while the user had no budget included, rather than the document's spend of before.
+func TestLimitClearedInMemorySeenElsewhere(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.DB(t)
+	var logged atomic.Int64 // the usage log's total for the user, in units
+	spent := func(context.Context, string, int) (float64, error) { return units(logged.Load()).USD(), nil }
+	serve := newService(t, db, Options{InMemory: true, WriteEvery: time.Hour, Spent: spent,
+		Month: func(context.Context, string, string) (map[string]float64, error) { return nil, nil }})
+	cli := newService(t, db, Options{Spent: spent})
+	call := func(usd float64) {
+		r, err := serve.Reserve(ctx, "carol", usd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			r.Settle(ctx, usd)
+		}
+		logged.Add(int64(toUnits(usd)))
+	}
+	if _, err := cli.SetLimit(ctx, "carol", ptr(1)); err != nil {
+		t.Fatal(err)
+	}
+	call(0.000001)
+	if err := serve.ledger.write(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serve.SetLimit(ctx, "carol", nil); err != nil { // the admin clears it
+		t.Fatal(err)
+	}
+	call(0.1)
+	st, err := cli.SetLimit(ctx, "carol", ptr(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Spent != 0.100001 || *st.Remaining != 0.899999 {
+		t.Fatalf("after the budget was set again: spent %v, remaining %v; want 0.100001 and 0.899999", st.Spent, *st.Remaining)
+	}
+}
+
 // Ensure a limit set by another process (another Service on the same database, as `app users
 // budget` beside replicas) takes effect in memory once the limits are read again (about a
 // second; the bound allowed here is loose, for a loaded machine), and at once when the store

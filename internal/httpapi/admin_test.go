@@ -211,7 +211,7 @@ func TestAdminUsers_Pages(t *testing.T) {
 		"limit=0":                        "limit must not be less than 1",
 		"limit=1001":                     "limit must not be greater than 1000",
 		"limit=two":                      "limit must be an integer number",
-		"after=nope":                     "",
+		"after=nope":                     "after must be a user id",
 		"after=" + want[1] + "&limit=-3": "limit must not be less than 1",
 	} {
 		rec := do(fx.h, "GET", "/api/admin/users?"+query, "", adminTok)
