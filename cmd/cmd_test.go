@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,5 +289,30 @@ func (r result) expect(t *testing.T, code int, wantOut, wantErr []string) {
 		if !strings.Contains(r.errOut, w) {
 			t.Errorf("stderr lacks %q:\n%s", w, r.errOut)
 		}
+	}
+}
+
+// Ensure tracked waits for the handlers in flight, as serve does after closing the
+// connections at the shutdown deadline so that their usage records reach the recorder
+// before it closes, and gives up after its bound.
+func TestTracked_WaitsForHandlers(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var finished atomic.Bool
+	h, done := tracked(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		<-release
+		time.Sleep(50 * time.Millisecond) // the handler's way out: a usage record
+		finished.Store(true)
+	}))
+	go h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	for done(0) { // until the handler is in flight
+		time.Sleep(time.Millisecond)
+	}
+	if done(20 * time.Millisecond) {
+		t.Fatal("done reported no handler in flight while one was")
+	}
+	close(release)
+	if !done(10*time.Second) || !finished.Load() {
+		t.Fatal("done returned before the handler finished")
 	}
 }

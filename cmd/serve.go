@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,7 @@ func runServe(ctx context.Context, f *factory) error {
 	// in-flight work finishes during the grace period.
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	handler, handlersDone := tracked(handler)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
@@ -106,7 +108,7 @@ func runServe(ctx context.Context, f *factory) error {
 		stop()
 		f.log.Info("shutting down", "grace", cfg.Server.ShutdownGrace.String())
 	}
-	return serveUntilDone(ctx, f, srv, ln, onSignal, cfg.Server.ShutdownGrace, func(err error) error {
+	err = serveUntilDone(ctx, f, srv, ln, onSignal, cfg.Server.ShutdownGrace, func(err error) error {
 		cancelBase()
 		if !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("shutdown: %w", err)
@@ -114,6 +116,35 @@ func runServe(ctx context.Context, f *factory) error {
 		f.log.Warn("grace period over: open requests were cut off")
 		return nil
 	})
+	// Requests cut off at the deadline end as soon as their context does, and record what
+	// they answered (a stream's usage) on their way out: the recorder closes after them.
+	if !handlersDone(handlerDrain) {
+		f.log.Warn("requests still running after the shutdown deadline; their usage records may be lost", "waited", handlerDrain.String())
+	}
+	return err
+}
+
+// handlerDrain bounds the wait for handlers after the connections were closed.
+const handlerDrain = 10 * time.Second
+
+// tracked counts h's calls in flight; done waits up to d for none to be left and reports
+// whether none is. http.Server.Close returns without waiting for its handlers.
+func tracked(h http.Handler) (_ http.Handler, done func(d time.Duration) bool) {
+	var n atomic.Int64
+	counted := func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		defer n.Add(-1)
+		h.ServeHTTP(w, r)
+	}
+	done = func(d time.Duration) bool {
+		for deadline := time.Now().Add(d); n.Load() > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return false
+			}
+		}
+		return true
+	}
+	return http.HandlerFunc(counted), done
 }
 
 // serveUntilDone serves hs on ln until ctx ends (a signal), then calls onSignal (which

@@ -38,6 +38,11 @@ func handleAIComplete(svc *ai.Service, provider string) http.Handler {
 // proxies keep the connection.
 var pingInterval = 15 * time.Second
 
+// streamWriteTimeout bounds each write of a stream to its client: a client that stops
+// reading ends its stream there instead of holding it, its provider call and its budget hold
+// for as long as it likes.
+var streamWriteTimeout = 30 * time.Second
+
 // sseWriter writes server-sent events. Each event is written to the answer's buffer and
 // flushed by the stream's own goroutine (run) as soon as it is told: events written while a
 // flush is under way leave with the next one, so a stream that is behind catches up in fewer
@@ -63,7 +68,7 @@ func (s *sseWriter) start() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	// A stream lasts as long as the provider writes: server.write_timeout does not cut it
-	// (ai.stream_idle_timeout bounds its gaps).
+	// (ai.stream_idle_timeout bounds its gaps); each write has streamWriteTimeout instead.
 	_ = s.rc.SetWriteDeadline(time.Time{})
 	s.w.WriteHeader(http.StatusOK)
 	s.started = true
@@ -92,6 +97,8 @@ func (s *sseWriter) event(name string, v any) error {
 func (s *sseWriter) write(text string) {
 	s.last = time.Now()
 	if s.err == nil {
+		// The flush that follows (or a full buffer) writes to the socket under this deadline.
+		_ = s.rc.SetWriteDeadline(s.last.Add(streamWriteTimeout))
 		_, s.err = s.w.Write([]byte(text))
 	}
 }

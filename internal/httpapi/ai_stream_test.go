@@ -271,6 +271,39 @@ func TestAIStream_ClientLeaves(t *testing.T) {
 	}
 }
 
+// Ensure a client that stops reading cannot hold its stream: once a write waits past
+// streamWriteTimeout the stream ends, the provider's connection is closed and the call is
+// recorded. Not parallel: it changes streamWriteTimeout while no parallel test runs.
+func TestAIStream_ClientStopsReading(t *testing.T) {
+	defer func(d time.Duration) { streamWriteTimeout = d }(streamWriteTimeout)
+	streamWriteTimeout = 300 * time.Millisecond
+	piece := strings.Repeat("x", 16<<10)
+	pieces := make([]string, 4000) // 64 MB: more than the sockets' buffers hold
+	for i := range pieces {
+		pieces[i] = piece
+	}
+	closed := make(chan bool, 1)
+	lv := newLiveAI(t, "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Done: func(left bool, _ time.Time) { closed <- left }}))
+	resp := lv.post(t, context.Background(), "openai", `{"messages":[{"role":"user","content":"hi"}],"stream":true}`)
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "event: delta\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	// The client reads nothing more and keeps the connection open.
+	select {
+	case left := <-closed:
+		if !left {
+			t.Fatal("the fake finished its stream: the client's buffers took all of it")
+		}
+	case <-time.After(20 * time.Second): // generous: a loaded CI machine
+		t.Fatal("the stream still waits on a client that stopped reading")
+	}
+	lv.settle(t)
+	if recs := lv.records(t, 1); len(recs) != 1 || recs[0]["status"] == usage.StatusSuccess {
+		t.Fatalf("records %v, want one that did not succeed", recs)
+	}
+}
+
 // Ensure a provider that quotes the server's API key back in its refusal leaves the key in no
 // log line, no answer and no record.
 func TestAI_KeyEchoRedacted(t *testing.T) {
