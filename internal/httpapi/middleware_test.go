@@ -344,6 +344,7 @@ func TestDecodeFields(t *testing.T) {
 		{"OK charset", "application/json; charset=utf-8", `{"a":1}`, 200},
 		{"empty body is an empty object", "application/json", ``, 200},
 		{"too large", "application/json", `{"a":"` + strings.Repeat("x", 100) + `"}`, 413},
+		{"declared too large", "application/json", `{"a":1}`, 413},
 		{"malformed", "application/json", `{"email":`, 400},
 		{"trailing data", "application/json", `{"a":1} {"b":2}`, 400},
 		{"not an object", "application/json", `[1,2]`, 400},
@@ -352,6 +353,9 @@ func TestDecodeFields(t *testing.T) {
 	for _, tt := range tests {
 		req := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
 		req.Header.Set("Content-Type", tt.ctype)
+		if tt.name == "declared too large" {
+			req.ContentLength = 10_000_000_000 // refused as declared: nothing is read
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != tt.want {

@@ -166,6 +166,11 @@ func checkSyntax(body []byte) error {
 // readBody reads the body up to limit bytes (past it: *http.MaxBytesError), into a buffer
 // sized from Content-Length when the client sent one.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		// Refused as declared, before a byte is read: net/http then sends no 100 Continue,
+		// and the client uploads nothing.
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
 	rd := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
 		buf := make([]byte, n, n+1)
