@@ -800,14 +800,24 @@ func outcome(u *upstreamError) string {
 	return "error"
 }
 
-// keysPattern matches every configured API key in any letter case, the longest first, or is
-// nil when none is set.
+// keysPattern matches every configured API key in any letter case, each of its characters
+// also percent-encoded (a provider may quote the key from a URL: sk%2Dlive…), the longest
+// first, or is nil when none is set.
 func keysPattern(providers map[string]ProviderConfig) *regexp.Regexp {
 	var keys []string
 	for _, p := range providers {
-		if p.APIKey != "" {
-			keys = append(keys, regexp.QuoteMeta(p.APIKey))
+		if p.APIKey == "" {
+			continue
 		}
+		var b strings.Builder
+		for _, c := range p.APIKey {
+			b.WriteString("(?:" + regexp.QuoteMeta(string(c)))
+			for _, x := range []byte(string(c)) {
+				fmt.Fprintf(&b, "|%%%02X", x)
+			}
+			b.WriteString(")")
+		}
+		keys = append(keys, b.String())
 	}
 	if len(keys) == 0 {
 		return nil
