@@ -187,7 +187,7 @@ func newTemplatesCleanupCmd(f *factory, runF func(context.Context, *templatesCle
 	opts := &templatesCleanupOptions{}
 	cmd := &cobra.Command{
 		Use:   "cleanup --space ID",
-		Short: "Delete a space's templates that core holds (the others are kept and listed)",
+		Short: "Delete a space's templates that core holds in the same version (the others are kept and listed)",
 		Args:  cobra.NoArgs,
 		RunE: templatesRunE(f, opts, func() error {
 			if strings.TrimSpace(opts.SpaceID) == "" {
@@ -215,15 +215,18 @@ func runTemplatesCleanup(ctx context.Context, f *factory, svc *templates.Service
 	if rep.DryRun {
 		verb = "Would delete"
 	}
-	kept := "none"
-	if len(rep.KeptNotInCore) > 0 {
-		kept = strings.Join(rep.KeptNotInCore, ", ")
+	list := func(ids []string) string {
+		if len(ids) == 0 {
+			return "none"
+		}
+		return strings.Join(ids, ", ")
 	}
 	p.card("Space template cleanup", [][2]string{
 		{"Space", rep.SpaceID},
 		{"Dry run", strconv.FormatBool(rep.DryRun)},
 		{verb, strconv.Itoa(rep.Deleted)},
-		{"Kept (not in core)", kept},
+		{"Kept (not in core)", list(rep.KeptNotInCore)},
+		{"Kept (differs from core)", list(rep.KeptDifferent)},
 	})
 	return nil
 }

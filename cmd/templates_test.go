@@ -142,16 +142,17 @@ func TestRunTemplatesMigrate(t *testing.T) {
 	}
 }
 
-// Ensure `templates cleanup` reports and deletes only what core holds: a dry run (JSON, the
-// HTTP answer's shape) deletes nothing, a real run (the card) deletes the migrated template
-// and keeps the one core lacks.
+// Ensure `templates cleanup` reports and deletes only what core holds in the same version: a
+// dry run (JSON, the HTTP answer's shape) deletes nothing, a real run (the card) deletes the
+// migrated template and keeps the one core lacks and the one core holds in another version.
 func TestRunTemplatesCleanup(t *testing.T) {
 	t.Parallel()
-	fx := newTemplatesFixture(t, "t1", "t2")
+	fx := newTemplatesFixture(t, "t1", "t2", "t3")
 	svc, f, out, oid, ctx := fx.svc, fx.f, fx.out, fx.spaceID, context.Background()
 	space := fx.st.DB(fx.space).Collection("property_templates")
 	// Core keys a template by its identifier, as the migration writes it.
-	if _, err := fx.st.DB(fx.core).Collection("core_property_templates").InsertOne(ctx, bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T"}}); err != nil {
+	if _, err := fx.st.DB(fx.core).Collection("core_property_templates").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T t1"}}, bson.D{{Key: "_id", Value: "t3"}, {Key: "name", Value: "another t3"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: oid.Hex(), DryRun: true, JSON: true}); err != nil {
@@ -163,19 +164,19 @@ func TestRunTemplatesCleanup(t *testing.T) {
 	if err := dec.Decode(&rep); err != nil {
 		t.Fatal(err)
 	}
-	want := templates.CleanupReport{SpaceID: oid.Hex(), DryRun: true, Deleted: 1, KeptNotInCore: []string{"t2"}}
+	want := templates.CleanupReport{SpaceID: oid.Hex(), DryRun: true, Deleted: 1, KeptNotInCore: []string{"t2"}, KeptDifferent: []string{"t3"}}
 	if d := cmp.Diff(want, rep); d != "" {
 		t.Fatalf("--json report (-want +got):\n%s", d)
 	}
-	if n, _ := space.CountDocuments(ctx, bson.D{}); n != 2 {
-		t.Fatalf("a dry run left %d of 2 documents", n)
+	if n, _ := space.CountDocuments(ctx, bson.D{}); n != 3 {
+		t.Fatalf("a dry run left %d of 3 documents", n)
 	}
 
 	out.Reset()
 	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: oid.Hex()}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"Space template cleanup", "Deleted", "Kept (not in core)", "t2"} {
+	for _, s := range []string{"Space template cleanup", "Deleted", "Kept (not in core)", "t2", "Kept (differs from core)", "t3"} {
 		if !strings.Contains(out.String(), s) {
 			t.Fatalf("summary lacks %q:\n%s", s, out.String())
 		}
@@ -187,8 +188,8 @@ func TestRunTemplatesCleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cur.All(ctx, &left); err != nil || len(left) != 1 || left[0].ID != "t2" {
-		t.Fatalf("the space holds %+v (%v) after the cleanup, want only t2", left, err)
+	if err := cur.All(ctx, &left); err != nil || len(left) != 2 || left[0].ID != "t2" || left[1].ID != "t3" {
+		t.Fatalf("the space holds %+v (%v) after the cleanup, want t2 and t3", left, err)
 	}
 	// Unknown space: NotFound, nothing printed.
 	out.Reset()

@@ -155,11 +155,15 @@ func TestTemplates_Routes(t *testing.T) {
 }
 
 // Ensure migrate and cleanup need the admin role, default to the documented dry-run modes and
-// validate dryRun.
+// validate dryRun; cleanup keeps, and lists in keptDifferent, a space's version core does not
+// hold (here "c", created in core through the API with another content).
 func TestTemplates_MigrateAndCleanup(t *testing.T) {
 	t.Parallel()
 	e := newTplEnv(t, nil)
-	space, db := e.seedSpace(t, "a", "b")
+	space, db := e.seedSpace(t, "a", "b", "c")
+	if got := e.do(t, "POST", "/api/spaces/"+space+"/properties/templates", e.user, `{"id":"c","name":"core's c","widgetType":"text","properties":[]}`); got.status != 201 {
+		t.Fatalf("create c: %d %s", got.status, got.body)
+	}
 	migrate := "/api/spaces/anything/properties/migrate-templates-to-core"
 	cleanup := "/api/spaces/" + space + "/properties/cleanup-space-templates"
 
@@ -169,8 +173,8 @@ func TestTemplates_MigrateAndCleanup(t *testing.T) {
 			t.Fatalf("%s %s as a user: %d %s, want 403", r.method, r.path, got.status, got.body)
 		}
 	}
-	if n := e.count(t, e.core, "core_property_templates"); n != 0 {
-		t.Fatalf("a refused migration wrote %d documents", n)
+	if n := e.count(t, e.core, "core_property_templates"); n != 1 {
+		t.Fatalf("a refused migration wrote %d documents", n-1)
 	}
 	if got := e.do(t, "POST", migrate+"?dryRun=maybe", e.admin, ""); got.status != 400 ||
 		!bytes.Contains(got.body, []byte(`"message":["dryRun must be a boolean value"]`)) {
@@ -181,8 +185,8 @@ func TestTemplates_MigrateAndCleanup(t *testing.T) {
 	if got.status != 200 || got.json(t)["dryRun"] != true || got.json(t)["migrated"] != 2.0 {
 		t.Fatalf("migrate without dryRun: %d %s, want a dry run reporting 2", got.status, got.body)
 	}
-	if n := e.count(t, e.core, "core_property_templates"); n != 0 {
-		t.Fatalf("the default (dry) migration wrote %d documents", n)
+	if n := e.count(t, e.core, "core_property_templates"); n != 1 {
+		t.Fatalf("the default (dry) migration wrote %d documents", n-1)
 	}
 	got = e.do(t, "POST", migrate+"?dryRun=false", e.admin, "")
 	body := got.json(t)
@@ -191,17 +195,19 @@ func TestTemplates_MigrateAndCleanup(t *testing.T) {
 			t.Fatalf("report lacks %q: %s", k, got.body)
 		}
 	}
-	if got.status != 200 || body["migrated"] != 2.0 || e.count(t, e.core, "core_property_templates") != 2 {
+	if got.status != 200 || body["migrated"] != 2.0 || e.count(t, e.core, "core_property_templates") != 3 {
 		t.Fatalf("migrate dryRun=false: %d %s", got.status, got.body)
 	}
 
-	got = e.do(t, "DELETE", cleanup+"?dryRun=true", e.admin, "")
-	if got.status != 200 || got.json(t)["deleted"] != 2.0 || e.count(t, db, "property_templates") != 2 {
-		t.Fatalf("cleanup dry run: %d %s", got.status, got.body)
+	for _, dry := range []string{"?dryRun=true", ""} {
+		got = e.do(t, "DELETE", cleanup+dry, e.admin, "")
+		want := `"deleted":2,"keptNotInCore":[],"keptDifferent":["c"]}`
+		if got.status != 200 || !bytes.Contains(got.body, []byte(want)) {
+			t.Fatalf("cleanup%s: %d %s, want 200 with %s", dry, got.status, got.body, want)
+		}
 	}
-	got = e.do(t, "DELETE", cleanup, e.admin, "")
-	if got.status != 200 || got.json(t)["deleted"] != 2.0 || e.count(t, db, "property_templates") != 0 {
-		t.Fatalf("cleanup: %d %s", got.status, got.body)
+	if n := e.count(t, db, "property_templates"); n != 1 {
+		t.Fatalf("the space holds %d templates after the cleanup, want 1 (c)", n)
 	}
 	if got := e.do(t, "DELETE", "/api/spaces/"+primitive.NewObjectID().Hex()+"/properties/cleanup-space-templates", e.admin, ""); got.status != 404 {
 		t.Fatalf("cleanup of an unknown space: %d %s", got.status, got.body)

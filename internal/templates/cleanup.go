@@ -25,12 +25,19 @@ type CleanupReport struct {
 	DryRun        bool     `json:"dryRun"`
 	Deleted       int      `json:"deleted"`       // space documents deleted (dry run: would be)
 	KeptNotInCore []string `json:"keptNotInCore"` // identifiers kept because core lacks them
+	// KeptDifferent are identifiers core holds of which the space keeps a document whose
+	// content differs from core's (a version that never reached core).
+	KeptDifferent []string `json:"keptDifferent"`
 }
 
-// Cleanup deletes the space's property_templates documents whose identifier core holds, and
-// only those: the others are kept and listed. A second run is a no-op. Returns NotFound if the
-// space does not exist; Conflict if its database is the core or the application database;
-// Unavailable if core cannot be read (nothing is deleted unverified).
+// Cleanup deletes the space's property_templates documents whose content core holds, and only
+// those: a document is deleted when core holds its identifier with the same name, widgetType,
+// description and properties (compared canonically: fields in any order, values with their
+// types; _id, id and timestamps are not compared). The others are kept and listed: in
+// KeptNotInCore when core lacks the identifier, in KeptDifferent when core's version differs.
+// A second run is a no-op. Returns NotFound if the space does not exist; Conflict if its
+// database is the core or the application database; Unavailable if core cannot be read
+// (nothing is deleted unverified).
 func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupReport, error) {
 	sp, err := s.findSpace(ctx, opts.SpaceID)
 	if err != nil {
@@ -45,24 +52,31 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 	if err := s.pingCore(ctx, "nothing was deleted"); err != nil {
 		return nil, err
 	}
-	rep := &CleanupReport{SpaceID: sp.ID, DryRun: opts.DryRun, KeptNotInCore: []string{}}
+	rep := &CleanupReport{SpaceID: sp.ID, DryRun: opts.DryRun, KeptNotInCore: []string{}, KeptDifferent: []string{}}
 	coll := s.byName(sp.Database)
 
-	// The space's documents: their _id (to delete by) and identifier.
+	// The space's documents: their _id (to delete by), identifier and content.
 	type entry struct {
-		oid bson.RawValue
-		id  string
+		oid     bson.RawValue
+		id      string
+		content digest
 	}
-	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "id", Value: 1}}))
+	projection := bson.D{{Key: "_id", Value: 1}, {Key: "id", Value: 1}}
+	for _, f := range contentFields {
+		projection = append(projection, bson.E{Key: f, Value: 1})
+	}
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(projection).SetBatchSize(listBatch))
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Unavailable, err, "the space's database cannot be read")
 	}
 	var docs []entry
-	ids := map[string]bool{} // identifier → held by core
+	ids := map[string]struct{}{}
 	for cur.Next(ctx) {
 		v := cur.Current.Lookup("_id")
-		docs = append(docs, entry{oid: bson.RawValue{Type: v.Type, Value: append([]byte(nil), v.Value...)}, id: identifier(cur.Current, true)})
-		ids[docs[len(docs)-1].id] = false
+		d := entry{oid: bson.RawValue{Type: v.Type, Value: append([]byte(nil), v.Value...)},
+			id: identifier(cur.Current, true), content: contentDigest(cur.Current)}
+		docs = append(docs, d)
+		ids[d.id] = struct{}{}
 	}
 	err = cur.Err()
 	_ = cur.Close(ctx)
@@ -70,24 +84,29 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 		return nil, apperr.Wrap(apperr.Unavailable, err, "the space's database cannot be read")
 	}
 
-	// Which identifiers core holds, by $in batches on _id.
+	// Core's content of those identifiers, by $in batches on _id.
 	all := make([]string, 0, len(ids))
 	for id := range ids {
 		all = append(all, id)
 	}
 	sort.Strings(all)
+	core := make(map[string]digest, len(all))
+	coreProjection := bson.D{{Key: "_id", Value: 1}}
+	for _, f := range contentFields {
+		coreProjection = append(coreProjection, bson.E{Key: f, Value: 1})
+	}
 	for batch := range slices.Chunk(all, s.opts.BatchSize) {
 		in := make(bson.A, len(batch))
 		for i, id := range batch {
 			in[i] = id
 		}
 		cur, err := s.core.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
-			options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+			options.Find().SetProjection(coreProjection).SetBatchSize(listBatch))
 		if err != nil {
 			return nil, coreError(err)
 		}
 		for cur.Next(ctx) {
-			ids[identifier(cur.Current, false)] = true
+			core[identifier(cur.Current, false)] = contentDigest(cur.Current)
 		}
 		err = cur.Err()
 		_ = cur.Close(ctx)
@@ -95,16 +114,24 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 			return nil, coreError(err)
 		}
 	}
-	for _, id := range all {
-		if !ids[id] {
-			rep.KeptNotInCore = append(rep.KeptNotInCore, id)
-		}
-	}
 
 	var doomed bson.A
+	different := map[string]bool{}
 	for _, d := range docs {
-		if ids[d.id] {
+		c, ok := core[d.id]
+		switch {
+		case !ok:
+		case c == d.content:
 			doomed = append(doomed, d.oid)
+		default:
+			different[d.id] = true
+		}
+	}
+	for _, id := range all {
+		if _, ok := core[id]; !ok {
+			rep.KeptNotInCore = append(rep.KeptNotInCore, id)
+		} else if different[id] {
+			rep.KeptDifferent = append(rep.KeptDifferent, id)
 		}
 	}
 	if opts.DryRun {
@@ -119,6 +146,6 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 		rep.Deleted += int(res.DeletedCount)
 	}
 	s.log.Info("space templates cleaned up", "space", sp.ID, "database", sp.Database, "deleted", rep.Deleted,
-		"kept_not_in_core", len(rep.KeptNotInCore))
+		"kept_not_in_core", len(rep.KeptNotInCore), "kept_different", len(rep.KeptDifferent))
 	return rep, nil
 }

@@ -3,8 +3,6 @@ package templates
 import (
 	"context"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"slices"
 	"sort"
 	"sync"
@@ -60,7 +58,7 @@ type candidate struct {
 	order      [2]int
 	chosenFrom string
 	spaces     []int  // indexes of the spaces holding the identifier
-	hash       uint64 // content hash of the first version seen
+	hash       digest // content of the first version seen
 	conflict   bool
 }
 
@@ -283,13 +281,12 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 }
 
 // coreDoc builds the core document for a space document (its _id replaced by the identifier,
-// its `id` dropped, every other field kept as stored) and hashes the space document's content
-// (every field but _id), so that identical copies in several spaces are not a conflict. The
-// hash is of the content, not of the stored bytes: fields are taken in key order at every
-// level, so two copies whose fields were stored in another order hash alike (arrays keep their
-// order, and values their BSON types: 1 as int32 and 1.0 as a double differ).
-func coreDoc(doc bson.Raw, id string) ([]byte, uint64) {
-	h := fnv.New64a()
+// its `id` dropped, every other field kept as stored) and the digest of the space document's
+// content (every field but _id), so that identical copies in several spaces are not a
+// conflict. The digest is of the content, not of the stored bytes: fields are taken in key
+// order at every level, so two copies whose fields were stored in another order are alike
+// (arrays keep their order, and values their BSON types: 1 as int32 and 1.0 as a double differ).
+func coreDoc(doc bson.Raw, id string) ([]byte, digest) {
 	idx, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(doc)+len(id)+16))
 	out = bsoncore.AppendStringElement(out, "_id", id)
 	elems, _ := doc.Elements()
@@ -301,43 +298,7 @@ func coreDoc(doc bson.Raw, id string) ([]byte, uint64) {
 		out = append(out, e...)
 	}
 	out, _ = bsoncore.AppendDocumentEnd(out, idx)
-	hashDocument(h, doc, "_id")
-	return out, h.Sum64()
-}
-
-// hashDocument writes doc's fields (but skip) to h in key order, each value canonically.
-func hashDocument(h hash.Hash64, doc bson.Raw, skip string) {
-	elems, _ := doc.Elements()
-	sort.Slice(elems, func(i, j int) bool { return elems[i].Key() < elems[j].Key() })
-	_, _ = h.Write([]byte{'{'})
-	for _, e := range elems {
-		if e.Key() == skip {
-			continue
-		}
-		_, _ = h.Write(append([]byte(e.Key()), 0))
-		hashValue(h, e.Value())
-	}
-	_, _ = h.Write([]byte{'}'})
-}
-
-// hashValue writes v to h: documents with their fields in key order, arrays in order, any
-// other value as its type and stored bytes.
-func hashValue(h hash.Hash64, v bson.RawValue) {
-	switch v.Type {
-	case bson.TypeEmbeddedDocument:
-		hashDocument(h, v.Document(), "")
-	case bson.TypeArray:
-		vals, _ := v.Array().Values()
-		_, _ = h.Write([]byte{'['})
-		for _, e := range vals {
-			hashValue(h, e)
-			_, _ = h.Write([]byte{','})
-		}
-		_, _ = h.Write([]byte{']'})
-	default:
-		_, _ = h.Write([]byte{byte(v.Type)})
-		_, _ = h.Write(v.Value)
-	}
+	return out, documentDigest(doc)
 }
 
 // insertMissing copies the chosen versions of ids into core with unordered insertMany batches.

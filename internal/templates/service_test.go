@@ -3,6 +3,7 @@ package templates_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"slices"
 	"sort"
@@ -525,8 +526,8 @@ func TestService_MigrateConcurrent(t *testing.T) {
 	}
 }
 
-// Ensure cleanup deletes only what core holds, refuses the core and application databases,
-// and is a no-op the second time.
+// Ensure cleanup deletes only what core holds (a version core does not hold is kept), refuses
+// the core and application databases, and is a no-op the second time.
 func TestService_Cleanup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -535,8 +536,10 @@ func TestService_Cleanup(t *testing.T) {
 	oidOnly := bson.D{{Key: "_id", Value: primitive.NewObjectID()}, {Key: "name", Value: "legacy"}}
 	spaceID, db := e.seedSpace(t, "", tdoc("in-core", "x", now), tdoc("in-core", "dup", now), tdoc("not-in-core", "y", now), oidOnly)
 	other, otherDB := e.seedSpace(t, storetest.DBName(t), tdoc("in-core", "x", now))
+	inCore := tdoc("in-core", "x", now.Add(time.Hour))
+	inCore[0] = bson.E{Key: "_id", Value: "in-core"}
 	if _, err := e.client.Database(e.core).Collection("core_property_templates").InsertMany(ctx, []any{
-		bson.D{{Key: "_id", Value: "in-core"}}, bson.D{{Key: "_id", Value: oidOnly[0].Value.(primitive.ObjectID).Hex()}}}); err != nil {
+		inCore, bson.D{{Key: "_id", Value: oidOnly[0].Value.(primitive.ObjectID).Hex()}, {Key: "name", Value: "legacy"}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -544,7 +547,7 @@ func TestService_Cleanup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &templates.CleanupReport{SpaceID: spaceID, DryRun: true, Deleted: 3, KeptNotInCore: []string{"not-in-core"}}
+	want := &templates.CleanupReport{SpaceID: spaceID, DryRun: true, Deleted: 2, KeptNotInCore: []string{"not-in-core"}, KeptDifferent: []string{"in-core"}}
 	if d := cmp.Diff(want, dry); d != "" {
 		t.Fatalf("dry run (-want +got):\n%s", d)
 	}
@@ -560,9 +563,8 @@ func TestService_Cleanup(t *testing.T) {
 	if d := cmp.Diff(want, rep); d != "" {
 		t.Fatalf("cleanup (-want +got):\n%s", d)
 	}
-	left := e.docs(t, db, "property_templates")
-	if len(left) != 1 || len(left["not-in-core"]) != 1 {
-		t.Fatalf("space after cleanup holds %v, want only not-in-core", left)
+	if d := cmp.Diff([]string{"in-core=dup", "not-in-core=y"}, e.left(t, db)); d != "" {
+		t.Fatalf("space after cleanup (-want +got):\n%s", d)
 	}
 	if got := e.docs(t, otherDB, "property_templates"); len(got["in-core"]) != 1 {
 		t.Fatalf("cleanup of one space touched space %s: %v", other, got)
@@ -630,5 +632,162 @@ func TestService_MigrateConflictByContent(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"changed", "props-swapped"}, got); d != "" {
 		t.Fatalf("conflicts (-want +got):\n%s", d)
+	}
+}
+
+// left returns the identifiers and names of the documents left in a space database, as
+// "id=name", sorted.
+func (e *env) left(t *testing.T, db string) []string {
+	t.Helper()
+	cur, err := e.client.Database(db).Collection("property_templates").Find(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.M
+	if err := cur.All(context.Background(), &all); err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, d := range all {
+		id := d["id"]
+		if id == nil {
+			id = d["_id"]
+		}
+		out = append(out, fmt.Sprintf("%v=%v", id, d["name"]))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Ensure cleanup deletes a space document only when core holds its content (name, widgetType,
+// description and properties, compared canonically), not merely its identifier: a version that
+// never reached core is kept and listed in keptDifferent, in a dry run as in a real run.
+func TestService_CleanupComparesContent(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 10, 8, 0, 0, 0, time.UTC)
+	props := func(kv ...any) bson.A {
+		p := bson.D{}
+		for i := 0; i < len(kv); i += 2 {
+			p = append(p, bson.E{Key: kv[i].(string), Value: kv[i+1]})
+		}
+		return bson.A{p}
+	}
+	tests := []struct {
+		name      string
+		space     []bson.D
+		core      []bson.D
+		wantLeft  []string
+		wantDel   int
+		wantNotIn []string
+		wantDiff  []string
+	}{
+		{"OKSameContent",
+			[]bson.D{{{Key: "id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: props("k", "v", "n", int32(1))}, {Key: "updatedAt", Value: at}}},
+			[]bson.D{{{Key: "_id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: props("k", "v", "n", int32(1))}}},
+			[]string{}, 1, []string{}, []string{}},
+		// Fields stored in another order, at the top or inside a property, other timestamps and
+		// another _id: the same template.
+		{"OKOtherOrderAndTimestamps",
+			[]bson.D{{{Key: "properties", Value: props("n", int32(1), "k", "v")}, {Key: "widgetType", Value: "text"}, {Key: "name", Value: "A"}, {Key: "id", Value: "a"}, {Key: "createdAt", Value: at}}},
+			[]bson.D{{{Key: "_id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: props("k", "v", "n", int32(1))}, {Key: "updatedAt", Value: at.Add(time.Hour)}}},
+			[]string{}, 1, []string{}, []string{}},
+		// Core holds the identifier, created through the API, with another content.
+		{"KeptOtherName",
+			[]bson.D{{{Key: "id", Value: "priority"}, {Key: "name", Value: "Priority (team A, 6 levels)"}, {Key: "widgetType", Value: "select"}, {Key: "properties", Value: props("levels", int32(6))}}},
+			[]bson.D{{{Key: "_id", Value: "priority"}, {Key: "name", Value: "Priority"}, {Key: "widgetType", Value: "select"}, {Key: "properties", Value: props("levels", int32(6))}}},
+			[]string{"priority=Priority (team A, 6 levels)"}, 0, []string{}, []string{"priority"}},
+		{"KeptOtherNumberType",
+			[]bson.D{{{Key: "id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: props("n", int32(1))}}},
+			[]bson.D{{{Key: "_id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: props("n", 1.0)}}},
+			[]string{"a=A"}, 0, []string{}, []string{"a"}},
+		{"KeptDescriptionOnlyInSpace",
+			[]bson.D{{{Key: "id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}, {Key: "description", Value: "d"}}},
+			[]bson.D{{{Key: "_id", Value: "a"}, {Key: "name", Value: "A"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}},
+			[]string{"a=A"}, 0, []string{}, []string{"a"}},
+		// Two documents of one identifier, and 5, "5" and 5.0 (one identifier): only the
+		// version core holds is deleted.
+		{"OneVersionInCore",
+			[]bson.D{
+				{{Key: "id", Value: "dup"}, {Key: "name", Value: "first"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+				{{Key: "id", Value: "dup"}, {Key: "name", Value: "second"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+				{{Key: "id", Value: int32(5)}, {Key: "name", Value: "int"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+				{{Key: "id", Value: "5"}, {Key: "name", Value: "string"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+				{{Key: "id", Value: 5.0}, {Key: "name", Value: "double"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+				{{Key: "id", Value: "mine"}, {Key: "name", Value: "M"}}},
+			[]bson.D{
+				{{Key: "_id", Value: "dup"}, {Key: "name", Value: "second"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+				{{Key: "_id", Value: "5"}, {Key: "name", Value: "string"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}},
+			[]string{"5=double", "5=int", "dup=first", "mine=M"}, 2, []string{"mine"}, []string{"5", "dup"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			spaceID, db := e.seedSpace(t, "", tt.space...)
+			for _, d := range tt.core {
+				if _, err := e.client.Database(e.core).Collection("core_property_templates").InsertOne(ctx, d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := e.left(t, db)
+			for _, dry := range []bool{true, false} {
+				rep, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: spaceID, DryRun: dry})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantLeft := tt.wantLeft
+				if dry {
+					wantLeft = before
+				}
+				if d := cmp.Diff(wantLeft, e.left(t, db)); d != "" {
+					t.Fatalf("dry run %v: space holds (-want +got):\n%s", dry, d)
+				}
+				want := &templates.CleanupReport{SpaceID: spaceID, DryRun: dry, Deleted: tt.wantDel, KeptNotInCore: tt.wantNotIn, KeptDifferent: tt.wantDiff}
+				if d := cmp.Diff(want, rep); d != "" {
+					t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
+				}
+			}
+		})
+	}
+}
+
+// Ensure that after a real migration, cleanup deletes exactly the space documents whose version
+// reached core: the copies of a template core already held in another version, and the
+// versions of an identifier that lost to another, stay in the space.
+func TestService_CleanupAfterMigrateKeepsWhatNeverReachedCore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, err := e.svc.Create(ctx, input(t, `{"id":"priority","name":"Priority","widgetType":"select","properties":[{"levels":3}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	old, newer := time.Now().Add(-time.Hour).Truncate(time.Millisecond), time.Now().Truncate(time.Millisecond)
+	spaceID, db := e.seedSpace(t, "",
+		bson.D{{Key: "id", Value: "priority"}, {Key: "name", Value: "Priority (team A, 6 levels)"}, {Key: "widgetType", Value: "select"},
+			{Key: "properties", Value: bson.A{bson.D{{Key: "levels", Value: int32(6)}}}}},
+		tdoc("dup", "older", old), tdoc("dup", "newer", newer),
+		bson.D{{Key: "id", Value: int32(5)}, {Key: "name", Value: "int"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+		bson.D{{Key: "id", Value: "5"}, {Key: "name", Value: "string"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+		bson.D{{Key: "id", Value: 5.0}, {Key: "name", Value: "double"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+		tdoc("plain", "P", old))
+	if _, err := e.svc.Migrate(ctx, templates.MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	core := e.docs(t, e.core, "core_property_templates")
+	rep, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: spaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5, "5" and 5.0 have no updatedAt: the first seen wins.
+	want := []string{"5=double", "5=string", "dup=older", "priority=Priority (team A, 6 levels)"}
+	if got := core["5"][0]["name"]; got != "int" {
+		t.Fatalf("core holds 5 from %v, want the first seen (int)", got)
+	}
+	if d := cmp.Diff(want, e.left(t, db)); d != "" {
+		t.Fatalf("space after cleanup (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"5", "dup", "priority"}, rep.KeptDifferent); d != "" || rep.Deleted != 3 {
+		t.Fatalf("report %+v; keptDifferent (-want +got):\n%s", rep, d)
 	}
 }
