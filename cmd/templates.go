@@ -128,7 +128,7 @@ func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service
 		{verb, strconv.Itoa(rep.Migrated)},
 		{"Already in core", strconv.Itoa(rep.AlreadyInCore)},
 		{"Conflicts", strconv.Itoa(len(rep.Conflicts))},
-		{"Spaces with errors", strconv.Itoa(len(rep.Errors))},
+		{"Errors", strconv.Itoa(len(rep.Errors))},
 		{"Duration", (time.Duration(rep.DurationMs) * time.Millisecond).String()},
 	})
 	if len(rep.Conflicts) > 0 {
@@ -140,12 +140,16 @@ func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service
 		p.table([]string{"id", "chosen from", "spaces"}, rows)
 	}
 	if len(rep.Errors) > 0 {
-		p.title("Spaces not scanned")
+		p.title("Errors (spaces not scanned, templates not migrated)")
 		rows := make([][]string, len(rep.Errors))
 		for i, e := range rep.Errors {
-			rows[i] = []string{e.SpaceID, e.Message}
+			tpl := e.TemplateID
+			if tpl == "" {
+				tpl = "(whole space)"
+			}
+			rows[i] = []string{e.SpaceID, tpl, e.Message}
 		}
-		p.table([]string{"space", "error"}, rows)
+		p.table([]string{"space", "template", "error"}, rows)
 	}
 	if rep.DryRun {
 		fmt.Fprintln(f.out, "Run `app templates migrate --dry-run=false` to copy.")

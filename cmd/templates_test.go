@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
@@ -195,5 +196,44 @@ func TestRunTemplatesCleanup(t *testing.T) {
 	out.Reset()
 	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: primitive.NewObjectID().Hex()}); err == nil || out.Len() != 0 {
 		t.Fatalf("an unknown space: err %v, printed %q", err, out.String())
+	}
+}
+
+// Ensure a template with a timestamp outside the years 0 to 9999 neither breaks `templates list
+// --json` (core holds one) nor migrates: `templates migrate` lists it with its space and id.
+func TestRunTemplates_OutOfRangeTimestamp(t *testing.T) {
+	t.Parallel()
+	fx := newTemplatesFixture(t)
+	ctx := context.Background()
+	far := primitive.NewDateTimeFromTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+	doc := func(idKey string) bson.D {
+		return bson.D{{Key: idKey, Value: "far"}, {Key: "name", Value: "Far"}, {Key: "widgetType", Value: "w"},
+			{Key: "properties", Value: bson.A{}}, {Key: "updatedAt", Value: far}}
+	}
+	if _, err := fx.st.DB(fx.core).Collection("core_property_templates").InsertOne(ctx, doc("_id")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.st.DB(fx.space).Collection("property_templates").InsertOne(ctx, doc("id")); err != nil {
+		t.Fatal(err)
+	}
+	if err := runTemplatesList(ctx, fx.f, fx.svc, &templatesListOptions{JSON: true}); err != nil {
+		t.Fatalf("list --json: %v", err)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal(fx.out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{"id": "far", "name": "Far", "widgetType": "w", "properties": []any{}}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("list --json (-want +got):\n%s", d)
+	}
+	fx.out.Reset()
+	if err := runTemplatesMigrate(ctx, fx.f, fx.svc, &templatesMigrateOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{fx.spaceID.Hex(), "far", "updatedAt must be a date between the years 0 and 9999"} {
+		if !strings.Contains(fx.out.String(), s) {
+			t.Fatalf("migrate summary lacks %q:\n%s", s, fx.out.String())
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -44,13 +45,30 @@ func StatusOf(err error) int { return statusOf[apperr.KindOf(err)] }
 var jsonContentType = []string{"application/json; charset=utf-8"}
 
 // encode writes v as JSON with the given status and its Content-Length, which lets observe send
-// the answer before it logs it.
+// the answer before it logs it. A value that cannot be encoded is answered 500 without a log
+// line: handlers answering what they read from a database use respond, which logs why.
 func encode(w http.ResponseWriter, status int, v any) {
 	buf, err := json.Marshal(v)
 	if err != nil {
 		writeEnvelope(w, http.StatusInternalServerError, "Internal server error")
 		return
 	}
+	writeJSON(w, status, buf)
+}
+
+// respond writes v as encode does; when v cannot be encoded it answers 500 in the route's
+// format and logs why, with the request (the client sees only "Internal server error").
+func respond(w http.ResponseWriter, r *http.Request, status int, v any) {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, r, fmt.Errorf("encode the answer (%T): %w", v, err))
+		return
+	}
+	writeJSON(w, status, buf)
+}
+
+// writeJSON writes buf, one JSON value, with the given status and its Content-Length.
+func writeJSON(w http.ResponseWriter, status int, buf []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(buf) + 1)}

@@ -20,7 +20,7 @@ func answerTemplates(w http.ResponseWriter, r *http.Request, status int, v any, 
 		return
 	}
 	w.Header().Set(sourceHeader, string(src))
-	encode(w, status, v)
+	respond(w, r, status, v)
 }
 
 func handleTemplatesList(svc *templates.Service) http.Handler {
@@ -88,7 +88,7 @@ func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		encode(w, http.StatusOK, rep)
+		respond(w, r, http.StatusOK, rep)
 	})
 }
 
@@ -105,7 +105,7 @@ func handleTemplatesCleanup(svc *templates.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		encode(w, http.StatusOK, rep)
+		respond(w, r, http.StatusOK, rep)
 	})
 }
 

@@ -272,3 +272,39 @@ func TestTemplates_UnstorablePropertiesRefused(t *testing.T) {
 		t.Fatalf("core holds %d templates; t is %s", n, got.body)
 	}
 }
+
+// Ensure a template stored with a timestamp outside the years 0 to 9999 (a date in year 10000,
+// epoch microseconds read as milliseconds) is answered, without that timestamp, by every read
+// and by delete, instead of a 500 for everyone.
+func TestTemplates_OutOfRangeTimestamps(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	space, _ := e.seedSpace(t)
+	ctx := context.Background()
+	if _, err := e.client.Database(e.core).Collection("core_property_templates").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "far"}, {Key: "name", Value: "Far"}, {Key: "widgetType", Value: "far"}, {Key: "properties", Value: bson.A{}},
+			{Key: "updatedAt", Value: primitive.NewDateTimeFromTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))}},
+		bson.D{{Key: "_id", Value: "micro"}, {Key: "name", Value: "Micro"}, {Key: "widgetType", Value: "micro"}, {Key: "properties", Value: bson.A{}},
+			{Key: "createdAt", Value: int64(1736500000000000)}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	base := "/api/spaces/" + space + "/properties/templates"
+	steps := []struct {
+		name, method, path string
+		wantStatus         int
+		wantBody           string
+	}{
+		{"List", "GET", base, 200, `[{"id":"far","name":"Far","widgetType":"far","properties":[]},{"id":"micro","name":"Micro","widgetType":"micro","properties":[]}]`},
+		{"Get", "GET", base + "/far", 200, `{"id":"far","name":"Far","widgetType":"far","properties":[]}`},
+		{"Widget", "GET", base + "/widget/micro", 200, `{"id":"micro","name":"Micro","widgetType":"micro","properties":[]}`},
+		{"Delete", "DELETE", base + "/far", 200, `{"id":"far","name":"Far","widgetType":"far","properties":[]}`},
+		{"ErrDeleted", "GET", base + "/far", 404, `{"statusCode":404,"message":"template \"far\" not found","error":"Not Found"}`},
+	}
+	for _, s := range steps {
+		got := e.do(t, s.method, s.path, e.user, "")
+		if got.status != s.wantStatus || string(bytes.TrimSpace(got.body)) != s.wantBody {
+			t.Fatalf("%s: %d %s, want %d %s", s.name, got.status, got.body, s.wantStatus, s.wantBody)
+		}
+	}
+}

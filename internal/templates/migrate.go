@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ type MigrationReport struct {
 	Migrated        int          `json:"migrated"`        // copied into core (dry run: would be)
 	AlreadyInCore   int          `json:"alreadyInCore"`   // identifiers core already held
 	Conflicts       []Conflict   `json:"conflicts"`       // identifiers whose versions differ
-	Errors          []SpaceError `json:"errors"`          // spaces that could not be read
+	Errors          []SpaceError `json:"errors"`          // spaces that could not be read, templates refused
 	DurationMs      int64        `json:"durationMs"`
 }
 
@@ -44,10 +45,12 @@ type Conflict struct {
 	ChosenFrom string   `json:"chosenFrom"` // the space whose version is (or would be) in core
 }
 
-// SpaceError is a space that could not be scanned.
+// SpaceError is a space that could not be scanned or, with TemplateID, one of its templates
+// that was not (or in a dry run would not be) migrated, and why.
 type SpaceError struct {
-	SpaceID string `json:"spaceId"`
-	Message string `json:"message"`
+	SpaceID    string `json:"spaceId"`
+	TemplateID string `json:"templateId,omitempty"` // the template's identifier; "" for the space as a whole
+	Message    string `json:"message"`
 }
 
 // candidate is the version of one identifier chosen so far, and what is known of the others.
@@ -77,7 +80,9 @@ func (c *candidate) better(cur *candidate) bool {
 // A template core already holds is never overwritten; when spaces hold different versions of
 // one identifier the newest by updatedAt is kept (else the first seen in `spaces` order) and
 // the conflict is listed. Space databases are only read. A space whose database is missing or
-// unreadable is listed in Errors and the rest goes on. Returns Unavailable if the application
+// unreadable is listed in Errors and the rest goes on; so is, with its identifier, a template
+// that cannot be migrated (see migratable), which is not copied (nor counted in
+// UniqueTemplates). Returns Unavailable if the application
 // database (spaces) or core cannot be read, and an internal error if core refuses a write.
 func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationReport, error) {
 	start := time.Now()
@@ -107,11 +112,15 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 		found    = map[string]*candidate{}
 		done     int
 		scanErrs = make([]error, len(spaces))
+		refused  = make([][]SpaceError, len(spaces))
 	)
-	merge := func(c *candidate, id string) {
+	merge := func(c *candidate, id string) { // c nil: a document found but not migrated
 		mu.Lock()
 		defer mu.Unlock()
 		rep.TemplatesFound++
+		if c == nil {
+			return
+		}
 		cur, ok := found[id]
 		if !ok {
 			c.spaces = []int{c.order[0]}
@@ -136,7 +145,7 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 			defer wg.Done()
 			for i := range work {
 				sp := spaces[i]
-				scanErrs[i] = s.scanSpace(ctx, i, sp, merge)
+				refused[i], scanErrs[i] = s.scanSpace(ctx, i, sp, merge)
 				mu.Lock()
 				done++
 				if opts.Progress != nil {
@@ -167,6 +176,7 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 		} else {
 			rep.SpacesScanned++
 		}
+		rep.Errors = append(rep.Errors, refused[i]...)
 	}
 
 	rep.UniqueTemplates = len(found)
@@ -245,17 +255,24 @@ func (s *Service) coreIDs(ctx context.Context) (map[string]struct{}, error) {
 	return ids, cur.Err()
 }
 
-// scanSpace streams one space's templates into merge.
-func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*candidate, string)) error {
+// scanSpace streams one space's templates into merge, but those that cannot be migrated,
+// which it returns.
+func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*candidate, string)) ([]SpaceError, error) {
 	cur, err := s.byName(sp.Database).Find(ctx, bson.D{})
 	if err != nil {
-		return fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
+		return nil, fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
 	}
 	defer cur.Close(ctx)
+	var refused []SpaceError
 	n := 0
 	for ; cur.Next(ctx); n++ {
 		id := identifier(cur.Current, true)
 		if id == "" {
+			continue
+		}
+		if msgs := migratable(cur.Current); len(msgs) > 0 {
+			merge(nil, id) // counted as found
+			refused = append(refused, SpaceError{SpaceID: sp.ID, TemplateID: id, Message: strings.Join(msgs, "; ")})
 			continue
 		}
 		c := &candidate{order: [2]int{idx, n}, chosenFrom: sp.ID}
@@ -266,18 +283,29 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 		merge(c, id)
 	}
 	if err := cur.Err(); err != nil {
-		return fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
+		return nil, fmt.Errorf("read %s.%s: %w", sp.Database, SpaceCollection, err)
 	}
 	if n == 0 { // an empty result: tell a missing database (or collection) apart, cheaply
 		names, err := s.opts.Spaces.Database(sp.Database).ListCollectionNames(ctx, bson.D{{Key: "name", Value: SpaceCollection}})
 		if err != nil {
-			return fmt.Errorf("list collections of %s: %w", sp.Database, err)
+			return nil, fmt.Errorf("list collections of %s: %w", sp.Database, err)
 		}
 		if len(names) == 0 {
-			return fmt.Errorf("database %q does not exist or has no %s collection", sp.Database, SpaceCollection)
+			return nil, fmt.Errorf("database %q does not exist or has no %s collection", sp.Database, SpaceCollection)
 		}
 	}
-	return nil
+	return refused, nil
+}
+
+// migratable returns why the space document doc cannot be migrated into core, or nothing.
+func migratable(doc bson.Raw) []string {
+	var msgs []string
+	for _, f := range [...]string{"createdAt", "updatedAt"} {
+		if _, ok, inRange := storedTime(doc.Lookup(f)); ok && !inRange {
+			msgs = append(msgs, f+" must be a date between the years 0 and 9999")
+		}
+	}
+	return msgs
 }
 
 // coreDoc builds the core document for a space document (its _id replaced by the identifier,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -789,5 +790,98 @@ func TestService_CleanupAfterMigrateKeepsWhatNeverReachedCore(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"5", "dup", "priority"}, rep.KeptDifferent); d != "" || rep.Deleted != 3 {
 		t.Fatalf("report %+v; keptDifferent (-want +got):\n%s", rep, d)
+	}
+}
+
+// outOfRange are timestamps outside the years 0 to 9999, as legacy data holds them: a date in
+// year 10000, epoch microseconds stored as a NumberLong (read as milliseconds: year 57000), an
+// ISO string whose offset puts it in year -1 in UTC, and a double beyond int64's range.
+var outOfRange = []any{
+	primitive.NewDateTimeFromTime(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)),
+	int64(1736500000000000),
+	"0000-01-01T00:00:00+01:00",
+	-1e300,
+}
+
+// Ensure a stored template whose timestamp is outside the years 0 to 9999 is read and answered
+// (as JSON too) without that timestamp, by every read and by delete.
+func TestService_OutOfRangeTimestampsAreAnswered(t *testing.T) {
+	t.Parallel()
+	for i, ts := range outOfRange {
+		t.Run(fmt.Sprintf("%T", ts), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			ok := time.Date(2026, 1, 10, 8, 0, 0, 0, time.UTC)
+			id := fmt.Sprintf("t%d", i)
+			if _, err := e.client.Database(e.core).Collection("core_property_templates").InsertOne(ctx, bson.D{{Key: "_id", Value: id},
+				{Key: "name", Value: "N"}, {Key: "widgetType", Value: "w"}, {Key: "properties", Value: bson.A{}},
+				{Key: "createdAt", Value: ok}, {Key: "updatedAt", Value: ts}}); err != nil {
+				t.Fatal(err)
+			}
+			check := func(op string, tpl templates.Template, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("%s: %v", op, err)
+				}
+				js, err := json.Marshal(tpl)
+				if err != nil {
+					t.Fatalf("%s: json: %v", op, err)
+				}
+				if tpl.UpdatedAt != nil || tpl.CreatedAt == nil || !tpl.CreatedAt.Equal(ok) || strings.Contains(string(js), "updatedAt") {
+					t.Fatalf("%s: %s, want the template without updatedAt", op, js)
+				}
+			}
+			list, _, err := e.svc.List(ctx, "", "")
+			if err != nil || len(list) != 1 {
+				t.Fatalf("list: %v, %v", list, err)
+			}
+			check("list", list[0], nil)
+			got, _, err := e.svc.Get(ctx, "", id)
+			check("get", got, err)
+			got, _, err = e.svc.ForWidget(ctx, "", "w")
+			check("widget", got, err)
+			got, err = e.svc.Delete(ctx, id)
+			check("delete", got, err)
+		})
+	}
+}
+
+// Ensure migration refuses a template whose timestamp is outside the years 0 to 9999, naming
+// its space and identifier in errors (in a dry run too), and migrates the rest.
+func TestService_MigrateRefusesOutOfRangeTimestamps(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	docs := []bson.D{tdoc("fine", "F", time.Now())}
+	var wantErrs []templates.SpaceError
+	for i, ts := range outOfRange {
+		field := []string{"updatedAt", "createdAt"}[i%2]
+		d := tdoc(fmt.Sprintf("bad%d", i), "B", time.Now())
+		d = append(d, bson.E{Key: field, Value: ts})
+		if field == "updatedAt" {
+			d = slices.Delete(d, 4, 5) // the first updatedAt
+		}
+		docs = append(docs, d)
+		wantErrs = append(wantErrs, templates.SpaceError{TemplateID: fmt.Sprintf("bad%d", i), Message: field + " must be a date between the years 0 and 9999"})
+	}
+	spaceID, _ := e.seedSpace(t, "", docs...)
+	for i := range wantErrs {
+		wantErrs[i].SpaceID = spaceID
+	}
+	for _, dry := range []bool{true, false} {
+		rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.DurationMs = 0
+		want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: 5, UniqueTemplates: 1, Migrated: 1,
+			Conflicts: []templates.Conflict{}, Errors: wantErrs}
+		if d := cmp.Diff(want, rep); d != "" {
+			t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
+		}
+	}
+	if d := cmp.Diff([]string{"fine"}, slices.Sorted(maps.Keys(e.docs(t, e.core, "core_property_templates")))); d != "" {
+		t.Fatalf("core holds (-want +got):\n%s", d)
 	}
 }

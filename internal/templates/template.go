@@ -238,23 +238,51 @@ func stringOf(v bson.RawValue) (string, bool) {
 	}
 }
 
-// timeOf reads a timestamp stored as a date, an ISO 8601 string or epoch milliseconds.
-func timeOf(v bson.RawValue) *time.Time {
-	var t time.Time
+// Timestamps are answered only in the years 0 to 9999, which ISO 8601 (JSON's date-time, and
+// JavaScript's toISOString without its extended years) writes with four digits: the bounds in
+// milliseconds since the epoch.
+var (
+	minTimeMs = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	maxTimeMs = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - 1
+)
+
+// storedTime reads a timestamp stored as a date, an ISO 8601 string or epoch milliseconds. ok
+// is false when v holds none of these (it is then no timestamp at all); inRange is false when
+// it is one outside the years 0 to 9999 (or a NaN or infinite number of milliseconds).
+func storedTime(v bson.RawValue) (t time.Time, ok, inRange bool) {
+	var ms int64
 	switch v.Type {
 	case bson.TypeDateTime:
-		t = v.Time().UTC()
+		ms = v.DateTime()
 	case bson.TypeString:
 		p, err := time.Parse(time.RFC3339Nano, v.StringValue())
 		if err != nil {
-			return nil
+			return time.Time{}, false, false
 		}
-		t = p.UTC()
+		p = p.UTC() // "0000-01-01T00:00:00+01:00" is in year -1
+		return p, true, p.Year() >= 0 && p.Year() <= 9999
 	case bson.TypeInt64:
-		t = time.UnixMilli(v.Int64()).UTC()
+		ms = v.Int64()
 	case bson.TypeDouble:
-		t = time.UnixMilli(int64(v.Double())).UTC()
+		f := v.Double()
+		if math.IsNaN(f) || f < float64(minTimeMs) || f > float64(maxTimeMs) {
+			return time.Time{}, true, false
+		}
+		ms = int64(f)
 	default:
+		return time.Time{}, false, false
+	}
+	if ms < minTimeMs || ms > maxTimeMs {
+		return time.Time{}, true, false
+	}
+	return time.UnixMilli(ms).UTC(), true, true
+}
+
+// timeOf reads a timestamp as storedTime does; nil when there is none, or it is outside the
+// years 0 to 9999 (such a template is answered without it).
+func timeOf(v bson.RawValue) *time.Time {
+	t, ok, inRange := storedTime(v)
+	if !ok || !inRange {
 		return nil
 	}
 	return &t
