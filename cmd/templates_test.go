@@ -96,7 +96,8 @@ func newTemplatesFixture(t *testing.T, ids ...string) *templatesFixture {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		if _, err := st.DB(spaceDB).Collection("property_templates").InsertOne(ctx, bson.D{{Key: "id", Value: id}, {Key: "name", Value: "T " + id}}); err != nil {
+		if _, err := st.DB(spaceDB).Collection("property_templates").InsertOne(ctx, bson.D{{Key: "id", Value: id}, {Key: "name", Value: "T " + id},
+			{Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +154,8 @@ func TestRunTemplatesCleanup(t *testing.T) {
 	space := fx.st.DB(fx.space).Collection("property_templates")
 	// Core keys a template by its identifier, as the migration writes it.
 	if _, err := fx.st.DB(fx.core).Collection("core_property_templates").InsertMany(ctx, []any{
-		bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T t1"}}, bson.D{{Key: "_id", Value: "t3"}, {Key: "name", Value: "another t3"}}}); err != nil {
+		bson.D{{Key: "_id", Value: "t1"}, {Key: "name", Value: "T t1"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}},
+		bson.D{{Key: "_id", Value: "t3"}, {Key: "name", Value: "another t3"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := runTemplatesCleanup(ctx, f, svc, &templatesCleanupOptions{SpaceID: oid.Hex(), DryRun: true, JSON: true}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -306,5 +307,27 @@ func TestTemplates_OutOfRangeTimestamps(t *testing.T) {
 		if got.status != s.wantStatus || string(bytes.TrimSpace(got.body)) != s.wantBody {
 			t.Fatalf("%s: %d %s, want %d %s", s.name, got.status, got.body, s.wantStatus, s.wantBody)
 		}
+	}
+}
+
+// Ensure migration over HTTP refuses, in a dry run and a real run, a template the API would
+// refuse, naming its space, identifier and reason in errors, and copies the rest.
+func TestTemplates_MigrateRefusesInvalidTemplates(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	space, db := e.seedSpace(t, "fine")
+	if _, err := e.client.Database(db).Collection("property_templates").InsertOne(context.Background(), bson.D{{Key: "id", Value: "long"},
+		{Key: "name", Value: strings.Repeat("n", 10_000)}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := `"errors":[{"spaceId":"` + space + `","templateId":"long","message":"name must be shorter than or equal to 256 characters"}]`
+	for _, dry := range []string{"true", "false"} {
+		got := e.do(t, "POST", "/api/spaces/"+space+"/properties/migrate-templates-to-core?dryRun="+dry, e.admin, "")
+		if got.status != 200 || !bytes.Contains(got.body, []byte(want)) || !bytes.Contains(got.body, []byte(`"uniqueTemplates":1,"migrated":1`)) {
+			t.Fatalf("migrate dryRun=%s: %d %s, want 200 with %s", dry, got.status, got.body, want)
+		}
+	}
+	if n := e.count(t, e.core, "core_property_templates"); n != 1 {
+		t.Fatalf("core holds %d templates, want 1 (fine)", n)
 	}
 }

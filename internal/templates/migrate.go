@@ -270,7 +270,7 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 		if id == "" {
 			continue
 		}
-		if msgs := migratable(cur.Current); len(msgs) > 0 {
+		if msgs := migratable(cur.Current, id); len(msgs) > 0 {
 			merge(nil, id) // counted as found
 			refused = append(refused, SpaceError{SpaceID: sp.ID, TemplateID: id, Message: strings.Join(msgs, "; ")})
 			continue
@@ -297,9 +297,12 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 	return refused, nil
 }
 
-// migratable returns why the space document doc cannot be migrated into core, or nothing.
-func migratable(doc bson.Raw) []string {
-	var msgs []string
+// migratable returns why the space document doc, of identifier id, cannot be migrated into
+// core, or nothing: what the API would refuse in a request creating it (DecodeInput's rules,
+// with id the identifier; fields the API does not read are not checked), and a timestamp
+// outside the years 0 to 9999.
+func migratable(doc bson.Raw, id string) []string {
+	_, msgs := storedFields(doc, id).validate()
 	for _, f := range [...]string{"createdAt", "updatedAt"} {
 		if _, ok, inRange := storedTime(doc.Lookup(f)); ok && !inRange {
 			msgs = append(msgs, f+" must be a date between the years 0 and 9999")

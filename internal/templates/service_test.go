@@ -885,3 +885,88 @@ func TestService_MigrateRefusesOutOfRangeTimestamps(t *testing.T) {
 		t.Fatalf("core holds (-want +got):\n%s", d)
 	}
 }
+
+// Ensure migration applies the API's rules to each space document: a template the API would
+// refuse is not copied and is listed in errors with its space, identifier and every reason, in a
+// dry run as in a real run; the valid ones are migrated.
+func TestService_MigrateRefusesWhatTheAPIRefuses(t *testing.T) {
+	t.Parallel()
+	valid := func(id string, change ...bson.E) bson.D {
+		d := bson.D{{Key: "id", Value: id}, {Key: "name", Value: "N"}, {Key: "widgetType", Value: "text"},
+			{Key: "properties", Value: bson.A{bson.D{{Key: "k", Value: "v"}}}}, {Key: "description", Value: "d"}}
+		for _, c := range change {
+			if i := slices.IndexFunc(d, func(e bson.E) bool { return e.Key == c.Key }); i >= 0 {
+				d[i] = c
+			} else {
+				d = append(d, c)
+			}
+		}
+		return bson.D(slices.DeleteFunc(d, func(e bson.E) bool { return e.Value == nil }))
+	}
+	big := bson.A{bson.D{{Key: "blob", Value: strings.Repeat("x", 100_000)}}}
+	var deep any = int32(1)
+	for range 33 {
+		deep = bson.D{{Key: "a", Value: deep}}
+	}
+	tests := []struct {
+		name    string
+		doc     bson.D
+		wantMsg string // "" : migrated
+	}{
+		{"OK", valid("ok"), ""},
+		{"OKUnknownFieldsAndNullDescription", valid("extra", bson.E{Key: "legacy", Value: bson.D{{Key: "owner", Value: "team A"}}}, bson.E{Key: "description", Value: primitive.Null{}}), ""},
+		{"OKIntegerID", valid("", bson.E{Key: "id", Value: int32(42)}), ""},
+		{"ErrLongName", valid("long-name", bson.E{Key: "name", Value: strings.Repeat("n", 10_000)}), "name must be shorter than or equal to 256 characters"},
+		{"ErrLongTexts", valid("long-texts", bson.E{Key: "widgetType", Value: strings.Repeat("w", 257)}, bson.E{Key: "description", Value: strings.Repeat("d", 4097)}),
+			"widgetType must be shorter than or equal to 256 characters; description must be shorter than or equal to 4096 characters"},
+		{"ErrLargeProperties", valid("large", bson.E{Key: "properties", Value: big}), "properties must take at most 65536 bytes as stored (they take 100016)"},
+		{"ErrNameNotString", valid("int-name", bson.E{Key: "name", Value: int32(7)}), "name must be a string"},
+		{"ErrNullName", valid("null-name", bson.E{Key: "name", Value: primitive.Null{}}), "name should not be empty; name must be a string"},
+		{"ErrNoWidgetType", valid("no-widget", bson.E{Key: "widgetType", Value: nil}), "widgetType should not be empty; widgetType must be a string"},
+		{"ErrPropertiesNotArray", valid("props-object", bson.E{Key: "properties", Value: bson.D{{Key: "k", Value: 1}}}), "properties must be an array"},
+		{"ErrNoProperties", valid("no-props", bson.E{Key: "properties", Value: nil}), "properties must be an array"},
+		{"ErrPropertyNotObject", valid("props-strings", bson.E{Key: "properties", Value: bson.A{"a"}}), "each value in properties must be an object"},
+		{"ErrDeep", valid("deep", bson.E{Key: "properties", Value: bson.A{deep}}),
+			"properties.0" + strings.Repeat(".a", 32) + " must not be nested deeper than 32 levels"},
+		{"ErrDate", valid("date", bson.E{Key: "properties", Value: bson.A{bson.D{{Key: "at", Value: time.Now()}}}}),
+			"properties.0.at must hold only strings, numbers, booleans, null, objects and arrays"},
+		{"ErrLongID", valid(strings.Repeat("i", 257)), "id must be shorter than or equal to 256 characters"},
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	var docs []bson.D
+	wantCore := []string{}
+	for _, tt := range tests {
+		docs = append(docs, tt.doc)
+	}
+	spaceID, _ := e.seedSpace(t, "", docs...)
+	wantErrs := []templates.SpaceError{}
+	for _, tt := range tests {
+		id := fmt.Sprint(tt.doc[slices.IndexFunc(tt.doc, func(e bson.E) bool { return e.Key == "id" })].Value)
+		if tt.wantMsg == "" {
+			wantCore = append(wantCore, id)
+		} else {
+			wantErrs = append(wantErrs, templates.SpaceError{SpaceID: spaceID, TemplateID: id, Message: tt.wantMsg})
+		}
+	}
+	sort.Strings(wantCore)
+	for _, dry := range []bool{true, false} {
+		rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.DurationMs = 0
+		want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: len(tests), UniqueTemplates: len(wantCore),
+			Migrated: len(wantCore), Conflicts: []templates.Conflict{}, Errors: wantErrs}
+		if d := cmp.Diff(want, rep); d != "" {
+			t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
+		}
+	}
+	if d := cmp.Diff(wantCore, slices.Sorted(maps.Keys(e.docs(t, e.core, "core_property_templates")))); d != "" {
+		t.Fatalf("core holds (-want +got):\n%s", d)
+	}
+	list, _, err := e.svc.List(ctx, "", "")
+	if err != nil || len(list) != len(wantCore) {
+		t.Fatalf("list after migration: %d templates, %v", len(list), err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,12 +64,48 @@ type Input struct {
 // error is an Invalid validation error whose messages use class-validator's wording. Unknown
 // fields (and createdAt/updatedAt, which the service sets) are ignored.
 func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
+	f := inputFields{text: fields}
+	var props []json.RawMessage
+	if raw := fields["properties"]; !validate.IsNull(raw) && json.Unmarshal(raw, &props) == nil {
+		f.isArray = true
+		f.properties = make([]bson.RawValue, len(props))
+		for i, p := range props {
+			var v Value
+			if err := v.UnmarshalJSON(p); err == nil {
+				f.properties[i] = v.raw
+			}
+		}
+	}
+	in, msgs := f.validate()
+	if len(msgs) > 0 {
+		return Input{}, validation(msgs...)
+	}
+	return in, nil
+}
+
+// inputFields are a template's fields as validate reads them, from a request body (DecodeInput)
+// or from a space's document (storedFields), so that the API and the migration apply one rule.
+type inputFields struct {
+	// text holds id, name, widgetType and description as JSON (nil: absent), as package validate
+	// reads them.
+	text map[string]json.RawMessage
+	// properties are the elements of properties, each as it would be stored (Type 0: an
+	// element that could not be read); isArray is false when properties is not an array.
+	properties []bson.RawValue
+	isArray    bool
+	// msgs are failures found while reading the fields.
+	msgs []string
+}
+
+// validate applies the rules of a template to f. It returns the input they make, and the
+// failures in class-validator's wording (none: the input is valid).
+func (f inputFields) validate() (Input, []string) {
 	var in Input
-	var msgs []string
+	msgs := slices.Clone(f.msgs)
 	// optional reads an optional string property: ok is false when it is missing, null or not
 	// a string (reported).
 	optional := func(name string) (s string, ok bool) {
-		raw := fields[name]
+		raw := f.text[name]
 		if validate.IsNull(raw) {
 			return "", false
 		}
@@ -78,7 +115,7 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		return s, ok
 	}
 	required := func(name string) string {
-		s, failed := validate.RequiredString(name, fields[name])
+		s, failed := validate.RequiredString(name, f.text[name])
 		msgs = append(msgs, failed...)
 		return s
 	}
@@ -105,23 +142,21 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		}
 		in.Description = &d
 	}
-	var props []json.RawMessage
-	if raw := fields["properties"]; validate.IsNull(raw) || json.Unmarshal(raw, &props) != nil {
+	if !f.isArray {
 		msgs = append(msgs, validate.IsArray("properties"))
 	} else {
-		in.Properties = make([]Value, 0, len(props))
+		in.Properties = make([]Value, 0, len(f.properties))
 		objects, size := true, 0
-		for i, p := range props {
-			var v Value
-			if err := v.UnmarshalJSON(p); err != nil || !v.IsObject() {
+		for i, p := range f.properties {
+			if p.Type != bson.TypeEmbeddedDocument {
 				objects = false
 				continue
 			}
-			if msg := storable(fmt.Sprintf("properties.%d", i), v.raw, 1); msg != "" {
+			if msg := storable(fmt.Sprintf("properties.%d", i), p, 1); msg != "" {
 				msgs = append(msgs, msg)
 			}
-			size += len(v.raw.Value)
-			in.Properties = append(in.Properties, v)
+			size += len(p.Value)
+			in.Properties = append(in.Properties, Value{raw: p})
 		}
 		if !objects {
 			msgs = append(msgs, validate.EachObject("properties"))
@@ -130,10 +165,38 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 			msgs = append(msgs, fmt.Sprintf("properties must take at most %d bytes as stored (they take %d)", maxPropertiesBytes, size))
 		}
 	}
-	if len(msgs) > 0 {
-		return Input{}, validation(msgs...)
+	return in, msgs
+}
+
+// storedFields reads a space's document as validate reads a request body: the template a
+// client would have to send to create it, with id its identifier. A string field holding
+// invalid UTF-8 is refused as the API refuses such a body.
+func storedFields(doc bson.Raw, id string) inputFields {
+	f := inputFields{text: map[string]json.RawMessage{}}
+	f.text["id"], _ = json.Marshal(id)
+	for _, name := range [...]string{"name", "widgetType", "description"} {
+		v, err := doc.LookupErr(name)
+		switch {
+		case err != nil:
+		case v.Type == bson.TypeString:
+			if !utf8.ValidString(v.StringValue()) {
+				f.msgs = append(f.msgs, name+" must be valid UTF-8")
+			}
+			f.text[name], _ = json.Marshal(v.StringValue())
+		case v.Type == bson.TypeNull || v.Type == bson.TypeUndefined:
+			f.text[name] = json.RawMessage("null")
+		default:
+			f.text[name] = json.RawMessage("{}") // not a string
+		}
 	}
-	return in, nil
+	if arr, ok := doc.Lookup("properties").ArrayOK(); ok {
+		f.isArray = true
+		f.properties, _ = arr.Values()
+		if f.properties == nil {
+			f.properties = []bson.RawValue{}
+		}
+	}
+	return f
 }
 
 // maxPropertyDepth bounds how deeply a property object may nest objects and arrays.
