@@ -2,6 +2,7 @@ package templates
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,11 +11,11 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/x/bsonx/bsoncore"
 
 	"github.com/acme/app/internal/apperr"
-	"github.com/acme/app/internal/store"
 )
 
 // MigrateOptions configures Migrate.
@@ -81,9 +82,9 @@ func (c *candidate) better(cur *candidate) bool {
 // one identifier the newest by updatedAt is kept (else the first seen in `spaces` order) and
 // the conflict is listed. Space databases are only read. A space whose database is missing or
 // unreadable is listed in Errors and the rest goes on; so is, with its identifier, a template
-// that cannot be migrated (see migratable), which is not copied (nor counted in
-// UniqueTemplates). Returns Unavailable if the application
-// database (spaces) or core cannot be read, and an internal error if core refuses a write.
+// that cannot be migrated (see migratable: not copied, nor counted in UniqueTemplates) or that
+// core refuses to store. Returns Unavailable if the application database (spaces) or core
+// cannot be read, or core cannot be written at all.
 func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationReport, error) {
 	start := time.Now()
 	rep := &MigrationReport{DryRun: opts.DryRun, Conflicts: []Conflict{}, Errors: []SpaceError{}}
@@ -204,12 +205,13 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 	if opts.DryRun {
 		rep.Migrated = len(missing)
 	} else {
-		inserted, err := s.insertMissing(ctx, missing, found)
+		inserted, already, refused, err := s.insertMissing(ctx, missing, found)
 		if err != nil {
 			return nil, err
 		}
 		rep.Migrated = inserted
-		rep.AlreadyInCore += len(missing) - inserted // inserted meanwhile by a concurrent run
+		rep.AlreadyInCore += already // inserted meanwhile by a concurrent run
+		rep.Errors = append(rep.Errors, refused...)
 	}
 	rep.DurationMs = time.Since(start).Milliseconds()
 	s.log.Info("templates migrated", "dry_run", rep.DryRun, "spaces", rep.SpacesScanned, "found", rep.TemplatesFound,
@@ -277,6 +279,12 @@ func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*
 		}
 		c := &candidate{order: [2]int{idx, n}, chosenFrom: sp.ID}
 		c.doc, c.hash = coreDoc(cur.Current, id)
+		if len(c.doc) > maxDocumentBytes { // its _id (the identifier) made it larger than the space's copy
+			merge(nil, id)
+			refused = append(refused, SpaceError{SpaceID: sp.ID, TemplateID: id, Message: fmt.Sprintf(
+				"the template would take %d bytes in core, more than the %d bytes a document may take", len(c.doc), maxDocumentBytes)})
+			continue
+		}
 		if t := timeOf(cur.Current.Lookup("updatedAt")); t != nil {
 			c.hasUpdated, c.updated = true, t.UnixMilli()
 		}
@@ -332,32 +340,95 @@ func coreDoc(doc bson.Raw, id string) ([]byte, digest) {
 	return out, documentDigest(doc)
 }
 
+// maxDocumentBytes is the size a document may take in MongoDB (and the embedded store).
+const maxDocumentBytes = 16 << 20
+
 // insertMissing copies the chosen versions of ids into core with unordered insertMany batches.
-// A duplicate key (a concurrent run got there first) is not a failure. It returns how many
-// documents it inserted.
-func (s *Service) insertMissing(ctx context.Context, ids []string, found map[string]*candidate) (int, error) {
+// It returns how many documents it inserted, how many core held already (a concurrent run got
+// there first: a duplicate _id), and the documents core refused, one error each with the space
+// and identifier; the others are inserted all the same. It fails only when core cannot be
+// written at all.
+func (s *Service) insertMissing(ctx context.Context, ids []string, found map[string]*candidate) (inserted, already int, refused []SpaceError, err error) {
 	defer s.lists.drop()
-	inserted := 0
 	opts := options.InsertMany().SetOrdered(false)
-	for start := 0; start < len(ids); start += s.opts.BatchSize {
-		batch := ids[start:min(start+s.opts.BatchSize, len(ids))]
+	for batch := range slices.Chunk(ids, s.opts.BatchSize) {
 		docs := make([]any, len(batch))
 		for i, id := range batch {
 			docs[i] = bson.Raw(found[id].doc)
 		}
 		_, err := s.core.InsertMany(ctx, docs, opts)
-		dups := 0
+		failed := map[int]string{} // index in batch → why core refused it
+		var bwe mongo.BulkWriteException
+		switch {
+		case err == nil:
+		case errors.As(err, &bwe) && bwe.WriteConcernError == nil && len(bwe.WriteErrors) > 0:
+			for _, we := range bwe.WriteErrors {
+				failed[we.Index] = writeErrorText(we.WriteError)
+			}
+		default:
+			// The batch as a whole failed (the driver refused it, the connection dropped):
+			// insert its documents one by one, so that one document's failure is its own.
+			if err := s.pingCore(ctx, "the migration stopped"); err != nil {
+				return inserted, already, refused, err
+			}
+			for i, doc := range docs {
+				if _, err := s.core.InsertOne(ctx, doc); err != nil {
+					if unavailable(err) && s.pingCore(ctx, "the migration stopped") != nil {
+						return inserted, already, refused, coreError(err)
+					}
+					failed[i] = err.Error()
+				}
+			}
+		}
+		// A duplicate key is a concurrent run's insert only when core now holds the _id (a
+		// unique index of core's own may refuse a document too).
+		held, err := s.heldByCore(ctx, batch, failed)
 		if err != nil {
-			n, others, ok := store.DuplicateKeys(err)
+			return inserted, already, refused, err
+		}
+		for i, id := range batch {
+			why, ok := failed[i]
 			switch {
 			case !ok:
-				return inserted, coreError(err)
-			case others > 0:
-				return inserted, fmt.Errorf("templates: migrate: insert into core: %w", err)
+				inserted++
+			case held[id]:
+				already++
+			default:
+				refused = append(refused, SpaceError{SpaceID: found[id].chosenFrom, TemplateID: id, Message: "core refused the template: " + why})
 			}
-			dups = n // a concurrent run inserted these first
 		}
-		inserted += len(batch) - dups
 	}
-	return inserted, nil
+	return inserted, already, refused, nil
+}
+
+// heldByCore reports which of the documents of batch that failed core holds (by _id).
+func (s *Service) heldByCore(ctx context.Context, batch []string, failed map[int]string) (map[string]bool, error) {
+	if len(failed) == 0 {
+		return nil, nil
+	}
+	in := bson.A{}
+	for i := range failed {
+		in = append(in, batch[i])
+	}
+	cur, err := s.core.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, coreError(err)
+	}
+	defer cur.Close(ctx)
+	held := map[string]bool{}
+	for cur.Next(ctx) {
+		held[identifier(cur.Current, false)] = true
+	}
+	if err := cur.Err(); err != nil {
+		return nil, coreError(err)
+	}
+	return held, nil
+}
+
+// writeErrorText is what the report says of a document core refused.
+func writeErrorText(we mongo.WriteError) string {
+	if we.Code != 0 {
+		return fmt.Sprintf("%s (code %d)", we.Message, we.Code)
+	}
+	return we.Message
 }

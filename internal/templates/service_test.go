@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
 	"go.mongodb.org/mongo-driver/mongo"
+	"go.mongodb.org/mongo-driver/mongo/options"
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/store"
@@ -968,5 +969,59 @@ func TestService_MigrateRefusesWhatTheAPIRefuses(t *testing.T) {
 	list, _, err := e.svc.List(ctx, "", "")
 	if err != nil || len(list) != len(wantCore) {
 		t.Fatalf("list after migration: %d templates, %v", len(list), err)
+	}
+}
+
+// Ensure a template core would refuse to store does not stop the migration: a space document of
+// the maximum size whose core copy would be larger (its ObjectId _id becomes a 24-character
+// string) is listed in errors with its space and id, in a dry run too; one core refuses on a
+// unique index of its own is listed (not counted as already in core); the rest is migrated.
+func TestService_MigrateReportsWhatCoreRefuses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	coreColl := e.client.Database(e.core).Collection("core_property_templates")
+	if _, err := coreColl.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "name", Value: 1}},
+		Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coreColl.InsertOne(ctx, bson.D{{Key: "_id", Value: "other"}, {Key: "name", Value: "Taken"}}); err != nil {
+		t.Fatal(err)
+	}
+	oid := primitive.NewObjectID()
+	huge := bson.D{{Key: "_id", Value: oid}, {Key: "name", Value: "Huge"}, {Key: "widgetType", Value: "w"},
+		{Key: "properties", Value: bson.A{}}, {Key: "notes", Value: ""}}
+	raw, _ := bson.Marshal(huge)
+	huge[4].Value = strings.Repeat("y", 16<<20-len(raw))
+	if raw, _ = bson.Marshal(huge); len(raw) != 16<<20 {
+		t.Fatalf("the huge document takes %d bytes", len(raw))
+	}
+	spaceID, _ := e.seedSpace(t, "", huge, tdoc("taken", "Taken", time.Now()), tdoc("fine", "Fine", time.Now()))
+	tooLarge := templates.SpaceError{SpaceID: spaceID, TemplateID: oid.Hex(),
+		Message: "the template would take 16777233 bytes in core, more than the 16777216 bytes a document may take"}
+
+	dry, err := e.svc.Migrate(ctx, templates.MigrateOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry.DurationMs = 0
+	want := &templates.MigrationReport{DryRun: true, SpacesScanned: 1, TemplatesFound: 3, UniqueTemplates: 2, Migrated: 2,
+		Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{tooLarge}}
+	if d := cmp.Diff(want, dry); d != "" {
+		t.Fatalf("dry run (-want +got):\n%s", d)
+	}
+
+	rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Migrated != 1 || rep.AlreadyInCore != 0 || len(rep.Errors) != 2 || rep.Errors[0] != tooLarge {
+		t.Fatalf("report %+v, want 1 migrated and 2 errors", rep)
+	}
+	if got := rep.Errors[1]; got.SpaceID != spaceID || got.TemplateID != "taken" || !strings.HasPrefix(got.Message, "core refused the template: ") {
+		t.Fatalf("error %+v, want core's refusal of taken", got)
+	}
+	if d := cmp.Diff([]string{"fine", "other"}, slices.Sorted(maps.Keys(e.docs(t, e.core, "core_property_templates")))); d != "" {
+		t.Fatalf("core holds (-want +got):\n%s", d)
 	}
 }
