@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/templates"
@@ -75,6 +76,17 @@ func handleTemplateDelete(svc *templates.Service) http.Handler {
 	})
 }
 
+// adminWriteTimeout is how long migrate and cleanup may take to answer, in place of
+// server.write_timeout (90 s by default, meant for ordinary requests): they scan every space or
+// every template of one, which takes minutes on large data sets (50,000 templates: about 3).
+const adminWriteTimeout = 30 * time.Minute
+
+// extendWriteDeadline lets the answer to an admin route be written within adminWriteTimeout.
+// Past the server's write deadline the client would get an empty reply though the work is done.
+func extendWriteDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(adminWriteTimeout))
+}
+
 // handleTemplatesMigrate runs the migration; dryRun defaults to true (the safe choice).
 func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -83,6 +95,7 @@ func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
+		extendWriteDeadline(w)
 		rep, err := svc.Migrate(r.Context(), templates.MigrateOptions{DryRun: dry})
 		if err != nil {
 			writeError(w, r, err)
@@ -100,6 +113,7 @@ func handleTemplatesCleanup(svc *templates.Service) http.Handler {
 			writeError(w, r, err)
 			return
 		}
+		extendWriteDeadline(w)
 		rep, err := svc.Cleanup(r.Context(), templates.CleanupOptions{SpaceID: r.PathValue("spaceId"), DryRun: dry})
 		if err != nil {
 			writeError(w, r, err)

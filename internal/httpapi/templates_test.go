@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,10 +33,21 @@ type tplEnv struct {
 
 func newTplEnv(t *testing.T, core *mongo.Client) *tplEnv {
 	t.Helper()
+	return newTplEnvWith(t, core, nil, nil)
+}
+
+// newTplEnvWith is newTplEnv with the service's options and the HTTP server changed by
+// svcMod and srvMod (when not nil).
+func newTplEnvWith(t *testing.T, core *mongo.Client, svcMod func(*templates.Options), srvMod func(*http.Server)) *tplEnv {
+	t.Helper()
 	st := storetest.Store(t)
 	e := &tplEnv{client: st.Client(), app: storetest.DBName(t), core: storetest.DBName(t)}
-	svc := templates.New(templates.Options{Spaces: st.Client(), AppDatabase: e.app, Core: core, CoreDatabase: e.core,
-		CoreTimeout: 300 * time.Millisecond})
+	opts := templates.Options{Spaces: st.Client(), AppDatabase: e.app, Core: core, CoreDatabase: e.core,
+		CoreTimeout: 300 * time.Millisecond}
+	if svcMod != nil {
+		svcMod(&opts)
+	}
+	svc := templates.New(opts)
 	tokens := auth.NewTokens([]byte("test-secret-test-secret-test-secret"), time.Hour)
 	var err error
 	if e.user, err = tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "u@example.com", Roles: []string{"user"}}); err != nil {
@@ -44,7 +56,11 @@ func newTplEnv(t *testing.T, core *mongo.Client) *tplEnv {
 	if e.admin, err = tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "a@example.com", Roles: []string{"user", "admin"}}); err != nil {
 		t.Fatal(err)
 	}
-	e.srv = httptest.NewServer(httpapi.NewServer(httpapi.Options{}, httpapi.Deps{Tokens: tokens, Templates: svc}))
+	e.srv = httptest.NewUnstartedServer(httpapi.NewServer(httpapi.Options{}, httpapi.Deps{Tokens: tokens, Templates: svc}))
+	if srvMod != nil {
+		srvMod(e.srv.Config)
+	}
+	e.srv.Start()
 	t.Cleanup(e.srv.Close)
 	return e
 }
@@ -329,5 +345,46 @@ func TestTemplates_MigrateRefusesInvalidTemplates(t *testing.T) {
 	}
 	if n := e.count(t, e.core, "core_property_templates"); n != 1 {
 		t.Fatalf("core holds %d templates, want 1 (fine)", n)
+	}
+}
+
+// slowLog is a log handler that takes d to write each line: the migration and the cleanup log
+// one line when they are done, so with it they take at least d.
+type slowLog struct{ d time.Duration }
+
+func (h slowLog) Enabled(context.Context, slog.Level) bool  { return true }
+func (h slowLog) Handle(context.Context, slog.Record) error { time.Sleep(h.d); return nil }
+func (h slowLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h slowLog) WithGroup(string) slog.Handler             { return h }
+
+// Ensure a migration or a cleanup that runs past the server's write timeout still gets its
+// answer to the client (it was an empty reply though the work was done).
+func TestTemplates_AdminRoutesOutliveWriteTimeout(t *testing.T) {
+	t.Parallel()
+	e := newTplEnvWith(t, nil, func(o *templates.Options) { o.Logger = slog.New(slowLog{d: 400 * time.Millisecond}) },
+		func(s *http.Server) { s.WriteTimeout = 100 * time.Millisecond })
+	space, db := e.seedSpace(t, "a", "b")
+	steps := []struct{ name, method, path, want string }{
+		{"Migrate", "POST", "/api/spaces/" + space + "/properties/migrate-templates-to-core?dryRun=false", `"migrated":2`},
+		{"Cleanup", "DELETE", "/api/spaces/" + space + "/properties/cleanup-space-templates", `"deleted":2`},
+	}
+	for _, s := range steps {
+		req, err := http.NewRequest(s.method, e.srv.URL+s.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.admin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v (the answer was cut at the write timeout)", s.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.Contains(body, []byte(s.want)) {
+			t.Fatalf("%s: %d %s, want 200 with %s", s.name, resp.StatusCode, body, s.want)
+		}
+	}
+	if n := e.count(t, e.core, "core_property_templates"); n != 2 || e.count(t, db, "property_templates") != 0 {
+		t.Fatalf("core holds %d templates, want 2; the space %d, want 0", n, e.count(t, db, "property_templates"))
 	}
 }
