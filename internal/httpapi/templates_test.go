@@ -259,9 +259,10 @@ func TestTemplates_CoreDown(t *testing.T) {
 	}
 }
 
-// Ensure a property the database would read as an operator or a path, or holding a value of a
-// type JSON does not have, is a 400 naming it on create and on update, and nothing is stored
-// (these were a 500 or a 503 "core unavailable" answer from the store's refusal).
+// Ensure a property the database would read as an operator or a path, holding a value of a
+// type JSON does not have, or an array inside an array (which the embedded store cannot hold),
+// is a 400 naming it on create and on update, and nothing is stored (these were a 500 or a 503
+// "core unavailable" answer from the store's refusal).
 func TestTemplates_UnstorablePropertiesRefused(t *testing.T) {
 	t.Parallel()
 	e := newTplEnv(t, nil)
@@ -275,6 +276,7 @@ func TestTemplates_UnstorablePropertiesRefused(t *testing.T) {
 		{`{"a.b":1}`, `properties.0 must not hold the key \"a.b\": keys must not start with $ or contain a dot`},
 		{`{"f":{"$code":"function(){}"}}`, `properties.0.f must hold only strings, numbers, booleans, null, objects and arrays`},
 		{`{"x":{"$minKey":1}}`, `properties.0.x must hold only strings, numbers, booleans, null, objects and arrays`},
+		{`{"v":[[1]]}`, `properties.0.v.0 must not be an array: an array cannot hold arrays`},
 	}
 	for _, tt := range tests {
 		for _, w := range []struct{ method, path, id string }{{"POST", base, `"id":"u",`}, {"PUT", base + "/t", ""}} {

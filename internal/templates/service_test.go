@@ -167,6 +167,11 @@ func TestDecodeInput(t *testing.T) {
 			[]string{"properties.0.v must be a finite number", "properties.1.w.0 must be a finite number"}},
 		{"ErrDuplicateKey", `{"name":"n","widgetType":"w","properties":[{"a":{"b":1,"b":2}}]}`,
 			[]string{`properties.0.a must not hold the key "b" twice`}},
+		// The embedded store cannot hold an array inside an array, and a template must move
+		// between stores: refused on every store.
+		{"ErrNestedArray", `{"name":"n","widgetType":"w","properties":[{"v":[[1]]},{"w":{"x":[1,{"y":[2,[]]}]}}]}`,
+			[]string{"properties.0.v.0 must not be an array: an array cannot hold arrays", "properties.1.w.x.1.y.1 must not be an array: an array cannot hold arrays"}},
+		{"OKArraysInObjectsInArrays", `{"name":"n","widgetType":"w","properties":[{"v":[{"w":[1]},{"x":[]}]}]}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

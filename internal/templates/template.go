@@ -206,7 +206,9 @@ const maxPropertyDepth = 32
 // sent, or "". A property is stored as a document, so its keys become field names: a key that
 // starts with $ or holds a dot names an operator or a path to the database, not a field. Its
 // values must be JSON's own (what the body reads as when no key starts with $: the database
-// holds more types, such as dates and JavaScript, which a client has no reason to send).
+// holds more types, such as dates and JavaScript, which a client has no reason to send). An
+// array must not hold an array: the embedded store cannot hold one, and a template must be
+// able to move between stores (a migration, a move to or from MongoDB).
 func storable(path string, v bson.RawValue, depth int) string {
 	switch v.Type {
 	case bson.TypeEmbeddedDocument, bson.TypeArray:
@@ -227,6 +229,9 @@ func storable(path string, v bson.RawValue, depth int) string {
 				return fmt.Sprintf("%s must not hold the key %q twice", path, key)
 			}
 			seen[key] = true
+			if v.Type == bson.TypeArray && e.Value().Type == bson.TypeArray {
+				return fmt.Sprintf("%s.%s must not be an array: an array cannot hold arrays", path, key)
+			}
 			if msg := storable(path+"."+key, e.Value(), depth+1); msg != "" {
 				return msg
 			}
