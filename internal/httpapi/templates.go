@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,6 +92,9 @@ func extendWriteDeadline(w http.ResponseWriter) {
 func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dry, err := queryBool(r, "dryRun", true)
+		if err == nil {
+			err = onlyQuery(r, "dryRun")
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -109,6 +113,9 @@ func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 func handleTemplatesCleanup(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		dry, err := queryBool(r, "dryRun", false)
+		if err == nil {
+			err = onlyQuery(r, "dryRun")
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -143,4 +150,20 @@ func queryBool(r *http.Request, name string, def bool) (bool, error) {
 		return false, apperr.Validation(validate.IsBoolean(name))
 	}
 	return b, nil
+}
+
+// onlyQuery refuses, naming each, the query parameters of r that are not in allowed: on a route
+// that writes, a misspelt parameter (dryrun for dryRun) must not be ignored.
+func onlyQuery(r *http.Request, allowed ...string) error {
+	var msgs []string
+	for name := range r.URL.Query() {
+		if !slices.Contains(allowed, name) {
+			msgs = append(msgs, validate.NotAllowed(name))
+		}
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	slices.Sort(msgs)
+	return apperr.Validation(msgs...)
 }

@@ -71,6 +71,10 @@ func NotEmpty(prop string) string { return prop + " should not be empty" }
 // IsString is @IsString()'s failure.
 func IsString(prop string) string { return prop + " must be a string" }
 
+// NotAllowed is the failure of a property the input does not have (class-validator's
+// forbidNonWhitelisted), such as an unknown query parameter.
+func NotAllowed(prop string) string { return "property " + prop + " should not exist" }
+
 // IsArray is @IsArray()'s failure.
 func IsArray(prop string) string { return prop + " must be an array" }
 
