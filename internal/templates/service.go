@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -367,12 +369,13 @@ func spaceFromRaw(doc bson.Raw) (space, error) {
 	return sp, nil
 }
 
-// findSpace returns the space spaceID (its _id as an ObjectId or as a string). Returns NotFound
-// if there is none, Unavailable if the application database cannot be read.
+// findSpace returns the space spaceID: its _id as an ObjectId, a string or a number, whichever
+// the migration reports as spaceID (spaceFromRaw). Returns NotFound if there is none,
+// Unavailable if the application database cannot be read.
 func (s *Service) findSpace(ctx context.Context, spaceID string) (space, error) {
-	ids := bson.A{spaceID}
+	ids := append(bson.A{spaceID}, numericIDs(spaceID)...)
 	if oid, err := primitive.ObjectIDFromHex(spaceID); err == nil {
-		ids = bson.A{oid, spaceID}
+		ids = append(ids, oid)
 	}
 	raw, err := s.app.Collection(SpacesCollection).FindOne(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
 		options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "database", Value: 1}})).Raw()
@@ -387,6 +390,26 @@ func (s *Service) findSpace(ctx context.Context, spaceID string) (space, error) 
 		return space{}, apperr.E(apperr.Conflict, fmt.Sprintf("space %q has an %v", spaceID, err))
 	}
 	return sp, nil
+}
+
+// numericIDs returns the numbers an _id may be stored as to read as id once stringified (see
+// stringOf): 7 as an int32, an int64 or a double for "7"; 7.5 as a double for "7.5". None
+// when id is not a number written as stringOf writes it ("07", "7.0" and "1e3" are not).
+func numericIDs(id string) bson.A {
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil && strconv.FormatInt(n, 10) == id {
+		ids := bson.A{n}
+		if n >= math.MinInt32 && n <= math.MaxInt32 {
+			ids = append(ids, int32(n))
+		}
+		if f := float64(n); int64(f) == n && strconv.FormatFloat(f, 'f', -1, 64) == id {
+			ids = append(ids, f)
+		}
+		return ids
+	}
+	if f, err := strconv.ParseFloat(id, 64); err == nil && strconv.FormatFloat(f, 'f', -1, 64) == id {
+		return bson.A{f}
+	}
+	return nil
 }
 
 // pingCore checks within CoreTimeout that core answers, so that Migrate and Cleanup fail fast

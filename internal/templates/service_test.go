@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1028,5 +1029,50 @@ func TestService_MigrateReportsWhatCoreRefuses(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"fine", "other"}, slices.Sorted(maps.Keys(e.docs(t, e.core, "core_property_templates")))); d != "" {
 		t.Fatalf("core holds (-want +got):\n%s", d)
+	}
+}
+
+// Ensure a space whose _id is a number (an int32, an int64, a whole double) is found by the
+// identifier the migration reports for it: cleanup and the space fallback of reads find it.
+func TestService_NumericSpaceID(t *testing.T) {
+	t.Parallel()
+	base := time.Now().UnixNano() % 1_000_000_000
+	tests := []struct {
+		name string
+		id   any
+		want string
+	}{
+		{"Int32", int32(base), strconv.FormatInt(base, 10)},
+		{"Int64", base + 1<<40, strconv.FormatInt(base+1<<40, 10)},
+		{"Double", float64(base + 7), strconv.FormatInt(base+7, 10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			db := "space_" + tt.want
+			t.Cleanup(func() { _ = e.client.Database(db).Drop(context.Background()) })
+			if _, err := e.client.Database(e.app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: tt.id}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.client.Database(db).Collection("property_templates").InsertOne(ctx, tdoc("t", "T", time.Now())); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{})
+			if err != nil || rep.SpacesScanned != 1 || rep.Migrated != 1 {
+				t.Fatalf("migrate: %+v, %v", rep, err)
+			}
+			clean, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: tt.want})
+			if err != nil {
+				t.Fatalf("cleanup of space %s: %v", tt.want, err)
+			}
+			if clean.SpaceID != tt.want || clean.Deleted != 1 || len(e.docs(t, db, "property_templates")) != 0 {
+				t.Fatalf("cleanup report %+v, want 1 deleted from %s", clean, db)
+			}
+			if _, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: "0" + tt.want}); kind(err) != apperr.NotFound {
+				t.Fatalf("cleanup of space 0%s err=%v, want NotFound (not the migration's identifier)", tt.want, err)
+			}
+		})
 	}
 }
