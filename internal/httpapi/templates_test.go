@@ -422,3 +422,24 @@ func TestTemplates_AdminRoutesRefuseUnknownQueryParameters(t *testing.T) {
 		t.Fatalf("the space holds %d templates, want 1: a refused cleanup deleted", n)
 	}
 }
+
+// Ensure the answers write createdAt and updatedAt as JavaScript's toISOString does, with three
+// fractional digits ("…48.510Z", not "…48.51Z"), which clients of the replaced service parse.
+func TestTemplates_TimestampsAsToISOString(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 28, 2, 30, 48, 510_000_000, time.UTC)
+	e := newTplEnvWith(t, nil, func(o *templates.Options) { o.Now = func() time.Time { return now } }, nil)
+	space, _ := e.seedSpace(t)
+	base := "/api/spaces/" + space + "/properties/templates"
+	want := `"createdAt":"2026-11-28T02:30:48.510Z","updatedAt":"2026-11-28T02:30:48.510Z"}`
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", base, `{"id":"a","name":"A","widgetType":"w","properties":[]}`},
+		{"GET", base + "/a", ""},
+		{"GET", base, ""},
+	} {
+		got := e.do(t, s.method, s.path, e.user, s.body)
+		if got.status/100 != 2 || !bytes.Contains(got.body, []byte(want)) {
+			t.Fatalf("%s %s: %d %s, want %s", s.method, s.path, got.status, got.body, want)
+		}
+	}
+}

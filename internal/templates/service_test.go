@@ -277,7 +277,7 @@ func TestService_CRUD(t *testing.T) {
 	}
 
 	upd, err := e.svc.Update(ctx, "colour", input(t, `{"id":"colour","name":"Colour v2","widgetType":"color","properties":[]}`))
-	if err != nil || upd.Name != "Colour v2" || !upd.CreatedAt.Equal(*created.CreatedAt) {
+	if err != nil || upd.Name != "Colour v2" || !upd.CreatedAt.Equal(created.CreatedAt.Time) {
 		t.Fatalf("update=%+v, %v", upd, err)
 	}
 	if _, err := e.svc.Update(ctx, "missing", input(t, `{"name":"n","widgetType":"w","properties":[]}`)); kind(err) != apperr.NotFound {
@@ -1075,4 +1075,66 @@ func TestService_NumericSpaceID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ensure a template's createdAt and updatedAt are written as JavaScript's toISOString writes
+// them (UTC, always three fractional digits), whether the service set them or read them from a
+// space's ISO string, as property values are.
+func TestTemplate_TimestampsAsToISOString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		now  time.Time
+		want string
+	}{
+		{"TrailingZero", time.Date(2026, 11, 28, 2, 30, 48, 510_000_000, time.UTC), "2026-11-28T02:30:48.510Z"},
+		{"WholeSecond", time.Date(2026, 11, 28, 2, 30, 48, 0, time.UTC), "2026-11-28T02:30:48.000Z"},
+		{"SubMillisecondDropped", time.Date(2026, 11, 28, 2, 30, 48, 510_900_000, time.UTC), "2026-11-28T02:30:48.510Z"},
+		{"OtherZone", time.Date(2026, 11, 28, 3, 30, 48, 5_000_000, time.FixedZone("CET", 3600)), "2026-11-28T02:30:48.005Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *templates.Options) { o.Now = func() time.Time { return tt.now } })
+			ctx := context.Background()
+			created, err := e.svc.Create(ctx, input(t, `{"id":"a","name":"A","widgetType":"w","properties":[{"at":1}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := e.svc.Get(ctx, "", "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"id":"a","name":"A","widgetType":"w","properties":[{"at":1}],"createdAt":"` + tt.want + `","updatedAt":"` + tt.want + `"}`
+			for _, tpl := range []templates.Template{created, got} {
+				js, err := json.Marshal(tpl)
+				if err != nil || string(js) != want {
+					t.Fatalf("JSON %s (%v), want %s", js, err, want)
+				}
+			}
+		})
+	}
+	// A space's ISO string, with more digits or fewer, is answered alike.
+	e := newEnv(t, func(o *templates.Options) { o.Core = deadClient(t); o.CoreTimeout = 300 * time.Millisecond })
+	spaceID, _ := e.seedSpace(t, "", bson.D{{Key: "id", Value: "s"}, {Key: "name", Value: "S"}, {Key: "widgetType", Value: "w"},
+		{Key: "properties", Value: bson.A{}}, {Key: "createdAt", Value: "2026-11-28T03:30:48.5+01:00"}, {Key: "updatedAt", Value: "2026-11-28T02:30:48.510999Z"}})
+	got, src, err := e.svc.Get(context.Background(), spaceID, "s")
+	if err != nil || src != templates.SourceSpace {
+		t.Fatalf("get from the space: %v, %v", src, err)
+	}
+	js, _ := json.Marshal(got)
+	if want := `"createdAt":"2026-11-28T02:30:48.500Z","updatedAt":"2026-11-28T02:30:48.510Z"`; !strings.Contains(string(js), want) {
+		t.Fatalf("JSON %s, want %s", js, want)
+	}
+}
+
+// deadClient is a client of a MongoDB URI where nothing listens.
+func deadClient(t *testing.T) *mongo.Client {
+	t.Helper()
+	dead, err := store.Connect(context.Background(), deadURI(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Disconnect(context.Background()) })
+	return dead
 }

@@ -24,8 +24,8 @@ type Template struct {
 	WidgetType  string     `json:"widgetType"`
 	Properties  []Value    `json:"properties"`
 	Description string     `json:"description,omitempty"`
-	CreatedAt   *time.Time `json:"createdAt,omitempty"`
-	UpdatedAt   *time.Time `json:"updatedAt,omitempty"`
+	CreatedAt   *Timestamp `json:"createdAt,omitempty"`
+	UpdatedAt   *Timestamp `json:"updatedAt,omitempty"`
 }
 
 // Source says where a read was answered from.
@@ -348,10 +348,24 @@ func storedTime(v bson.RawValue) (t time.Time, ok, inRange bool) {
 
 // timeOf reads a timestamp as storedTime does; nil when there is none, or it is outside the
 // years 0 to 9999 (such a template is answered without it).
-func timeOf(v bson.RawValue) *time.Time {
+func timeOf(v bson.RawValue) *Timestamp {
 	t, ok, inRange := storedTime(v)
 	if !ok || !inRange {
 		return nil
 	}
-	return &t
+	return &Timestamp{t}
+}
+
+// Timestamp is a template's createdAt or updatedAt. It is written in JSON as JavaScript's
+// Date.toISOString writes a time, as the service this one replaces answered it and as property
+// values are written: in UTC, always with three fractional digits ("2026-11-28T02:30:48.510Z",
+// where time.Time writes "…48.51Z").
+type Timestamp struct{ time.Time }
+
+// MarshalJSON writes the timestamp as toISOString does.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(jsTime)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, jsTime)
+	return append(b, '"'), nil
 }
