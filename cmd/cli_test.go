@@ -73,6 +73,12 @@ func TestCLIConventions(t *testing.T) {
 		{"short jwt secret", testEnv("APP_JWT_SECRET", "too-short"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "jwt.secret"},
 		{"bad allowed host", testEnv("APP_DBCHECK_ALLOWED_HOSTS", "10.0.0.0/99"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", `config: dbcheck.allowed_hosts: "10.0.0.0/99" is not a valid CIDR`},
 		{"missing argument", testEnv(), []string{"users", "grant", "a@example.com"}, exitUsage, "", "accepts 2 arg"},
+		// A MongoDB URI the driver cannot parse is a bad configuration value too (and its
+		// password is not shown).
+		{"unparsable mongodb uri", testEnv(), []string{"users", "list", "--data-dir", dir, "--mongodb-uri", "mongodb://ada:s3cret-pw@db.invalid:notaport/"},
+			exitUsage, "", "mongodb.uri: mongodb://ada:****@db.invalid:notaport/ is not a valid MongoDB connection string"},
+		{"unparsable mongodb uri escape", testEnv("APP_MONGODB_URI", "mongodb://%zz"), []string{"templates", "list", "--data-dir", dir},
+			exitUsage, "", "mongodb.uri: mongodb://%zz is not a valid MongoDB connection string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

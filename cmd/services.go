@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 
 	"github.com/acme/app/internal/ai"
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/dbcheck"
@@ -120,6 +121,9 @@ func (s *services) Store(ctx context.Context) (*store.Store, error) {
 	cfg := s.f.cfg
 	st, err := store.Open(ctx, store.Options{URI: cfg.MongoDB.URI, DataDir: cfg.DataDir, Shared: !s.server, Logger: s.f.log})
 	if err != nil {
+		if apperr.KindOf(err) == apperr.Invalid { // the URI itself: a bad configuration value
+			return nil, fmt.Errorf("mongodb.uri: %w", err)
+		}
 		return nil, err
 	}
 	s.store = st

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo/options"
 	"go.mongodb.org/mongo-driver/mongo/readpref"
 
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/redact"
 )
 
@@ -101,9 +103,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 }
 
 // Connect returns a driver client for uri with the program's defaults (short server selection,
-// so a dead server is an error within seconds rather than a hang).
+// so a dead server is an error within seconds rather than a hang). Returns Invalid, without the
+// password, when uri is not a connection string the driver can parse.
 func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
 	o := options.Client().ApplyURI(uri).SetServerSelectionTimeout(5 * time.Second).SetConnectTimeout(5 * time.Second)
+	if err := o.Validate(); err != nil {
+		var dnsErr *net.DNSError
+		if !errors.As(err, &dnsErr) { // not a failed SRV or TXT lookup: the string itself
+			return nil, apperr.Wrap(apperr.Invalid, errors.New(redact.Text(err.Error(), uri)),
+				redact.URI(uri)+" is not a valid MongoDB connection string")
+		}
+	}
 	client, err := mongo.Connect(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect %s: %w", redact.URI(uri), err)

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/store/storetest"
 )
@@ -241,6 +242,36 @@ func TestOpen_ErrorHidesPassword(t *testing.T) {
 			_, err := store.Open(ctxT(t), store.Options{URI: tt.uri, DataDir: t.TempDir()})
 			if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "u:****@127.0.0.1:") {
 				t.Fatalf("err = %v, want a failure that names the URI without its password", err)
+			}
+		})
+	}
+}
+
+// Ensure a connection string the driver cannot parse is an Invalid error (a bad configuration
+// value) that names the string without its password; an unreachable server is not Invalid.
+func TestConnect_InvalidURI(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, uri   string
+		wantInvalid bool
+	}{
+		{"ErrBadPort", "mongodb://ada:s3cret-pw@db.invalid:notaport/", true},
+		{"ErrBadEscape", "mongodb://ada:s3cret-pw@%zz/", true},
+		{"ErrBadOption", "mongodb://ada:s3cret-pw@127.0.0.1:1/?connectTimeoutMS=abc", true},
+		{"OKUnreachable", "mongodb://127.0.0.1:1/?directConnection=true", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			client, err := store.Connect(context.Background(), tt.uri)
+			if client != nil {
+				_ = client.Disconnect(context.Background())
+			}
+			if got := err != nil && apperr.KindOf(err) == apperr.Invalid; got != tt.wantInvalid {
+				t.Fatalf("err=%v, want Invalid: %v", err, tt.wantInvalid)
+			}
+			if err != nil && strings.Contains(err.Error(), "s3cret-pw") {
+				t.Fatalf("the error shows the password: %v", err)
 			}
 		})
 	}
