@@ -61,11 +61,7 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 		id      string
 		content digest
 	}
-	projection := bson.D{{Key: "_id", Value: 1}, {Key: "id", Value: 1}}
-	for _, f := range contentFields {
-		projection = append(projection, bson.E{Key: f, Value: 1})
-	}
-	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(projection).SetBatchSize(listBatch))
+	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetProjection(contentProjection("_id", "id")).SetBatchSize(listBatch))
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Unavailable, err, "the space's database cannot be read")
 	}
@@ -91,10 +87,7 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 	}
 	sort.Strings(all)
 	core := make(map[string]digest, len(all))
-	coreProjection := bson.D{{Key: "_id", Value: 1}}
-	for _, f := range contentFields {
-		coreProjection = append(coreProjection, bson.E{Key: f, Value: 1})
-	}
+	coreProjection := contentProjection("_id")
 	for batch := range slices.Chunk(all, s.opts.BatchSize) {
 		in := make(bson.A, len(batch))
 		for i, id := range batch {

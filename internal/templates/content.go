@@ -17,6 +17,16 @@ type digest [sha256.Size]byte
 // copy and core's: not _id, id or the timestamps.
 var contentFields = [...]string{"name", "widgetType", "description", "properties"}
 
+// contentProjection is a projection of the fields named and contentFields: what contentDigest
+// reads, and the keys to tell whose content it is.
+func contentProjection(keys ...string) bson.D {
+	p := make(bson.D, 0, len(keys)+len(contentFields))
+	for _, f := range append(keys, contentFields[:]...) {
+		p = append(p, bson.E{Key: f, Value: 1})
+	}
+	return p
+}
+
 // contentDigest returns the digest of doc's user-visible content (contentFields, each absent or
 // its value, in that order).
 func contentDigest(doc bson.Raw) digest {

@@ -364,8 +364,5 @@ type Timestamp struct{ time.Time }
 
 // MarshalJSON writes the timestamp as toISOString does.
 func (t Timestamp) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(jsTime)+2)
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, jsTime)
-	return append(b, '"'), nil
+	return appendJSTime(make([]byte, 0, len(jsTime)+2), t.Time), nil
 }

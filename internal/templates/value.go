@@ -97,6 +97,13 @@ func appendJSONString(dst []byte, s string) []byte {
 // replaces does.
 const jsTime = "2006-01-02T15:04:05.000Z07:00"
 
+// appendJSTime appends t, in UTC, to dst as a JSON string in the form of jsTime.
+func appendJSTime(dst []byte, t time.Time) []byte {
+	dst = append(dst, '"')
+	dst = t.UTC().AppendFormat(dst, jsTime)
+	return append(dst, '"')
+}
+
 func appendJSON(dst []byte, rv bson.RawValue) ([]byte, error) {
 	switch rv.Type {
 	case bson.TypeEmbeddedDocument:
@@ -154,7 +161,7 @@ func appendJSON(dst []byte, rv bson.RawValue) ([]byte, error) {
 	case bson.TypeBoolean:
 		return strconv.AppendBool(dst, rv.Boolean()), nil
 	case bson.TypeDateTime:
-		return strconv.AppendQuote(dst, rv.Time().UTC().Format(jsTime)), nil
+		return appendJSTime(dst, rv.Time()), nil
 	case bson.TypeObjectID:
 		return strconv.AppendQuote(dst, rv.ObjectID().Hex()), nil
 	case bson.TypeBinary:
@@ -162,7 +169,7 @@ func appendJSON(dst []byte, rv bson.RawValue) ([]byte, error) {
 		return strconv.AppendQuote(dst, base64.StdEncoding.EncodeToString(data)), nil
 	case bson.TypeTimestamp:
 		t, _ := rv.Timestamp()
-		return strconv.AppendQuote(dst, time.Unix(int64(t), 0).UTC().Format(jsTime)), nil
+		return appendJSTime(dst, time.Unix(int64(t), 0)), nil
 	case bson.TypeRegex:
 		p, o := rv.Regex()
 		return appendJSONString(dst, "/"+p+"/"+o), nil
