@@ -352,10 +352,8 @@ func (s *services) Budget(ctx context.Context) (*budget.Service, error) {
 	b, err := budget.New(ctx, db, budget.Options{
 		Default: cfg.AI.DefaultMonthlyBudget,
 		// Held past the longest call or stream the AI service allows, then presumed dead.
-		HoldFor: max(2*cfg.AI.Timeout, cfg.AI.StreamMaxDuration) + time.Minute,
-		Spent: func(ctx context.Context, userID string, days int) (float64, error) {
-			return monthCost(ctx, us, userID, days)
-		},
+		HoldFor:  max(2*cfg.AI.Timeout, cfg.AI.StreamMaxDuration) + time.Minute,
+		Spent:    us.BilledCost,
 		InMemory: inMemory,
 		Month: func(ctx context.Context, from, to string) (map[string]float64, error) {
 			return us.CostByUser(ctx, nil, from, to) // every user's month
@@ -451,12 +449,6 @@ func (s *services) Gateway(ctx context.Context) (*gateway.Service, error) {
 	s.gateway = gateway.New(gateway.Options{AI: a, Prices: prices, Providers: configured, MaxImageBytes: cfg.AI.MaxImageBytes})
 	s.built(builtGateway)
 	return s.gateway, nil
-}
-
-// monthCost is a user's recorded AI cost over the last days UTC days.
-func monthCost(ctx context.Context, us *usage.Service, userID string, days int) (float64, error) {
-	sum, err := us.Summary(ctx, userID, days)
-	return sum.TotalCost, err
 }
 
 // aiBudget is the budget service as the AI service's budget hook.

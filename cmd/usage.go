@@ -63,9 +63,10 @@ func newUsageReconcileCmd(f *factory) *cobra.Command {
 					rows = append(rows, []string{ch.Day, ch.UserID,
 						strconv.FormatInt(ch.Before.TotalRequests, 10) + " -> " + strconv.FormatInt(ch.After.TotalRequests, 10),
 						strconv.FormatInt(ch.Before.TotalTokens, 10) + " -> " + strconv.FormatInt(ch.After.TotalTokens, 10),
-						formatCost(ch.Before.TotalCost) + " -> " + formatCost(ch.After.TotalCost)})
+						formatCost(ch.Before.TotalCost) + " -> " + formatCost(ch.After.TotalCost),
+						formatCost(ch.UnansweredBefore) + " -> " + formatCost(ch.UnansweredAfter)})
 				}
-				p.table([]string{"DAY", "USER", "REQUESTS", "TOKENS", "COST (USD)"}, rows)
+				p.table([]string{"DAY", "USER", "REQUESTS", "TOKENS", "COST (USD)", "UNANSWERED (USD)"}, rows)
 				return nil
 			})
 		},

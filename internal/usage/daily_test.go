@@ -298,3 +298,76 @@ func waitRecorded(t *testing.T, svc *Service, user string, days int, requests in
 		}
 	}
 }
+
+// A call that fails or is canceled after the provider reported usage is billed: budgets count
+// its cost (CostByUser, BilledCost), usage reports do not (they sum answered calls), and
+// Reconcile rebuilds it from the log like the rest.
+func TestService_UnansweredCostIsBilled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, RecorderOptions{FlushInterval: time.Millisecond})
+	ctx := context.Background()
+	today := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	f.clock.set(today)
+	call := func(i int, user, status string, cost float64, at time.Time) Record {
+		r := rec(i, user, "anthropic", "claude", at)
+		r.Status, r.Cost = status, cost
+		return r
+	}
+	recs := []Record{
+		call(1, "u", StatusSuccess, 0.5, today),
+		call(2, "u", StatusCanceled, 0.25, today),                 // a stream the client left: billed
+		call(3, "u", StatusError, 0.125, today.AddDate(0, 0, -1)), // failed after usage came
+		call(4, "u", StatusError, 0, today),                       // failed before any usage: nothing
+		call(5, "v", StatusCanceled, 0.0625, today),               // v has no answered call at all
+	}
+	for _, r := range recs {
+		if err := f.svc.Record(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(when string) {
+		t.Helper()
+		sum, err := f.svc.Summary(ctx, "u", 7)
+		if err != nil || sum.TotalRequests != 1 || sum.TotalCost != 0.5 {
+			t.Errorf("%s: report %+v (%v), want the one answered call, $0.5", when, sum, err)
+		}
+		costs, err := f.svc.CostByUser(ctx, nil, "2026-11-01", "2026-11-22")
+		if err != nil || len(costs) != 2 || costs["u"] != 0.875 || costs["v"] != 0.0625 {
+			t.Errorf("%s: CostByUser = %v (%v), want u 0.875, v 0.0625", when, costs, err)
+		}
+		if c, err := f.svc.BilledCost(ctx, "u", 1); err != nil || c != 0.75 {
+			t.Errorf("%s: BilledCost(u, today) = %v (%v), want 0.75", when, c, err)
+		}
+		if n, err := f.db.Collection(MonthlyCollection).CountDocuments(ctx, bson.D{{Key: "userId", Value: "v"}}); err != nil || n != 0 {
+			t.Errorf("%s: %d monthly documents for a user without an answered call (%v), want none", when, n, err)
+		}
+	}
+	check("recorded")
+
+	// The rollup loses the unanswered costs (as after a crash between log and rollup): the
+	// rebuild restores them and says so; a second rebuild finds nothing to change.
+	if _, err := f.db.Collection(DailyCollection).UpdateMany(ctx, bson.D{},
+		bson.D{{Key: "$unset", Value: bson.D{{Key: fieldUnanswered, Value: ""}}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.svc.Reconcile(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 3 {
+		t.Fatalf("Reconcile changed %+v, want the 3 documents with unanswered costs", res.Changes)
+	}
+	for _, ch := range res.Changes {
+		if ch.UnansweredBefore != 0 || ch.UnansweredAfter == 0 || ch.Before != ch.After {
+			t.Errorf("change %+v: want only the unanswered cost restored", ch)
+		}
+	}
+	check("reconciled")
+	if res, err := f.svc.Reconcile(ctx, 7); err != nil || len(res.Changes) != 0 {
+		t.Errorf("second Reconcile changed %+v (%v), want nothing", res, err)
+	}
+}

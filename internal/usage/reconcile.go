@@ -20,17 +20,21 @@ type ReconcileResult struct {
 	Changes []RollupChange `json:"changes"` // the rollup documents rewritten, in _id order
 }
 
-// RollupChange is one rollup document rewritten: its totals before and after.
+// RollupChange is one rollup document rewritten: its totals of answered calls and its cost of
+// unanswered ones (see addRecord), before and after.
 type RollupChange struct {
-	UserID string  `json:"userId"`
-	Day    string  `json:"day"`
-	Before Summary `json:"before"`
-	After  Summary `json:"after"`
+	UserID           string  `json:"userId"`
+	Day              string  `json:"day"`
+	Before           Summary `json:"before"`
+	After            Summary `json:"after"`
+	UnansweredBefore float64 `json:"unansweredCostBefore"`
+	UnansweredAfter  float64 `json:"unansweredCostAfter"`
 }
 
 // logRow is the part of an ai_requests document the rollup is built from, under the names of
 // Record and of earlier versions (Old*).
 type logRow struct {
+	Status         string    `bson:"status"`
 	UserID         string    `bson:"userId"`
 	Provider       string    `bson:"p"`
 	Model          string    `bson:"m"`
@@ -42,8 +46,8 @@ type logRow struct {
 	CreatedAt      time.Time `bson:"createdAt"`
 }
 
-// Reconcile rebuilds the rollup of the last `days` UTC days (today included) from the log of
-// successful requests, rewriting every rollup document that disagrees with it (and emptying
+// Reconcile rebuilds the rollup of the last `days` UTC days (today included) from the log
+// (answered calls, and the cost of the others: see addRecord), rewriting every rollup document that disagrees with it (and emptying
 // those the log has nothing for), and returns what it changed. Each rewrite keeps the
 // document's batch marks, so a recorder's re-sent batch is still recognised. Returns Invalid
 // for days outside 1..366.
@@ -60,9 +64,9 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 	// What the log says, per rollup document and cell.
 	want := map[string]*dailyDelta{}
 	cur, err := s.requests.Find(ctx, bson.D{
-		{Key: "status", Value: StatusSuccess},
+		{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: StatusSuccess}}, bson.D{{Key: "cost", Value: bson.D{{Key: "$gt", Value: 0}}}}}},
 		{Key: "createdAt", Value: bson.D{{Key: "$gte", Value: start}, {Key: "$lt", Value: end}}},
-	}, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "p", Value: 1}, {Key: "m", Value: 1},
+	}, options.Find().SetProjection(bson.D{{Key: "status", Value: 1}, {Key: "userId", Value: 1}, {Key: "p", Value: 1}, {Key: "m", Value: 1},
 		{Key: "tt", Value: 1}, {Key: "provider", Value: 1}, {Key: "model", Value: 1}, {Key: "totalTokens", Value: 1},
 		{Key: "cost", Value: 1}, {Key: "createdAt", Value: 1}}))
 	if err != nil {
@@ -77,7 +81,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		if r.Provider == "" {
 			r.Provider, r.Model, r.TotalTokens = r.OldProvider, r.OldModel, r.OldTotalTokens
 		}
-		addCall(want, r.UserID, r.CreatedAt, r.Provider, r.Model, r.TotalTokens, r.Cost)
+		addRecord(want, r.Status, r.UserID, r.CreatedAt, r.Provider, r.Model, r.TotalTokens, r.Cost)
 	}
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("usage: read log: %w", err)
@@ -87,6 +91,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 	type stored struct {
 		userID, day string
 		rows        accumulator
+		unanswered  int64
 		marks       bson.Raw
 		legacy      bool
 	}
@@ -105,7 +110,7 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		user, _ := rc.Current.Lookup("userId").StringValueOK()
 		day, _ := rc.Current.Lookup("day").StringValueOK()
 		marks, _ := rc.Current.Lookup("w").DocumentOK()
-		have[id] = stored{userID: user, day: day, rows: acc, marks: slices.Clone(marks),
+		have[id] = stored{userID: user, day: day, rows: acc, unanswered: unansweredUnits(rc.Current), marks: slices.Clone(marks),
 			legacy: legacyShape(rc.Current)}
 	}
 	if err := rc.Err(); err != nil {
@@ -126,8 +131,9 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		w, h := want[id], have[id]
 		after := accumulator{}
 		user, day := h.userID, h.day
+		var unanswered int64
 		if w != nil {
-			user, day = w.userID, w.day
+			user, day, unanswered = w.userID, w.day, w.unanswered
 			for k, m := range w.models {
 				r := after.cell(k)
 				r.RequestCount, r.TotalTokens, r.Cost = m.Requests, m.TotalTokens, m.Cost
@@ -140,10 +146,13 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 		if before == nil {
 			before = accumulator{}
 		}
-		if sameRows(before, after) && !h.legacy {
+		if sameRows(before, after) && h.unanswered == unanswered && !h.legacy {
 			continue
 		}
 		doc := bson.D{{Key: "userId", Value: user}, {Key: "day", Value: day}, {Key: "m", Value: cellsDoc(w)}}
+		if unanswered != 0 {
+			doc = append(doc, bson.E{Key: fieldUnanswered, Value: unanswered})
+		}
 		if h.marks != nil {
 			doc = append(doc, bson.E{Key: "w", Value: h.marks})
 		}
@@ -151,7 +160,8 @@ func (s *Service) Reconcile(ctx context.Context, days int) (*ReconcileResult, er
 			return res, fmt.Errorf("usage: rewrite rollup %s: %w", id, err)
 		}
 		res.Changes = append(res.Changes, RollupChange{UserID: user, Day: day,
-			Before: totals(before.rows()), After: totals(after.rows())})
+			Before: totals(before.rows()), After: totals(after.rows()),
+			UnansweredBefore: unitsCost(h.unanswered), UnansweredAfter: unitsCost(unanswered)})
 	}
 	if err := s.reconcileMonths(ctx, want, from, to); err != nil {
 		return res, err

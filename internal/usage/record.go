@@ -131,6 +131,12 @@ const (
 	fieldCost     = "c" // cost, in units of 10^-10 USD (an integer: sums are exact)
 )
 
+// fieldUnanswered is a rollup document's cost of the day's calls that ended without an
+// answer (failed or canceled) after the provider reported usage, in the units of fieldCost.
+// The provider bills those tokens, so budgets count them; usage reports, which sum answered
+// calls, do not.
+const fieldUnanswered = "x"
+
 // modelTotals are the counters of one provider and model.
 type modelTotals struct {
 	Provider, Model string

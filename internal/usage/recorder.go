@@ -105,6 +105,7 @@ type sink interface {
 type dailyDelta struct {
 	id, userID, day string
 	models          map[string]*modelTotals // by cellKey
+	unanswered      int64                   // fieldUnanswered: the cost of calls without an answer
 	writer          string
 	seq             int64
 	resent          bool // an earlier attempt failed, and may have been applied
@@ -527,15 +528,13 @@ func (r *recorder) setAside(rec Record, reason error) {
 	}
 }
 
-// rollup sums the successful records of a batch by user-day and provider/model.
+// rollup sums the records of a batch by user-day: the answered ones by provider/model, the
+// cost of the others in fieldUnanswered.
 func rollup(batch []Record) []*dailyDelta {
 	byID := map[string]*dailyDelta{}
 	for i := range batch {
 		rec := &batch[i]
-		if rec.Status != StatusSuccess {
-			continue
-		}
-		addCall(byID, rec.UserID, rec.CreatedAt, rec.Provider, rec.Model, rec.TotalTokens, rec.Cost)
+		addRecord(byID, rec.Status, rec.UserID, rec.CreatedAt, rec.Provider, rec.Model, rec.TotalTokens, rec.Cost)
 	}
 	out := make([]*dailyDelta, 0, len(byID))
 	for _, d := range byID {
@@ -545,15 +544,24 @@ func rollup(batch []Record) []*dailyDelta {
 	return out
 }
 
-// addCall adds one successful call to the rollup documents of byID (by rollup id), creating
-// its document and cell as needed: the recorder's batches and reconcile's rebuild add alike.
-func addCall(byID map[string]*dailyDelta, userID string, at time.Time, provider, model string, tokens int64, cost float64) {
+// addRecord adds one call to the rollup documents of byID (by rollup id), creating its
+// document and cell as needed: the recorder's batches and reconcile's rebuild add alike. An
+// answered call counts in its provider/model cell; a failed or canceled one only adds its cost
+// (what the provider reported before it ended) to the day's fieldUnanswered.
+func addRecord(byID map[string]*dailyDelta, status, userID string, at time.Time, provider, model string, tokens int64, cost float64) {
+	if status != StatusSuccess && costUnits(cost) <= 0 {
+		return
+	}
 	day := Day(at)
 	id := dailyID(userID, day)
 	d := byID[id]
 	if d == nil {
 		d = &dailyDelta{id: id, userID: userID, day: day, models: map[string]*modelTotals{}}
 		byID[id] = d
+	}
+	if status != StatusSuccess {
+		d.unanswered += costUnits(cost)
+		return
 	}
 	key := cellKey(provider, model)
 	m := d.models[key]
@@ -665,12 +673,18 @@ func (s mongoSink) addDaily(ctx context.Context, d *dailyDelta) error {
 		)
 		calls, tokens, units = calls+m.Requests, tokens+m.TotalTokens, units+costUnits(m.Cost)
 	}
+	if d.unanswered != 0 {
+		inc = append(inc, bson.E{Key: fieldUnanswered, Value: d.unanswered})
+	}
 	set := bson.D{{Key: "userId", Value: d.userID}, {Key: "day", Value: d.day}, {Key: mark, Value: d.seq}}
 	if err := addCounters(ctx, s.daily, d.id, set, inc, mark, d.seq, d.resent); err != nil {
 		return fmt.Errorf("update rollup %s: %w", d.id, err)
 	}
 	if s.changed != nil {
 		s.changed(d.id)
+	}
+	if len(d.models) == 0 {
+		return nil // no answered call: nothing for the monthly document
 	}
 
 	if err := s.markSince(ctx); err != nil {

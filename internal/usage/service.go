@@ -260,20 +260,24 @@ func (s *Service) Report(ctx context.Context, opts ReportOptions) (*Report, erro
 	return &Report{Days: opts.Days, From: from, To: to, User: opts.User, Rows: rows, Totals: totals(rows)}, nil
 }
 
-// CostByUser returns the cost of users (nil: every user) from the UTC day from to the day to
-// (YYYY-MM-DD, both included), by user id: the month's spend a process keeping budgets in
-// memory starts from, and the spend of a page of the administrators' user list.
+// CostByUser returns the billed cost of users (nil: every user) from the UTC day from to the
+// day to (YYYY-MM-DD, both included), by user id: answered calls and the cost the provider
+// reported for failed and canceled ones, as budgets count it. It is the month's spend a
+// process keeping budgets in memory starts from, a budget's spend before its month document
+// existed, and the spend of a page of the administrators' user list.
 func (s *Service) CostByUser(ctx context.Context, users []string, from, to string) (map[string]float64, error) {
 	filter := bson.D{{Key: "day", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lte", Value: to}}}}
 	if users != nil {
 		filter = append(filter, bson.E{Key: "userId", Value: bson.D{{Key: "$in", Value: users}}})
 	}
-	cur, err := s.daily.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "m", Value: 1}}))
+	cur, err := s.daily.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "userId", Value: 1}, {Key: "m", Value: 1},
+		{Key: fieldUnanswered, Value: 1}}))
 	if err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}
 	defer cur.Close(ctx)
 	byUser := map[string]accumulator{}
+	unanswered := map[string]int64{}
 	for cur.Next(ctx) {
 		user, ok := cur.Current.Lookup("userId").StringValueOK()
 		if !ok {
@@ -287,15 +291,27 @@ func (s *Service) CostByUser(ctx context.Context, users []string, from, to strin
 		if err := acc.add(cur.Current); err != nil {
 			return nil, err
 		}
+		unanswered[user] += unansweredUnits(cur.Current)
 	}
 	if err := cur.Err(); err != nil {
 		return nil, fmt.Errorf("usage: read rollup: %w", err)
 	}
 	out := make(map[string]float64, len(byUser))
 	for user, acc := range byUser {
-		out[user] = totals(acc.rows()).TotalCost
+		out[user] = RoundCost(totals(acc.rows()).TotalCost + unitsCost(unanswered[user]))
 	}
 	return out, nil
+}
+
+// BilledCost returns userID's billed cost (see CostByUser) over the last `days` UTC days,
+// today included. Returns Invalid for days outside 1..366.
+func (s *Service) BilledCost(ctx context.Context, userID string, days int) (float64, error) {
+	if _, err := CheckDays(days); err != nil {
+		return 0, err
+	}
+	from, to := s.window(days)
+	costs, err := s.CostByUser(ctx, []string{userID}, from, to)
+	return costs[userID], err
 }
 
 // read sums the rollup documents matching filter per provider and model. It is a plain find
@@ -613,6 +629,12 @@ func (acc accumulator) add(doc bson.Raw) error {
 		}
 	}
 	return nil
+}
+
+// unansweredUnits is a rollup document's fieldUnanswered (0 when missing or not a number).
+func unansweredUnits(doc bson.Raw) int64 {
+	n, _ := doc.Lookup(fieldUnanswered).AsInt64OK()
+	return n
 }
 
 // named fills in the provider and model of acc's cells from ai_models (cached in memory:
