@@ -420,7 +420,7 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 		total := f.res.promptTokens + f.res.completionTokens // one rule for every provider
 		rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = f.res.promptTokens, f.res.completionTokens, total
 		rec.CachedTokens, rec.CacheWriteTokens = f.res.cacheReadTokens, f.res.cacheWriteTokens
-		rec.Cost, rec.ProviderRequestID = cost, f.res.providerRequestID
+		rec.Cost, rec.ProviderRequestID, rec.Estimated = cost, f.res.providerRequestID, f.res.estimated
 		if prices.Entry != "" {
 			rec.Prices = &prices
 		}
@@ -472,14 +472,8 @@ func (s *Service) worstCase(provider string, c *call) float64 {
 			out = max(out, *t.output)
 		}
 	}
-	var promptBytes int
-	for i := range c.messages {
-		promptBytes += c.messages[i].size()
-	}
-	for _, t := range c.tools {
-		promptBytes += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return usage.RoundCost(float64(promptBytes)*in + float64(c.maxTokens)*out)
+	bytes, images := c.promptSize()
+	return usage.RoundCost(float64(bytes+images*imageWorstCase)*in + float64(c.maxTokens)*out)
 }
 
 // record hands rec to the recorder on a context the caller's departure does not cancel.

@@ -140,17 +140,24 @@ const imageWorstCase = 5000
 // size is what the message sends, for a call's worst-case cost: the bytes of its text and tool
 // calls (a token is at least a byte), and imageWorstCase per image.
 func (m *Message) size() int {
-	n := len(m.Content)
+	n, images := m.textSize()
+	return n + images*imageWorstCase
+}
+
+// textSize returns the bytes of m's text (its content, text parts and tool calls) and how
+// many images it holds.
+func (m *Message) textSize() (bytes, images int) {
+	bytes = len(m.Content)
 	for _, p := range m.Parts {
-		n += len(p.Text)
+		bytes += len(p.Text)
 		if p.Image != nil {
-			n += imageWorstCase
+			images++
 		}
 	}
 	for _, c := range m.ToolCalls {
-		n += len(c.Name) + len(c.Arguments)
+		bytes += len(c.Name) + len(c.Arguments)
 	}
-	return n
+	return bytes, images
 }
 
 // hasContent reports whether the message carries something: a text, a part or a tool call.

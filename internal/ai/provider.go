@@ -104,6 +104,19 @@ type call struct {
 	idPrefix        string // of the tool call ids made up where the provider gives none
 }
 
+// promptSize returns the bytes of c's prompt text (messages and tool definitions) and how many
+// images it holds.
+func (c *call) promptSize() (bytes, images int) {
+	for i := range c.messages {
+		b, n := c.messages[i].textSize()
+		bytes, images = bytes+b, images+n
+	}
+	for _, t := range c.tools {
+		bytes += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	return bytes, images
+}
+
 // temperatureParam is the temperature to send, or nil when the model refused one.
 func (c *call) temperatureParam() *float64 {
 	if !c.sendTemperature {
@@ -125,6 +138,7 @@ type result struct {
 	reasoningTokens   int64  // completion tokens spent on reasoning/thinking
 	finishReason      string // OpenAI's words: stop, length, content_filter, tool_calls
 	providerRequestID string
+	estimated         bool // a count was estimated from the text (see estimateUnreported)
 }
 
 // maxTokensPerCall bounds every token count a provider reports for one call: a larger or a

@@ -71,7 +71,11 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		if u.status == 0 {
 			u.status = resp.StatusCode
 		}
-		return dec.result(), attempts, u
+		r := dec.result()
+		if sent || u.canceled { // the provider was answering, or its caller left
+			estimateUnreported(r, c)
+		}
+		return r, attempts, u
 	}
 	for {
 		name, data, err := events.next()
@@ -124,4 +128,34 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		}
 	}
 	return dec.result(), attempts, nil
+}
+
+// The rule of estimateUnreported: about four bytes of text a token (English reaches it; code
+// and most other scripts take more tokens, so the estimate stays at or under what the provider
+// bills), and an image the least any provider bills for one (OpenAI's low detail).
+const (
+	bytesPerToken = 4
+	imageEstimate = 85
+)
+
+// estimateUnreported raises r's prompt and completion counts to an estimate from the text
+// when the provider reported less, for a stream that ended before the provider's final usage
+// (its client left, it broke off or failed): OpenAI reports usage only in its last chunk, and
+// Anthropic the completion only in its last delta, so such a call would otherwise cost nothing
+// while the provider bills it. The prompt's estimate counts its text, tool definitions and
+// images, the completion's the text and tool calls relayed. A raised count marks r estimated.
+func estimateUnreported(r *result, c *call) {
+	tokens := func(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }
+	bytes, images := c.promptSize()
+	prompt := tokens(bytes) + int64(images)*imageEstimate
+	out := len(r.text)
+	for _, tc := range r.toolCalls {
+		out += len(tc.Name) + len(tc.Arguments)
+	}
+	if prompt > r.promptTokens {
+		r.promptTokens, r.estimated = prompt, true
+	}
+	if completion := tokens(out); completion > r.completionTokens {
+		r.completionTokens, r.estimated = completion, true
+	}
 }

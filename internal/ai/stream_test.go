@@ -371,3 +371,67 @@ func pings(event string, gap time.Duration) aitest.Responder {
 		}
 	}
 }
+
+// Ensure a stream that ends before the provider's final usage (its caller leaves, or it fails
+// after the first piece) is recorded with each count the provider had not reported estimated
+// from the text, about four bytes a token, so that it is not free; a count the provider
+// reported and a stream that ends normally keep the provider's figures, and a provider failing
+// before its first piece is charged nothing.
+func TestStream_UnreportedUsageEstimated(t *testing.T) {
+	t.Parallel()
+	const prompt = "What is the capital of France?" // 30 bytes: 8 tokens
+	pieces := []string{"Paris is", " the capital", " of France", "."}
+	tests := []struct {
+		name, provider string
+		reply          aitest.Responder
+		leaveAfter     int // pieces, 0: stay to the end
+		status         string
+		prompt, out    int64
+		estimated      bool
+	}{
+		// "Paris is the capital" is 20 bytes: 5 tokens.
+		{"OpenAICallerLeaves", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2,
+			usage.StatusCanceled, 8, 5, true},
+		{"OpenAIFailsMidStream", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, FailAfter: 2}), 0,
+			usage.StatusError, 8, 5, true},
+		{"OpenAIEnds", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces}), 0,
+			usage.StatusSuccess, 11, 7, false},
+		{"OpenAIFailsBeforeAnyPiece", "openai", aitest.Events(`{"error":{"message":"boom","type":"server_error"}}`), 0,
+			usage.StatusError, 0, 0, false},
+		// Anthropic reported the prompt (11, more than the estimate) but not yet the completion.
+		{"AnthropicCallerLeaves", "anthropic", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2,
+			usage.StatusCanceled, 11, 5, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tc.provider, tc.reply)
+			svc, rec := newService(t, fake, tc.provider, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			n := 0
+			_, err := svc.Stream(ctx, "u", tc.provider, input(t, `{"messages":[{"role":"user","content":"`+prompt+`"}],"model":"`+models[tc.provider]+`"}`),
+				func(ai.Delta) error {
+					if n++; n == tc.leaveAfter {
+						cancel()
+					}
+					return nil
+				})
+			if (err == nil) != (tc.status == usage.StatusSuccess) {
+				t.Fatalf("err = %v, want status %s", err, tc.status)
+			}
+			recs := rec.all()
+			if len(recs) != 1 {
+				t.Fatalf("records %+v, want one", recs)
+			}
+			r := recs[0]
+			if r.Status != tc.status || r.PromptTokens != tc.prompt || r.CompletionTokens != tc.out || r.Estimated != tc.estimated {
+				t.Errorf("record %s, %d + %d tokens, estimated %v; want %s, %d + %d, estimated %v",
+					r.Status, r.PromptTokens, r.CompletionTokens, r.Estimated, tc.status, tc.prompt, tc.out, tc.estimated)
+			}
+			if (r.Cost > 0) != (tc.prompt+tc.out > 0) {
+				t.Errorf("cost %v for %d + %d tokens", r.Cost, tc.prompt, tc.out)
+			}
+		})
+	}
+}

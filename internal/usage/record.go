@@ -64,6 +64,7 @@ type Record struct {
 	TotalTokens       int64       `bson:"tt"`             //
 	CachedTokens      int64       `bson:"cr,omitempty"`   // prompt tokens read from the provider's cache
 	CacheWriteTokens  int64       `bson:"cw,omitempty"`   // prompt tokens written to it (Anthropic)
+	Estimated         bool        `bson:"est,omitempty"`  // a count was estimated from the text: a stream ended before the provider's final usage
 	Cost              float64     `bson:"cost"`           // USD, rounded by RoundCost
 	Prices            *UnitPrices `bson:"-"`              // stored once in ai_prices, referenced by PriceRef
 	PriceRef          string      `bson:"px,omitempty"`   // the _id of Prices in ai_prices (set when written)
