@@ -310,6 +310,22 @@ func dispatch(mux *http.ServeMux) http.Handler {
 	})
 }
 
+// closeAfterChunked closes the connection after answering a request whose body is chunked.
+// Go's server reads such a body by its chunks and drops a Content-Length sent beside them, so
+// a request carrying both is served as the chunks say while a proxy in front that frames by
+// Content-Length may read it otherwise: what it takes for the next request on the connection
+// would be smuggled past it. HTTP/1.1 (RFC 9112, 6.1) requires closing the connection after
+// such a request; the header is gone by the time a handler runs, so every chunked request
+// closes its connection. Clients send JSON with a Content-Length, and keep their connections.
+func closeAfterChunked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // limitHeaders answers a request whose header block (request line and header fields, as sent)
 // exceeds max with 431 in the error envelope.
 func limitHeaders(max int, next http.Handler) http.Handler {

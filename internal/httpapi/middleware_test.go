@@ -324,6 +324,46 @@ func TestPrivateAnswers(t *testing.T) {
 	}
 }
 
+// Ensure a request with a chunked body, with or without a Content-Length beside it, is answered
+// and its connection closed, so that what follows it on the connection is never served (a
+// proxy framing by Content-Length would have seen it as part of the body); a request with a
+// Content-Length keeps its connection.
+func TestCloseAfterChunked(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(NewServer(Options{}, Deps{}))
+	t.Cleanup(srv.Close)
+	next := "GET /api/health HTTP/1.1\r\nHost: x\r\n\r\n"
+	body := `{"a":1}`
+	chunks := "7\r\n" + body + "\r\n0\r\n\r\n"
+	for _, tc := range []struct {
+		name, head, body string
+		answers          int
+	}{
+		{"ChunkedAndLength", "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n", chunks, 1},
+		{"Chunked", "Transfer-Encoding: chunked\r\n", chunks, 1},
+		{"Length", "Content-Length: 7\r\n", body, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			req := "POST /api/nope HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + tc.head + "\r\n" + tc.body + next
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(time.Second)) // the connection kept: read until then
+			out, err := io.ReadAll(conn)
+			closed := err == nil // EOF: the server closed the connection
+			if got := strings.Count(string(out), "HTTP/1.1 "); got != tc.answers || closed != (tc.answers == 1) {
+				t.Errorf("%d answers, connection closed %v (%v); want %d:\n%s", got, closed, err, tc.answers, out)
+			}
+		})
+	}
+}
+
 // Ensure the shared body reader: 413 past the limit, 400 for malformed or trailing JSON and
 // a non-JSON content type, and fields for a good body.
 func TestDecodeFields(t *testing.T) {

@@ -130,5 +130,5 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	cors := newCORS(opts.CORSOrigins, opts.CORSCredentials)
 	return observe(opts.Logger, !opts.NoAccessLog, opts.MaxBodyBytes, opts.Metrics,
-		private(route(mux, limitHeaders(opts.MaxHeaderBytes, cors.wrap(global(dispatch(mux)))))))
+		private(closeAfterChunked(route(mux, limitHeaders(opts.MaxHeaderBytes, cors.wrap(global(dispatch(mux))))))))
 }
