@@ -3,6 +3,7 @@
 package ai
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -83,7 +84,15 @@ var Unpriced = math.Inf(1)
 // Reservation is settled once with the call's real cost.
 type Reservation interface {
 	Settle(ctx context.Context, actualUSD float64)
+	// Limited reports whether the hold bounds the call (its user has a budget): then the
+	// call must not cost more than the worst case reserved.
+	Limited() bool
 }
+
+// openMaxTokens is the output cap sent for a call that sets none on a surface keeping the
+// provider's defaults (ChatInput.ProviderDefaults) when a cap is needed all the same:
+// Anthropic requires one, and a caller with a budget is held to the worst case reserved.
+const openMaxTokens = 4096
 
 // Observer is told of every call that reached a provider and of every budget refusal, for
 // metrics. *metrics.Metrics implements it.
@@ -314,15 +323,21 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	if in.Temperature != nil {
 		c.temperature = *in.Temperature
 	}
-	if in.MaxTokens != nil {
+	switch {
+	case in.MaxTokens != nil:
 		c.maxTokens = *in.MaxTokens
+	case in.ProviderDefaults:
+		c.maxTokens = 0 // not sent (see openMaxTokens)
 	}
 	_, refuses := s.noTemperature.Get(modelKey{providerName, c.model})
-	c.sendTemperature = !refuses
+	c.sendTemperature = !refuses && (in.Temperature != nil || !in.ProviderDefaults)
 
 	hold, err := s.reserve(ctx, userID, func() float64 { return s.worstCase(providerName, c) })
 	if err != nil {
 		return nil, err
+	}
+	if c.maxTokens == 0 && hold != nil && hold.Limited() {
+		c.maxTokens = openMaxTokens // the bound the reservation counted
 	}
 
 	start := s.now()
@@ -473,7 +488,7 @@ func (s *Service) worstCase(provider string, c *call) float64 {
 		}
 	}
 	bytes, images := c.promptSize()
-	return usage.RoundCost(float64(bytes+images*imageWorstCase)*in + float64(c.maxTokens)*out)
+	return usage.RoundCost(float64(bytes+images*imageWorstCase)*in + float64(cmp.Or(c.maxTokens, openMaxTokens))*out)
 }
 
 // record hands rec to the recorder on a context the caller's departure does not cancel.

@@ -680,3 +680,63 @@ func TestComplete_UnaskedAnswerNotServedToNextCaller(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a surface keeping the provider's defaults (ProviderDefaults, as /v1 does) sends no
+// temperature and no output cap the caller did not set, except the cap Anthropic requires and
+// the one a caller with a budget is held to; the /api endpoints keep their own defaults.
+func TestRun_ProviderDefaults(t *testing.T) {
+	t.Parallel()
+	// capOf is the output cap the provider was sent (0: none) and the temperature (nil: none).
+	capOf := func(provider string, body map[string]any) (float64, any) {
+		switch provider {
+		case "openai":
+			n, _ := body["max_completion_tokens"].(float64)
+			return n, body["temperature"]
+		case "anthropic":
+			n, _ := body["max_tokens"].(float64)
+			return n, body["temperature"]
+		default:
+			gc, _ := body["generationConfig"].(map[string]any)
+			n, _ := gc["maxOutputTokens"].(float64)
+			return n, gc["temperature"]
+		}
+	}
+	tests := []struct {
+		name, provider string
+		defaults       bool
+		budget         bool
+		wantCap        float64
+		wantTemp       any
+	}{
+		{"OpenAIOwnDefaults", "openai", true, false, 0, nil},
+		{"AnthropicNeedsACap", "anthropic", true, false, 4096, nil},
+		{"GeminiOwnDefaults", "gemini", true, false, 0, nil},
+		{"OpenAIWithBudget", "openai", true, true, 4096, nil},
+		{"APIDefaults", "openai", false, false, 1000, 0.7},
+		{"APIDefaultsGemini", "gemini", false, false, 1000, 0.9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tc.provider, aitest.Answer())
+			b := &budget{limit: 100}
+			svc, _ := newService(t, fake, tc.provider, func(o *ai.Options) {
+				if tc.budget {
+					o.Budget = b
+				}
+			})
+			in := input(t, `{"messages":[{"role":"user","content":"hi"}],"model":"`+models[tc.provider]+`"}`)
+			in.ProviderDefaults = tc.defaults
+			if _, err := svc.Complete(context.Background(), "u", tc.provider, in); err != nil {
+				t.Fatal(err)
+			}
+			gotCap, gotTemp := capOf(tc.provider, fake.Last().Body)
+			if gotCap != tc.wantCap || gotTemp != tc.wantTemp {
+				t.Errorf("sent cap %v, temperature %v; want %v, %v (body %s)", gotCap, gotTemp, tc.wantCap, tc.wantTemp, fake.Last().Raw)
+			}
+			if tc.budget && (len(b.reserved) != 1 || b.reserved[0] < 4096*6e-7) {
+				t.Errorf("reserved %v: want the worst case of a 4,096-token answer at least", b.reserved)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package ai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -122,7 +123,7 @@ func (anthropic) check(c *call) error {
 }
 
 func (anthropic) body(c *call) any {
-	r := anthropicRequest{Model: c.model, MaxTokens: c.maxTokens, Temperature: c.temperatureParam(), TopP: c.topP,
+	r := anthropicRequest{Model: c.model, MaxTokens: cmp.Or(c.maxTokens, openMaxTokens), Temperature: c.temperatureParam(), TopP: c.topP,
 		StopSequences: c.stop, Stream: c.stream, Messages: make([]anthropicMessage, 0, len(c.messages))}
 	var system []string
 	for i := range c.messages {

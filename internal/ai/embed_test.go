@@ -78,6 +78,8 @@ func (b *embedBudget) Reserve(_ context.Context, _ string, usd float64) (ai.Rese
 
 type embedHold struct{ b *embedBudget }
 
+func (embedHold) Limited() bool { return true }
+
 func (h embedHold) Settle(_ context.Context, usd float64) {
 	h.b.mu.Lock()
 	defer h.b.mu.Unlock()

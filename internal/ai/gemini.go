@@ -94,7 +94,7 @@ type geminiGenerationConfig struct {
 	Temperature        *float64        `json:"temperature,omitempty"`
 	TopP               *float64        `json:"topP,omitempty"`
 	StopSequences      []string        `json:"stopSequences,omitempty"`
-	MaxOutputTokens    int             `json:"maxOutputTokens"`
+	MaxOutputTokens    int             `json:"maxOutputTokens,omitempty"`
 	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
 	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
 }

@@ -32,6 +32,11 @@ type ChatInput struct {
 	// Gemini's systemInstruction); the Anthropic and Gemini endpoints refuse the role, as the
 	// service they replace did, and other surfaces set it.
 	SystemAllowed bool `json:"-"`
+	// ProviderDefaults leaves to the provider what the request leaves out: temperature and the
+	// output cap are not sent unless set (the OpenAI- and Anthropic-compatible surfaces set it;
+	// the three endpoints send their own defaults, 0.7 or 0.9 and 1,000 tokens). See
+	// openMaxTokens for when a cap is sent all the same.
+	ProviderDefaults bool `json:"-"`
 
 	// Tools, ToolChoice, ParallelToolCalls and ResponseFormat are set by the surfaces that
 	// speak a provider's dialect (the three endpoints take none of them).

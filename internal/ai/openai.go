@@ -28,7 +28,7 @@ type openAIRequest struct {
 	Temperature         *float64              `json:"temperature,omitempty"`
 	TopP                *float64              `json:"top_p,omitempty"`
 	Stop                []string              `json:"stop,omitempty"`
-	MaxCompletionTokens int                   `json:"max_completion_tokens"`
+	MaxCompletionTokens int                   `json:"max_completion_tokens,omitempty"`
 	Stream              bool                  `json:"stream,omitempty"`
 	StreamOptions       *openAIStreamOptions  `json:"stream_options,omitempty"`
 	Tools               []openAITool          `json:"tools,omitempty"`

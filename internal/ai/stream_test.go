@@ -268,6 +268,8 @@ type budget struct {
 
 type hold struct{ b *budget }
 
+func (hold) Limited() bool { return true }
+
 func (h hold) Settle(ctx context.Context, usd float64) {
 	if ctx.Err() != nil {
 		panic("settled on a canceled context")

@@ -165,9 +165,14 @@ func status(limit *units, spent, reserved units, resets time.Time) *Status {
 
 // Reservation is a held worst-case cost, settled once to the call's real cost.
 type Reservation struct {
-	once   sync.Once
-	settle func(ctx context.Context, actual units)
+	once    sync.Once
+	settle  func(ctx context.Context, actual units)
+	limited bool // the user has a budget: the worst case is held against it
 }
+
+// Limited reports whether r holds room in a budget (its user has one); a reservation of a
+// user without one only counts the call's cost when it settles.
+func (r *Reservation) Limited() bool { return r != nil && r.limited }
 
 // Settle turns the reservation into the call's real cost (0 for a call that cost nothing).
 // Only the first call counts. It is a no-op on a nil Reservation.

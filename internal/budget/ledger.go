@@ -123,7 +123,7 @@ func (l *ledger) reserve(ctx context.Context, userID string, limit *units, worst
 		}
 	}
 	a.reserved += worst
-	return &Reservation{settle: func(_ context.Context, actual units) {
+	return &Reservation{limited: limit != nil, settle: func(_ context.Context, actual units) {
 		l.mu.Lock()
 		a.reserved -= worst
 		a.spent += actual

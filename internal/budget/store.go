@@ -58,7 +58,7 @@ func (s *Service) reserveInStore(ctx context.Context, userID string, worst units
 		{Key: "$set", Value: bson.D{{Key: "holds." + id, Value: bson.D{
 			{Key: "usd", Value: int64(worst)}, {Key: "until", Value: now.Add(s.holdFor).UTC()}}}}},
 	}
-	r := &Reservation{settle: func(ctx context.Context, actual units) { s.settleInStore(ctx, docID, id, worst, actual) }}
+	r := &Reservation{limited: true, settle: func(ctx context.Context, actual units) { s.settleInStore(ctx, docID, id, worst, actual) }}
 	var d *month
 	for range 3 {
 		matched, err := s.update(ctx, filter, update)

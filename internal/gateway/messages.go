@@ -40,7 +40,7 @@ func (s *Service) ParseMessages(body []byte) (*Request, error) {
 		return nil, err
 	}
 	in := &req.Input
-	in.SystemAllowed = true
+	in.SystemAllowed, in.ProviderDefaults = true, true
 	if validate.IsNull(fields["max_tokens"]) {
 		return nil, invalid("max_tokens", "", "max_tokens: Field required")
 	}

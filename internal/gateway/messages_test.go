@@ -26,7 +26,7 @@ func TestParseMessagesAccepted(t *testing.T) {
 			"system":[{"type":"text","text":"be "},{"type":"text","text":"brief"}],"stop_sequences":["x"],"metadata":{"user_id":"u"},
 			"messages":[{"role":"user","content":"hi"}]}`,
 			Request{Provider: "anthropic", Model: "anthropic/claude-haiku-4-5", Stream: true,
-				Input: ai.ChatInput{SystemAllowed: true, Model: "claude-haiku-4-5", MaxTokens: iptr(20), Stop: []string{"x"},
+				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "claude-haiku-4-5", MaxTokens: iptr(20), Stop: []string{"x"},
 					Messages: []ai.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}}}},
 		{"a tool loop", `{"model":"openai/gpt-4o-mini","max_tokens":20,` + tools + `,"messages":[
 			{"role":"user","content":"weather?"},
@@ -35,7 +35,7 @@ func TestParseMessagesAccepted(t *testing.T) {
 			{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"get_weather"}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"no such city","is_error":true}]}]}`,
 			Request{Provider: "openai", Model: "openai/gpt-4o-mini",
-				Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(20), Tools: weather, Messages: []ai.Message{
+				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", MaxTokens: iptr(20), Tools: weather, Messages: []ai.Message{
 					{Role: "user", Content: "weather?"},
 					{Role: "assistant", Content: "let me see", ToolCalls: []ai.ToolCall{{ID: "t1", Name: "get_weather", Arguments: `{"city":"x"}`}}},
 					{Role: "tool", ToolCallID: "t1", Content: "sunny"},
@@ -43,17 +43,17 @@ func TestParseMessagesAccepted(t *testing.T) {
 					{Role: "assistant", ToolCalls: []ai.ToolCall{{ID: "t2", Name: "get_weather", Arguments: "{}"}}},
 					{Role: "tool", ToolCallID: "t2", Content: "Error: no such city"}}}}},
 		{"tool_choice auto", `{"model":"openai/gpt-4o-mini","max_tokens":1,` + tools + `,"tool_choice":{"type":"auto"},"messages":[{"role":"user","content":"hi"}]}`,
-			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
+			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
 				Tools: weather, ToolChoice: ai.ToolChoice{Mode: ai.ToolAuto}, Messages: hi}}},
 		{"tool_choice any without parallel calls", `{"model":"openai/gpt-4o-mini","max_tokens":1,` + tools + `,
 			"tool_choice":{"type":"any","disable_parallel_tool_use":true},"messages":[{"role":"user","content":"hi"}]}`,
-			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
+			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
 				Tools: weather, ToolChoice: ai.ToolChoice{Mode: ai.ToolRequired}, ParallelToolCalls: bptr(false), Messages: hi}}},
 		{"tool_choice none", `{"model":"openai/gpt-4o-mini","max_tokens":1,` + tools + `,"tool_choice":{"type":"none"},"messages":[{"role":"user","content":"hi"}]}`,
-			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
+			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
 				Tools: weather, ToolChoice: ai.ToolChoice{Mode: ai.ToolNone}, Messages: hi}}},
 		{"tool_choice tool", `{"model":"openai/gpt-4o-mini","max_tokens":1,` + tools + `,"tool_choice":{"type":"tool","name":"get_weather"},"messages":[{"role":"user","content":"hi"}]}`,
-			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
+			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", MaxTokens: iptr(1),
 				Tools: weather, ToolChoice: ai.ToolChoice{Mode: ai.ToolNamed, Name: "get_weather"}, Messages: hi}}},
 	} {
 		checkParsed(t, tc.name, s.ParseMessages, tc.body, tc.want)

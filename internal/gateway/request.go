@@ -83,7 +83,7 @@ func (s *Service) Parse(body []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req.Input.Messages, req.Input.SystemAllowed = msgs, true
+	req.Input.Messages, req.Input.SystemAllowed, req.Input.ProviderDefaults = msgs, true, true
 	if err := parseTools(fields, &req.Input); err != nil {
 		return nil, err
 	}

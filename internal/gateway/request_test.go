@@ -35,21 +35,21 @@ func TestParseAccepted(t *testing.T) {
 	}{
 		{"prefixed", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`,
 			Request{Provider: "anthropic", Model: "anthropic/claude-haiku-4-5",
-				Input: ai.ChatInput{SystemAllowed: true, Model: "claude-haiku-4-5", Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
+				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "claude-haiku-4-5", Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
 		{"bare routed by the price table", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
 			Request{Provider: "openai", Model: "gpt-4o-mini",
-				Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
+				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
 		{"every honoured parameter", `{"model":"openai/gpt-4o-mini","messages":[
 			{"role":"developer","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
 			{"role":"assistant","content":"ok"}],
 			"temperature":0.5,"top_p":0.9,"max_completion_tokens":50,"stop":["x","y"],"stream":true,
 			"stream_options":{"include_usage":true},"user":"u-1","n":1,"presence_penalty":0,"response_format":{"type":"text"},"tools":null}`,
 			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Stream: true, IncludeUsage: true,
-				Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", Temperature: fptr(0.5), TopP: fptr(0.9), MaxTokens: iptr(50), Stop: []string{"x", "y"},
+				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", Temperature: fptr(0.5), TopP: fptr(0.9), MaxTokens: iptr(50), Stop: []string{"x", "y"},
 					Messages: []ai.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "ab"}, {Role: "assistant", Content: "ok"}}}}},
 		{"max_tokens and a single stop", `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stop":"\n"}`,
 			Request{Provider: "openai", Model: "openai/gpt-4o-mini",
-				Input: ai.ChatInput{SystemAllowed: true, Model: "gpt-4o-mini", MaxTokens: iptr(7), Stop: []string{"\n"}, Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
+				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", MaxTokens: iptr(7), Stop: []string{"\n"}, Messages: []ai.Message{{Role: "user", Content: "hi"}}}}},
 	} {
 		checkParsed(t, tc.name, s.Parse, tc.body, tc.want)
 	}
