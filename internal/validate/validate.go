@@ -143,24 +143,56 @@ func number[N int | float64](n N) string {
 }
 
 // Displayable reports whether s can be shown as it is, in a terminal or a page, without
-// changing what is around it or hiding what it is: valid UTF-8 without a Hidden rune.
-// Names people give (users, API keys) must be.
+// changing what is around it or hiding what it is: valid UTF-8 without a Hidden rune. Tag
+// characters (U+E0020–U+E007F) are invisible too, and only allowed in the emoji tag sequences
+// they exist for (a subdivision flag: U+1F3F4, tags, U+E007F). Names people give (users, API
+// keys) must be displayable.
 func Displayable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, Hidden)
+	if !utf8.ValidString(s) {
+		return false
+	}
+	flag, tagged := false, false // after U+1F3F4; tags since it
+	for _, r := range s {
+		if isTag(r) {
+			if !flag {
+				return false
+			}
+			if r == 0xE007F { // the sequence's end
+				flag, tagged = false, false
+			} else {
+				tagged = true
+			}
+			continue
+		}
+		if tagged {
+			return false // a tag sequence without its end
+		}
+		flag = r == 0x1F3F4
+		if Hidden(r) {
+			return false
+		}
+	}
+	return !tagged
 }
+
+// isTag reports whether r is a tag character.
+func isTag(r rune) bool { return r >= 0xE0020 && r <= 0xE007F }
 
 // Hidden reports whether r is a control character (C0 and C1, whose escape sequences a
 // terminal runs), a bidirectional control (U+202E shows "exe.txt" for "txt.exe"), a line or
-// paragraph separator, or an invisible character that makes a name look like another (a
-// zero-width space, a Hangul filler, a soft hyphen). The zero-width joiners (U+200C, U+200D),
-// which scripts and emoji need, are not hidden.
+// paragraph separator, or an invisible character that makes a name look like another: a
+// format character (zero-width space, soft hyphen, word joiner, tags, the interlinear
+// annotation marks, …), a default-ignorable one (Hangul fillers, the Khmer inherent vowels),
+// a variation selector other than the text and emoji ones (U+FE0E, U+FE0F), and the blank
+// Braille pattern. The zero-width joiners (U+200C, U+200D), which scripts and emoji need, are
+// not hidden.
 func Hidden(r rune) bool {
-	if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || unicode.In(r, unicode.Zl, unicode.Zp) {
+	switch {
+	case r == 0x200C || r == 0x200D || r == 0xFE0E || r == 0xFE0F:
+		return false
+	case unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Bidi_Control,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector):
 		return true
 	}
-	switch r {
-	case 0x00AD, 0x034F, 0x115F, 0x1160, 0x180E, 0x200B, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0x3164, 0xFEFF, 0xFFA0:
-		return true
-	}
-	return false
+	return r == 0x2800
 }

@@ -140,6 +140,17 @@ func TestDisplayable(t *testing.T) {
 		{"\u202eevil txt.exe", false}, {"a\u2066b\u2069", false}, {"a\u200fb", false}, {"a\u061cb", false},
 		{"Admin\u200b", false}, {"\u3164", false}, {"a\u00adb", false}, {"a\ufeffb", false}, {"a\u2028b", false},
 		{"a\xffb", false},
+		// Invisible characters beyond the common ones: tags outside a flag, the interlinear
+		// annotation marks, deprecated format characters, the musical beam marks, the Khmer
+		// inherent vowels, the blank Braille pattern, variation selectors after letters, a flag's
+		// tags without their end.
+		{"alice\U000E0041", false}, {"Alice\U000E0001", false}, {"Alice\U000E007F", false}, {"Alice\u206a", false},
+		{"Alice\u206f", false}, {"Alice\ufff9", false}, {"Alice\ufffb", false}, {"Alice\U0001D173", false},
+		{"Alice\u17b4", false}, {"Alice\u2800", false}, {"Alice\ufe00", false}, {"Alice\u180b", false},
+		{"Alice\U000E0100", false}, {"\U0001F3F4\U000E0067\U000E0062", false}, {"\U0001F3F4\U000E0041 Alice", false},
+		// Emoji presentation selectors, bare black flags and a flag next to text stay allowed.
+		{"\u2764\ufe0f", true}, {"\u2764\ufe0e", true}, {"\U0001F3F4\U0001F3F4", true},
+		{"Scot \U0001F3F4\U000E0067\U000E0062\U000E0073\U000E0063\U000E0074\U000E007F!", true},
 	} {
 		if got := Displayable(tc.s); got != tc.want {
 			t.Errorf("Displayable(%+q) = %v, want %v", tc.s, got, tc.want)
