@@ -200,14 +200,33 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*AuthResult, error)
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, err
 	}
-	if u == nil {
-		_ = s.compare(s.dummyHash, []byte(in.Password))
+	// One comparison whatever the answer, so that an unknown e-mail takes as long as a wrong
+	// password. bcrypt reads only a password's first 72 bytes, and no stored password is
+	// longer: a longer one is wrong, not cut.
+	pw, hash := []byte(in.Password), s.dummyHash
+	if u != nil {
+		hash = []byte(u.Password)
+	}
+	if s.compare(hash, pw) != nil || u == nil || len(pw) > maxPasswordBytes {
 		return nil, apperr.E(apperr.Unauthorized, "Invalid credentials")
 	}
-	if s.compare([]byte(u.Password), []byte(in.Password)) != nil {
-		return nil, apperr.E(apperr.Unauthorized, "Invalid credentials")
-	}
+	s.rehash(ctx, u, pw)
 	return s.result(u)
+}
+
+// rehash stores u's password hashed at the configured cost when its hash has another (the
+// operator changed auth.bcrypt_cost, or the hash was imported): until then a wrong password
+// for u takes another time than one for an unknown e-mail. Only if the hash is still the one
+// checked; a failure leaves the old hash, which still works.
+func (s *Service) rehash(ctx context.Context, u *user, pw []byte) {
+	if cost, err := bcrypt.Cost([]byte(u.Password)); err != nil || cost == s.cost {
+		return
+	}
+	hash, err := bcrypt.GenerateFromPassword(pw, s.cost)
+	if err != nil {
+		return
+	}
+	_, _ = s.users.UpdateOne(ctx, bson.M{"_id": u.ID, PasswordField: u.Password}, bson.M{"$set": bson.M{PasswordField: string(hash)}})
 }
 
 // Profile returns the user as stored now. Returns Unauthorized when the user no longer exists.

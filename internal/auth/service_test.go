@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
 	"go.mongodb.org/mongo-driver/mongo"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/store"
@@ -250,6 +251,45 @@ func TestLogin_SeedUser(t *testing.T) {
 	}
 	if res.User.ID != id.Hex() {
 		t.Fatalf("id = %s, want %s", res.User.ID, id.Hex())
+	}
+	// The hash of cost 10 is now one of the configured cost (4), so that a wrong password for
+	// this user takes as long as one for an unknown e-mail; the password still works.
+	if err := db.Collection("users").FindOne(ctx, bson.M{"_id": id}).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	hash, _ := doc["password"].(string)
+	if cost, err := bcrypt.Cost([]byte(hash)); err != nil || cost != 4 || bcrypt.CompareHashAndPassword([]byte(hash), []byte("seed-password")) != nil {
+		t.Fatalf("stored hash after login %q: cost %d (%v), want the password at cost 4", hash, cost, err)
+	}
+	if _, err := s.Login(ctx, LoginInput{Email: "old.user@example.com", Password: "seed-password"}); err != nil {
+		t.Fatalf("login after the new hash: %v", err)
+	}
+}
+
+// Ensure a password longer than 72 bytes never logs in, even when its first 72 bytes are the
+// password (bcrypt reads no more), and still costs one comparison like any login.
+func TestLogin_LongPasswordIsWrong(t *testing.T) {
+	t.Parallel()
+	s, _ := newService(t)
+	ctx := context.Background()
+	pw := strings.Repeat("a", 72)
+	if _, err := s.Register(ctx, RegisterInput{Email: "long@example.com", Password: pw, Name: "Long"}); err != nil {
+		t.Fatal(err)
+	}
+	compares := 0
+	real := s.compare
+	s.compare = func(h, p []byte) error { compares++; return real(h, p) }
+	for _, tc := range []struct {
+		password string
+		ok       bool
+	}{{pw, true}, {pw + "X", false}, {pw + strings.Repeat("garbage", 1000), false}} {
+		_, err := s.Login(ctx, LoginInput{Email: "long@example.com", Password: tc.password})
+		if (err == nil) != tc.ok || (err != nil && apperr.KindOf(err) != apperr.Unauthorized) {
+			t.Errorf("login with %d bytes: err = %v, want ok %v", len(tc.password), err, tc.ok)
+		}
+	}
+	if compares != 3 {
+		t.Errorf("%d comparisons for 3 logins, want one each", compares)
 	}
 }
 
