@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
@@ -114,20 +116,52 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// logPath is the request's path as log lines show it: an API key pasted into the path (in place
-// of a key's id) is cut to its prefix, so that no log line holds a usable key.
+// logPath is the request's path as log lines show it: a segment that may be a credential
+// (see secretLike: a key or token pasted in place of an id) is cut to its first characters,
+// so that no log line holds a usable secret.
 func logPath(r *http.Request) string {
 	p := r.URL.Path
-	if !strings.Contains(p, keys.Prefix) {
+	if len(p) < minSecret {
 		return p
 	}
 	segments := strings.Split(p, "/")
 	for i, s := range segments {
-		if j := strings.Index(s, keys.Prefix); j >= 0 {
-			segments[i] = s[:j+len(keys.Prefix)] + "…"
+		if secretLike(s) {
+			segments[i] = cutSecret(s)
 		}
 	}
 	return strings.Join(segments, "/")
+}
+
+// minSecret is the length from which a run of token characters may be a credential: an API
+// key's body alone is 43 characters, a JWT longer.
+const minSecret = 32
+
+// secretLike reports whether s may hold a credential: an API key (its prefix in any case), a
+// JWT (the "eyJ" of its JSON header, then two dots), or a run of at least minSecret token
+// characters that is not a UUID (the ids of keys and requests): a key without its prefix.
+func secretLike(s string) bool {
+	if len(s) < len(keys.Prefix) {
+		return false
+	}
+	if strings.Contains(strings.ToLower(s), keys.Prefix) || strings.Contains(s, "eyJ") && strings.Count(s, ".") >= 2 {
+		return true
+	}
+	if len(s) < minSecret || uuid.Validate(s) == nil {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	})
+}
+
+// cutSecret is s as a log shows a possible credential: an API key's prefix (in s's case) or
+// s's first 4 bytes, then "…".
+func cutSecret(s string) string {
+	if j := strings.Index(strings.ToLower(s), keys.Prefix); j >= 0 {
+		return s[:j+len(keys.Prefix)] + "…"
+	}
+	return s[:4] + "…"
 }
 
 // recorder remembers the status and size of an answer.
@@ -162,7 +196,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &requestInfo{id: ai.NewRequestID(), base: log, maxBody: maxBody}
-		if cid := r.Header.Get("X-Request-Id"); validRequestID(cid) {
+		if cid := r.Header.Get("X-Request-Id"); validRequestID(cid) && !secretLike(cid) {
 			info.clientID = cid
 		}
 		rec := &recorder{ResponseWriter: w}

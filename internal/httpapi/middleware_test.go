@@ -118,6 +118,8 @@ func TestObserve_RequestID(t *testing.T) {
 		{"0b7c7f54-2d0a-4f3e-9a57-3f1c2f9b8a11", "0b7c7f54-2d0a-4f3e-9a57-3f1c2f9b8a11"},
 		{"bad id\nforged", ""},
 		{"", ""},
+		{"sk-app-5gzbEJ2cQ8rTnW3xYv7LmK1pZa9sDf4GhJ6kL0qWe", ""}, // a credential is not logged
+		{"5gzbEJ2cQ8rTnW3xYv7LmK1pZa9sDf4GhJ6kL0qWe", ""},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
@@ -181,10 +183,16 @@ func TestObserve_AccessLogLine(t *testing.T) {
 func TestObserve_AccessLogHidesKeysInPath(t *testing.T) {
 	t.Parallel()
 	const key = "sk-app-5gzbEJ2cQ8rTnW3xYv7LmK1pZa9sDf4GhJ6kL0qWe"
+	const jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiI2YjA0In0.c2lnbmF0dXJlLXNpZ25hdHVyZS1zaWduYXR1cmU"
 	for _, tc := range []struct{ path, want string }{
 		{"/api/keys/" + key, "/api/keys/sk-app-…"},
 		{"/api/keys/" + key + "/x/" + key, "/api/keys/sk-app-…/x/sk-app-…"},
 		{"/api/keys/abc123", "/api/keys/abc123"},
+		{"/api/keys/SK-APP-" + key[len("sk-app-"):], "/api/keys/SK-APP-…"},
+		{"/api/keys/" + key[len("sk-app-"):], "/api/keys/5gzb…"}, // the key without its prefix
+		{"/api/keys/" + jwt, "/api/keys/eyJh…"},
+		{"/api/Bearer%20" + jwt, "/api/Bear…"},
+		{"/api/keys/0192f3a4-1b2c-7d3e-8f40-123456789abc", "/api/keys/0192f3a4-1b2c-7d3e-8f40-123456789abc"}, // a key's id
 	} {
 		logs := &SyncBuffer{}
 		h := newTestServer(Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
@@ -193,7 +201,7 @@ func TestObserve_AccessLogHidesKeysInPath(t *testing.T) {
 		if err := json.Unmarshal([]byte(logs.String()), &line); err != nil {
 			t.Fatalf("log %q: %v", logs.String(), err)
 		}
-		if line["path"] != tc.want || strings.Contains(logs.String(), key[len("sk-app-"):]) {
+		if line["path"] != tc.want || strings.Contains(logs.String(), key[len("sk-app-"):]) || strings.Contains(logs.String(), jwt[10:]) {
 			t.Errorf("%s: access log %s, want the path %q", tc.path, logs.String(), tc.want)
 		}
 	}
