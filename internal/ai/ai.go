@@ -351,6 +351,9 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 		res, attempts, uerr = s.stream(ctx, ep, cfg, c, onDelta)
 		s.obs.StreamEnded()
 	}
+	if uerr == nil && res != nil && res.promptTokens == 0 && res.completionTokens == 0 {
+		estimateUnreported(res, c) // an answer without usage (no prompt is 0 tokens) is not free
+	}
 	return s.finish(ctx, finished{
 		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,
 		upstream: s.now().Sub(start), attempts: attempts, res: res, err: uerr, hold: hold, idPrefix: c.idPrefix,

@@ -549,7 +549,7 @@ func TestComplete_UntrustedUsage(t *testing.T) {
 		{"DottedKeyIgnored", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":3,"completion_tokens":4,"a.b":1}}`, "", 7},
 		{"DollarKeyIgnored", "anthropic", `{"model":"m","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":3,"output_tokens":4,"$x":1}}`, "", 7},
 		{"NULKeyIgnored", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"a\u0000b":1}}`, "", 7},
-		{"NullUsage", "openai", `{"model":"m",` + ok + `,"usage":null}`, "", 0},
+		{"NullUsage", "openai", `{"model":"m",` + ok + `,"usage":null}`, "", 2}, // estimated from "x" and "hi"
 		{"Negative", "openai", `{"model":"m",` + ok + `,"usage":{"prompt_tokens":-5,"completion_tokens":4}}`, "impossible token count", 0},
 		{"AboveBillion", "anthropic", `{"model":"m","content":[],"usage":{"input_tokens":9223372036854775000,"output_tokens":4}}`, "impossible token count", 0},
 		{"BeyondInt64", "gemini", `{"candidates":[{"content":{"parts":[{"text":"hi"}]}}],"usageMetadata":{"promptTokenCount":92233720368547758070}}`, "unreadable usageMetadata.promptTokenCount", 0},

@@ -139,10 +139,10 @@ const (
 )
 
 // estimateUnreported raises r's prompt and completion counts to an estimate from the text
-// when the provider reported less, for a stream that ended before the provider's final usage
-// (its client left, it broke off or failed): OpenAI reports usage only in its last chunk, and
-// Anthropic the completion only in its last delta, so such a call would otherwise cost nothing
-// while the provider bills it. The prompt's estimate counts its text, tool definitions and
+// when the provider reported less: for a stream that ended before the provider's final usage
+// (its client left, it broke off or failed; OpenAI reports usage only in its last chunk, and
+// Anthropic the completion only in its last delta), and for an answer that came without any
+// usage. Such a call would otherwise cost nothing while the provider bills it. The prompt's estimate counts its text, tool definitions and
 // images, the completion's the text and tool calls relayed. A raised count marks r estimated.
 func estimateUnreported(r *result, c *call) {
 	tokens := func(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }

@@ -437,3 +437,42 @@ func TestStream_UnreportedUsageEstimated(t *testing.T) {
 		})
 	}
 }
+
+// Ensure an answer that comes without usage (a provider or a proxy in front of it dropping
+// it) is not free: its counts are estimated from the text, streamed or not.
+func TestRun_AnswerWithoutUsageEstimated(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("word ", 40) // 200 bytes: 50 tokens
+	chunk := func(delta string) string {
+		return `{"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":` + delta + `}]}`
+	}
+	for name, tc := range map[string]struct {
+		reply  aitest.Responder
+		stream bool
+	}{
+		"Answer": {aitest.JSON(200, map[string]any{"id": "c", "object": "chat.completion", "model": "gpt-4o-mini", "usage": nil,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": text}}}}), false},
+		"Stream": {aitest.Events(chunk(`{"role":"assistant","content":"`+text+`"}`),
+			`{"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, "[DONE]"), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "openai", tc.reply)
+			svc, rec := newService(t, fake, "openai", nil)
+			in := input(t, `{"messages":[{"role":"user","content":"What is the capital of France?"}],"model":"gpt-4o-mini"}`)
+			var err error
+			if tc.stream {
+				_, err = svc.Stream(context.Background(), "u", "openai", in, nil)
+			} else {
+				_, err = svc.Complete(context.Background(), "u", "openai", in)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := rec.all()
+			if len(recs) != 1 || recs[0].PromptTokens != 8 || recs[0].CompletionTokens != 50 || !recs[0].Estimated || recs[0].Cost <= 0 {
+				t.Fatalf("records %+v: want 8 + 50 tokens estimated, and their cost", recs)
+			}
+		})
+	}
+}
