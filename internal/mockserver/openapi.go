@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 
 	"github.com/acme/app/mock"
@@ -15,15 +16,22 @@ type specRoutes struct {
 	routes []openapi.Route
 }
 
-// loadSpecs reads every description of --openapi and makes its routes. A description that
-// cannot be served is an *openapi.LoadError; the first one found is returned.
-func loadSpecs(paths []string, opts openapi.Options) (*specRoutes, error) {
+// loadSpecs reads every description of --openapi and makes its routes, logging what each
+// serves otherwise than written (its warnings). A description that cannot be served is an
+// *openapi.LoadError; the first one found is returned.
+func loadSpecs(paths []string, opts openapi.Options, log *slog.Logger) (*specRoutes, error) {
 	sr := &specRoutes{}
 	seen := map[string]bool{}
 	for _, p := range paths {
 		spec, err := openapi.Load(p)
 		if err != nil {
 			return nil, err
+		}
+		for _, w := range spec.Warnings() {
+			if w.File == "" {
+				w.File = p
+			}
+			log.Warn("openapi description", "warning", w.String())
 		}
 		sr.specs = append(sr.specs, spec)
 		for _, r := range spec.Routes(opts) {

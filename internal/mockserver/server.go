@@ -122,7 +122,7 @@ func New(opts Options) (*Server, error) {
 		set = &mockfile.Set{Config: mock.DefaultConfig()}
 	}
 	if len(opts.OpenAPI) > 0 {
-		specs, err := loadSpecs(opts.OpenAPI, s.specOptions())
+		specs, err := loadSpecs(opts.OpenAPI, s.specOptions(), s.log)
 		if err != nil {
 			return nil, err
 		}
@@ -341,7 +341,7 @@ func (s *Server) Reload() error {
 		set, err = mockfile.LoadFile(s.opts.File)
 	}
 	if err == nil && len(s.opts.OpenAPI) > 0 {
-		specs, err = loadSpecs(s.opts.OpenAPI, s.specOptions())
+		specs, err = loadSpecs(s.opts.OpenAPI, s.specOptions(), s.log)
 	}
 	if err == nil {
 		s.mu.Lock()

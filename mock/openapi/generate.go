@@ -18,6 +18,95 @@ type generator struct {
 	s    *Spec
 	rnd  *rand.Rand // nil: static
 	made int        // values built so far, bounded by maxValues
+	// size is what the answer built so far takes once encoded as JSON (counted as it grows,
+	// a little over rather than under); limit bounds it (0: MaxAnswer). Past the limit, over
+	// is set and the building stops: what was built is not the answer.
+	size, limit int
+	over        bool
+}
+
+// MaxAnswer bounds the body of one answer built from a description (its example, or data
+// built from its schema): 10 MB, as for a templated answer of a mock file. The size is
+// counted while the answer is built, so a schema asking for more (a thousand items of a
+// thousand strings of a million characters) costs no more than this to refuse.
+const MaxAnswer = 10 << 20
+
+// charge counts n more bytes of the answer and reports whether it is still within its limit.
+func (g *generator) charge(n int) bool {
+	limit := g.limit
+	if limit <= 0 {
+		limit = MaxAnswer
+	}
+	g.size += n
+	if g.size > limit {
+		g.over = true
+	}
+	return !g.over
+}
+
+// left is how many bytes the answer may still take.
+func (g *generator) left() int {
+	limit := g.limit
+	if limit <= 0 {
+		limit = MaxAnswer
+	}
+	return max(limit-g.size, 0)
+}
+
+// literal charges a value written in the description (an example, a default, an enum value)
+// and returns it, or nil when it passes the limit.
+func (g *generator) literal(v any) any {
+	if !g.charge(sizeOf(v, g.left()+1)) {
+		return nil
+	}
+	return v
+}
+
+// sizeOf is about what v takes encoded as JSON (a string's escapes aside), counted no
+// further than limit: a value aliased a million times in YAML costs only limit to measure.
+func sizeOf(v any, limit int) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		if n > limit {
+			return
+		}
+		switch x := v.(type) {
+		case string:
+			n += len(x) + 2
+		case *obj:
+			n += 2
+			for _, k := range x.keys {
+				n += len(k) + 4
+				walk(x.vals[k])
+				if n > limit {
+					return
+				}
+			}
+		case []any:
+			n += 2
+			for _, e := range x {
+				n++
+				walk(e)
+				if n > limit {
+					return
+				}
+			}
+		case map[string]any:
+			n += 2
+			for k, e := range x {
+				n += len(k) + 4
+				walk(e)
+				if n > limit {
+					return
+				}
+			}
+		default:
+			n += 24 // a number, a boolean, null
+		}
+	}
+	walk(v)
+	return n
 }
 
 // maxValues bounds the values of one generated answer, so a schema whose every property
@@ -55,7 +144,7 @@ func (g *generator) static(l loc, depth int) any { return g.value(l, depth) }
 
 func (g *generator) value(l loc, depth int) any {
 	g.made++
-	if depth > maxDepth || g.made > maxValues {
+	if depth > maxDepth || g.made > maxValues || g.over {
 		return nil
 	}
 	l = g.s.res(l)
@@ -65,23 +154,23 @@ func (g *generator) value(l loc, depth int) any {
 	}
 	if g.rnd == nil {
 		if v, ok := o.get("example"); ok {
-			return v
+			return g.literal(v)
 		}
 		if ex, ok := o.vals["examples"].([]any); ok && len(ex) > 0 {
-			return ex[0]
+			return g.literal(ex[0])
 		}
 		if v, ok := o.get("default"); ok {
-			return v
+			return g.literal(v)
 		}
 	}
 	if v, ok := o.get("const"); ok {
-		return v
+		return g.literal(v)
 	}
 	if enum, ok := o.vals["enum"].([]any); ok && len(enum) > 0 {
 		if g.rnd == nil {
-			return enum[0]
+			return g.literal(enum[0])
 		}
-		return enum[g.rnd.IntN(len(enum))]
+		return g.literal(enum[g.rnd.IntN(len(enum))])
 	}
 	if parts, ok := o.vals["allOf"].([]any); ok && len(parts) > 0 {
 		return g.allOf(l, len(parts), depth)
@@ -99,15 +188,19 @@ func (g *generator) value(l loc, depth int) any {
 	case "string":
 		return g.str(o)
 	case "integer":
+		g.charge(24)
 		return g.integer(o)
 	case "number":
+		g.charge(24)
 		return g.number(o)
 	case "boolean":
+		g.charge(5)
 		if g.rnd == nil {
 			return true
 		}
 		return g.rnd.IntN(2) == 0
 	}
+	g.charge(4)
 	return nil
 }
 
@@ -177,14 +270,18 @@ func (g *generator) allOf(l loc, n, depth int) any {
 
 func (g *generator) object(l loc, depth int) any {
 	out := &obj{vals: map[string]any{}}
+	g.charge(2)
 	props := l.child("properties")
 	for _, name := range props.obj().keysOrNil() {
 		pl := g.s.res(props.child(name))
 		if pl.obj().boolean("writeOnly") {
 			continue
 		}
+		if !g.charge(len(name) + 4) {
+			break
+		}
 		v := g.value(pl, depth+1)
-		if v == nil && (depth+1 > maxDepth || g.made > maxValues) {
+		if v == nil && (depth+1 > maxDepth || g.made > maxValues || g.over) {
 			continue
 		}
 		out.keys = append(out.keys, name)
@@ -193,7 +290,7 @@ func (g *generator) object(l loc, depth int) any {
 	// a schema for additional properties gets two of them, as Prism's static mode answers
 	if extra := l.child("additionalProperties"); extra.obj() != nil && depth+1 <= maxDepth {
 		for _, name := range []string{"property1", "property2"} {
-			if _, taken := out.vals[name]; !taken {
+			if _, taken := out.vals[name]; !taken && g.charge(len(name)+4) {
 				out.keys = append(out.keys, name)
 				out.vals[name] = g.value(extra, depth+1)
 			}
@@ -218,9 +315,10 @@ func (g *generator) array(l loc, depth int) any {
 	if m, ok := num(o.vals["maxItems"]); ok && int(m) < n {
 		n = max(int(m), 0)
 	}
-	out := make([]any, 0, n)
+	g.charge(2)
+	out := make([]any, 0, min(n, 1024))
 	for range n {
-		if depth+1 > maxDepth || g.made > maxValues {
+		if depth+1 > maxDepth || g.made > maxValues || !g.charge(1) {
 			break
 		}
 		out = append(out, g.value(l.child("items"), depth+1))
@@ -348,25 +446,29 @@ func (g *generator) str(o *obj) any {
 	if g.rnd == nil {
 		s = "string"
 		if f, ok := formatSamples[format]; ok {
-			return f
+			return g.literal(f)
 		}
 	} else {
 		var formatted bool
 		if s, formatted = g.dynamicString(format); formatted {
-			return s
+			return g.literal(s)
 		}
 		if f, ok := formatSamples[format]; ok && format != "password" {
-			return f // a format generated data does not cover: its sample is valid
+			return g.literal(f) // a format generated data does not cover: its sample is valid
 		}
 	}
-	if hasMin && len(s) < int(minLen) {
-		n := min(int(minLen), 1<<16)
+	if hasMin && float64(len(s)) < minLen {
+		if minLen > float64(g.left()) {
+			g.over = true // longer than the whole answer may be
+			return nil
+		}
+		n := int(minLen)
 		s = strings.Repeat(s, n/len(s)+1)[:n]
 	}
 	if hasMax && len(s) > int(maxLen) {
 		s = s[:max(int(maxLen), 0)]
 	}
-	return s
+	return g.literal(s)
 }
 
 func (g *generator) word() string { return words[g.rnd.IntN(len(words))] }

@@ -52,7 +52,7 @@ func TestStaticAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got any
-	if err := json.Unmarshal(s.ops[0].chosen.media[0].static, &got); err != nil {
+	if err := json.Unmarshal(s.ops[0].chosen.media[0].static.b, &got); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{
@@ -64,5 +64,26 @@ func TestStaticAnswer(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("static answer (-want +got):\n%s", d)
+	}
+}
+
+// Ensure the answers a description keeps from load stay within maxKept: past it, the others
+// are built per request.
+func TestKeptAnswersAreBounded(t *testing.T) {
+	t.Parallel()
+	s, err := Load("testdata/large.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy := 0
+	for _, op := range s.ops {
+		for _, m := range op.chosen.media {
+			if m.static.lazy {
+				lazy++
+			}
+		}
+	}
+	if s.kept > maxKept || lazy == 0 {
+		t.Errorf("kept %d bytes (bound %d), %d answers built per request; want some", s.kept, maxKept, lazy)
 	}
 }

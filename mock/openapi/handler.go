@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -197,7 +198,7 @@ func (a *answerer) respond(op *operation, r *response, status int, req *mock.Req
 		return problem(http.StatusNotAcceptable, TypeNotAcceptable, "The server cannot produce a representation for your accept header",
 			"Unable to find content for "+strings.Join(req.Header.Values("Accept"), ", "), nil)
 	}
-	body := m.static
+	chosen := m.static
 	switch dynamic := a.opts.Dynamic; {
 	case pref.Example != "":
 		b, ok := m.examples[pref.Example]
@@ -205,17 +206,25 @@ func (a *answerer) respond(op *operation, r *response, status int, req *mock.Req
 			return problem(http.StatusNotFound, TypeNotFound, "The server cannot find the requested content",
 				"Response for contentType: "+m.typ+" and exampleKey: "+pref.Example+" does not exist.", nil)
 		}
-		body = b
+		chosen = b
 	case (pref.Dynamic != nil && *pref.Dynamic || pref.Dynamic == nil && dynamic) && m.schema.v != nil:
 		a.mu.Lock()
-		v := (&generator{s: a.s, rnd: a.rnd}).value(m.schema, 0)
+		g := &generator{s: a.s, rnd: a.rnd}
+		v := g.value(m.schema, 0)
 		a.mu.Unlock()
-		body = a.s.encode(m, v)
+		if g.over {
+			chosen = body{tooLarge: true}
+		} else {
+			chosen = body{lazy: true, val: v}
+		}
 	}
-	if body == nil {
-		body = []byte{}
+	b, ok := a.s.bytes(m, chosen)
+	if !ok {
+		return problem(http.StatusInternalServerError, TypeAnswerTooLarge, "Answer too large",
+			fmt.Sprintf("The answer of %s %s for status %d in %s would pass %d MB, the most a mock answer may hold: give it a smaller example.",
+				op.method, op.path, status, m.typ, MaxAnswer>>20), nil)
 	}
-	return &mock.Response{Status: status, Headers: m.headers, Body: body}
+	return &mock.Response{Status: status, Headers: m.headers, Body: b}
 }
 
 // negotiate picks the media type for the Accept header: application/json (else the first

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -492,6 +493,51 @@ func TestSecuritySchemes(t *testing.T) {
 			if tt.challenge != "" && !strings.Contains(strings.Join(got.header.Values("WWW-Authenticate"), ", "), tt.challenge) {
 				t.Errorf("GET %s %v: WWW-Authenticate %q, want %q", tt.path, tt.header, got.header.Values("WWW-Authenticate"), tt.challenge)
 			}
+		}
+	}
+}
+
+// Ensure no description makes an answer pass MaxAnswer: a schema asking for 1 GB (100 items
+// of 100 strings of 100,000 characters) loads at once and its route answers a 500 problem,
+// static or generated, while answers within the bound are served whole and valid, also past
+// the answers the description keeps from load (built per request then).
+func TestLargeAnswersAreBounded(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	spec, err := openapi.Load("testdata/large.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Load took %v", d)
+	}
+	warnings := spec.Warnings()
+	if len(warnings) != 1 || !strings.Contains(warnings[0].String(), "/paths/~1big/get/responses/200/content/application~1json") ||
+		!strings.Contains(warnings[0].Message, "10 MB") {
+		t.Errorf("warnings = %v, want one for /big", warnings)
+	}
+	for _, dynamic := range []bool{false, true} {
+		srv := serve(t, "testdata/large.yaml", openapi.Options{Dynamic: dynamic, Seed: 1})
+		got := do(t, srv, "GET", "/big", nil, "")
+		if got.status != http.StatusInternalServerError || got.header.Get("Content-Type") != openapi.ProblemType || len(got.body) > 4096 {
+			t.Fatalf("dynamic=%v: GET /big = %d %s, %d bytes; want a 500 problem", dynamic, got.status, got.header.Get("Content-Type"), len(got.body))
+		}
+		p, _ := got.json(t).(map[string]any)
+		if p["type"] != openapi.ProblemTypeBase+openapi.TypeAnswerTooLarge || !strings.Contains(p["detail"].(string), "10 MB") {
+			t.Errorf("dynamic=%v: problem %v", dynamic, p)
+		}
+		small := do(t, srv, "GET", "/small", nil, "")
+		var items []string
+		if err := json.Unmarshal(small.body, &items); err != nil || small.status != 200 || len(items) < 3 || len(items[0]) < 1000 {
+			t.Errorf("dynamic=%v: GET /small = %d, %d items (%v)", dynamic, small.status, len(items), err)
+		}
+	}
+	srv := serve(t, "testdata/large.yaml", openapi.Options{})
+	for i := range 8 {
+		got := do(t, srv, "GET", "/nine/"+strconv.Itoa(i), nil, "")
+		var items []string
+		if err := json.Unmarshal(got.body, &items); err != nil || got.status != 200 || len(items) != 90 || len(items[89]) != 100000 {
+			t.Fatalf("GET /nine/%d = %d, %d items (%v)", i, got.status, len(items), err)
 		}
 	}
 }

@@ -24,6 +24,8 @@ const (
 	TypeContentType     = "INVALID_CONTENT_TYPE"
 	TypeNotFound        = "NOT_FOUND"
 	TypeNoResponse      = "NO_RESPONSE_DEFINED"
+	// TypeAnswerTooLarge is this mock's own: the answer would pass MaxAnswer.
+	TypeAnswerTooLarge = "ANSWER_TOO_LARGE"
 )
 
 // Violation is one way a request breaks the description: where (["body", "name"],

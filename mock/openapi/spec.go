@@ -28,7 +28,16 @@ type Spec struct {
 	paths   []pathItem
 	schemes map[string]*scheme
 	global  [][]string // the description's security requirements (nil: none)
+
+	// kept is what the answers built at load take; past maxKept, answers are built per request
+	kept     int
+	warnings []Problem
 }
+
+// maxKept bounds the answers of one description built at load and kept in memory: past it,
+// the others are built for each request (each within MaxAnswer), so a short description of
+// a thousand operations that each ask for a large answer cannot fill the memory at load.
+const maxKept = 64 << 20
 
 // pathItem is one path of the description and the methods it defines.
 type pathItem struct {
@@ -160,10 +169,24 @@ type response struct {
 type media struct {
 	typ      string
 	json     bool
-	static   []byte // the static answer
-	examples map[string][]byte
+	static   body // the static answer
+	examples map[string]body
 	schema   loc               // for generated answers; v nil when there is none
 	headers  map[string]string // the response's headers and this Content-Type
+}
+
+// body is an answer body prepared at load: its bytes, or why there are none.
+type body struct {
+	b []byte
+	// none: the media type has no example and no schema (an empty body)
+	none bool
+	// tooLarge: the answer would pass MaxAnswer; it is answered with a 500 problem
+	tooLarge bool
+	// lazy: the description's answers kept at load passed maxKept, so this one is built for
+	// each request, from val (an example) or, when fromSchema, from the media type's schema
+	lazy       bool
+	val        any
+	fromSchema bool
 }
 
 var paramName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
@@ -467,12 +490,12 @@ func (s *Spec) response(code string, l loc) *response {
 	content := l.child("content")
 	for _, typ := range content.obj().keysOrNil() {
 		ml := s.res(content.child(typ))
-		m := &media{typ: typ, json: isJSON(typ), examples: map[string][]byte{}, schema: ml.child("schema")}
+		m := &media{typ: typ, json: isJSON(typ), examples: map[string]body{}, schema: ml.child("schema")}
 		mo := ml.obj()
-		var body any
+		var val any
 		found := false
 		if v, ok := mo.get("example"); ok {
-			body, found = v, true
+			val, found = v, true
 		}
 		ex := ml.child("examples")
 		for _, name := range ex.obj().keysOrNil() {
@@ -481,19 +504,30 @@ func (s *Spec) response(code string, l loc) *response {
 			if !ok {
 				continue
 			}
-			m.examples[name] = s.encode(m, v)
+			m.examples[name] = s.prepare(m, v, false)
 			if !found {
-				body, found = v, true
+				val, found = v, true
 			}
 		}
-		if !found && m.schema.v != nil {
-			body, found = (&generator{s: s}).static(m.schema, 0), true
-		}
-		if found {
-			m.static = s.encode(m, body)
+		switch {
+		case found:
+			m.static = s.prepare(m, val, false)
+		case m.schema.v != nil:
+			m.static = s.prepare(m, nil, true)
+		default:
+			m.static = body{none: true}
 		}
 		if m.schema.v == nil {
 			m.schema = loc{}
+		}
+		if m.static.tooLarge {
+			at := content.child(typ)
+			p := Problem{File: s.File, Line: at.line(), Pointer: at.ptr,
+				Message: fmt.Sprintf("the answer would pass %d MB; it is answered with a 500 problem (give this media type a smaller example)", MaxAnswer>>20)}
+			if at.d != nil && at.d != s.main {
+				p.File = at.d.path
+			}
+			s.warnings = append(s.warnings, p)
 		}
 		r.media = append(r.media, m)
 	}
@@ -529,10 +563,71 @@ func (s *Spec) headerValue(h loc) (string, bool) {
 		if sl.v == nil {
 			return "", false
 		}
-		v, found = (&generator{s: s}).static(sl, 0), true
+		g := &generator{s: s, limit: maxHeader}
+		v, found = g.static(sl, 0), true
+		if g.over {
+			return "", false // a header of more than maxHeader: left out
+		}
 	}
 	return scalarString(v), true
 }
+
+// maxHeader bounds the value of a response header built from its schema: a longer one is
+// left out of the answer.
+const maxHeader = 8 << 10
+
+// prepare builds an answer body at load: the example val, else (fromSchema) one built from
+// m's schema. It stays within MaxAnswer (tooLarge past it) and, while the description's
+// answers kept so far stay within maxKept, is kept; past that it is built per request.
+func (s *Spec) prepare(m *media, val any, fromSchema bool) body {
+	limit := min(MaxAnswer, maxKept-s.kept)
+	b, ok := s.buildBody(m, val, fromSchema, limit)
+	if !ok {
+		if limit < MaxAnswer {
+			return body{lazy: true, val: val, fromSchema: fromSchema}
+		}
+		return body{tooLarge: true}
+	}
+	s.kept += len(b)
+	return body{b: b}
+}
+
+// buildBody encodes val, or (fromSchema) the static answer of m's schema, within limit bytes;
+// false when it would pass them.
+func (s *Spec) buildBody(m *media, val any, fromSchema bool, limit int) ([]byte, bool) {
+	if fromSchema {
+		g := &generator{s: s, limit: limit}
+		val = g.static(m.schema, 0)
+		if g.over {
+			return nil, false
+		}
+	} else if sizeOf(val, limit) > limit {
+		return nil, false
+	}
+	b := s.encode(m, val)
+	if len(b) > limit {
+		return nil, false
+	}
+	return b, true
+}
+
+// bytes is what b answers: its bytes, built now when it was not kept at load; false when the
+// answer would pass MaxAnswer.
+func (s *Spec) bytes(m *media, b body) ([]byte, bool) {
+	switch {
+	case b.tooLarge:
+		return nil, false
+	case b.lazy:
+		return s.buildBody(m, b.val, b.fromSchema, MaxAnswer)
+	case b.b == nil:
+		return []byte{}, true
+	}
+	return b.b, true
+}
+
+// Warnings lists what the description asks for and is served otherwise: answers that would
+// pass MaxAnswer (answered with a 500 problem), each with its file, line and JSON pointer.
+func (s *Spec) Warnings() []Problem { return slices.Clone(s.warnings) }
 
 // scalarString writes a header value: scalars as text, anything else as JSON.
 func scalarString(v any) string {
