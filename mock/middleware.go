@@ -101,7 +101,10 @@ type CORSOptions struct {
 	// AllowHeaders default Content-Type, Authorization; "*" echoes the headers a preflight
 	// asks for.
 	AllowHeaders []string
-	// ExposeHeaders lists response headers the browser may read.
+	// ExposeHeaders lists response headers the browser may read. "*" means every header, as
+	// the Fetch standard reads it for an answer without credentials; for one with credentials,
+	// where "*" would be a header's name, it is the answer's own header names, listed (minus
+	// the CORS-safelisted ones and Set-Cookie).
 	ExposeHeaders []string
 	// AllowCredentials sets Access-Control-Allow-Credentials for the origins listed by name:
 	// their origin is echoed. An origin allowed only through "*" gets "*" and no
@@ -116,6 +119,7 @@ type corsPolicy struct {
 	opts                                          CORSOptions
 	allowMethods, allowHeaders, maxAge, exposeHdr string
 	echoHeaders                                   bool
+	exposeAll                                     bool // ExposeHeaders holds "*"
 }
 
 func newCORSPolicy(opts CORSOptions) *corsPolicy {
@@ -138,6 +142,7 @@ func newCORSPolicy(opts CORSOptions) *corsPolicy {
 		maxAge:       strconv.Itoa(int(opts.MaxAge / time.Second)),
 		exposeHdr:    strings.Join(opts.ExposeHeaders, ", "),
 		echoHeaders:  slices.Contains(opts.AllowHeaders, "*"),
+		exposeAll:    slices.Contains(opts.ExposeHeaders, "*"),
 	}
 }
 
@@ -159,7 +164,9 @@ func (p *corsPolicy) origin(o string) (string, bool) {
 }
 
 // set adds the CORS headers for an answer to origin o (a preflight's too when preflight).
-func (p *corsPolicy) set(set func(k, v string), o string, preflight bool, reqHeaders string) bool {
+// answer holds the answer's own headers: with credentials allowed, "*" in ExposeHeaders
+// exposes them by name.
+func (p *corsPolicy) set(set func(k, v string), o string, preflight bool, reqHeaders string, answer http.Header) bool {
 	allow, creds := p.origin(o)
 	if allow == "" {
 		return false
@@ -169,7 +176,12 @@ func (p *corsPolicy) set(set func(k, v string), o string, preflight bool, reqHea
 	if creds {
 		set("Access-Control-Allow-Credentials", "true")
 	}
-	if p.exposeHdr != "" {
+	switch {
+	case creds && p.exposeAll:
+		if v := exposeList(p.opts.ExposeHeaders, answer); v != "" {
+			set("Access-Control-Expose-Headers", v)
+		}
+	case p.exposeHdr != "":
 		set("Access-Control-Expose-Headers", p.exposeHdr)
 	}
 	if preflight {
@@ -205,7 +217,7 @@ func CORSMiddleware(opts CORSOptions) Middleware {
 				return nil, nil
 			}
 			h := map[string]string{}
-			if !p.set(func(k, v string) { h[k] = v }, req.Header.Get("Origin"), true, req.Header.Get("Access-Control-Request-Headers")) {
+			if !p.set(func(k, v string) { h[k] = v }, req.Header.Get("Origin"), true, req.Header.Get("Access-Control-Request-Headers"), nil) {
 				return nil, nil
 			}
 			return &Response{Status: StatusNoContent, Headers: h, Body: []byte{}}, nil
@@ -217,15 +229,21 @@ func CORSMiddleware(opts CORSOptions) Middleware {
 			}
 			r := *resp
 			r.Headers = cloneHeaders(resp.Headers)
-			p.set(func(k, v string) { r.Headers[k] = v }, o, false, "")
+			answer := make(http.Header, len(resp.Headers))
+			for k, v := range resp.Headers {
+				answer.Set(k, v)
+			}
+			p.set(func(k, v string) { r.Headers[k] = v }, o, false, "", answer)
 			return &r, nil
 		},
 	}
 }
 
 // CORSHandler is [CORSMiddleware] for a whole http.Handler: it answers every CORS preflight
-// itself (204, whatever the path) and adds the CORS headers to every answer next gives to a
-// request with an Origin, mocked, proxied or not.
+// itself (204, whatever the path) and sets the CORS headers on every answer next gives to a
+// request with an allowed Origin, mocked, proxied or not. They replace the CORS headers the
+// answer carries (a proxied target's own Access-Control-Allow-Origin, say), so a browser
+// sees one value, the handler's policy.
 func CORSHandler(opts CORSOptions, next http.Handler) http.Handler {
 	p := newCORSPolicy(opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -234,23 +252,123 @@ func CORSHandler(opts CORSOptions, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		h := w.Header()
-		pre := isPreflight(r.Method, r.Header)
-		ok := p.set(func(k, v string) {
-			if k == "Vary" {
-				h.Add(k, v)
-			} else {
-				h.Set(k, v)
+		if isPreflight(r.Method, r.Header) {
+			h := w.Header()
+			if p.set(headerSetter(h), o, true, r.Header.Get("Access-Control-Request-Headers"), nil) {
+				h.Add("Vary", "Access-Control-Request-Method")
+				h.Add("Vary", "Access-Control-Request-Headers")
+				w.WriteHeader(http.StatusNoContent)
+				return
 			}
-		}, o, pre, r.Header.Get("Access-Control-Request-Headers"))
-		if pre && ok {
-			h.Add("Vary", "Access-Control-Request-Method")
-			h.Add("Vary", "Access-Control-Request-Headers")
-			w.WriteHeader(http.StatusNoContent)
+			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
+		if allow, _ := p.origin(o); allow == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		cw := &corsWriter{ResponseWriter: w, p: p, origin: o}
+		next.ServeHTTP(cw, r)
+		cw.apply() // an answer with no body nor WriteHeader gets its headers too
 	})
+}
+
+// headerSetter sets CORS headers on h: Vary is added (once), the others replace.
+func headerSetter(h http.Header) func(k, v string) {
+	return func(k, v string) {
+		if k != "Vary" {
+			h.Set(k, v)
+			return
+		}
+		for _, have := range h.Values("Vary") {
+			for _, f := range strings.Split(have, ",") {
+				if strings.EqualFold(strings.TrimSpace(f), v) {
+					return
+				}
+			}
+		}
+		h.Add(k, v)
+	}
+}
+
+// corsHeaders are the CORS headers of an answer, which the policy's replace.
+var corsHeaders = []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials",
+	"Access-Control-Expose-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Headers",
+	"Access-Control-Max-Age"}
+
+// corsWriter sets the policy's CORS headers on an answer when its header is written: then
+// the answer's own headers are known (those to expose), and the CORS headers it carries can
+// be replaced.
+type corsWriter struct {
+	http.ResponseWriter
+	p      *corsPolicy
+	origin string
+	done   bool
+}
+
+func (cw *corsWriter) apply() {
+	if cw.done {
+		return
+	}
+	cw.done = true
+	h := cw.ResponseWriter.Header()
+	for _, k := range corsHeaders {
+		h.Del(k)
+	}
+	cw.p.set(headerSetter(h), cw.origin, false, "", h)
+}
+
+// WriteHeader sets the CORS headers on a final answer (not on a 1xx one) and writes it.
+func (cw *corsWriter) WriteHeader(code int) {
+	if code >= 200 {
+		cw.apply()
+	}
+	cw.ResponseWriter.WriteHeader(code)
+}
+
+func (cw *corsWriter) Write(b []byte) (int, error) {
+	cw.apply()
+	return cw.ResponseWriter.Write(b)
+}
+
+// Flush sends what is written so far (a proxied stream), when the writer below can.
+func (cw *corsWriter) Flush() {
+	cw.apply()
+	_ = http.NewResponseController(cw.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the writer below (hijacking, deadlines).
+func (cw *corsWriter) Unwrap() http.ResponseWriter { return cw.ResponseWriter }
+
+// safelisted are the CORS-safelisted response headers: a browser lets a page read them
+// without Access-Control-Expose-Headers.
+var safelisted = map[string]bool{"Cache-Control": true, "Content-Language": true, "Content-Length": true,
+	"Content-Type": true, "Expires": true, "Last-Modified": true, "Pragma": true}
+
+// exposeList is the Access-Control-Expose-Headers value of a credentialed answer, where "*"
+// would name a header called "*" (the Fetch standard): the names listed besides "*", and
+// for "*" the answer's own headers, minus the safelisted ones, the CORS headers, Vary (for
+// caches) and Set-Cookie (which no page may read). Sorted; "" when there is none.
+func exposeList(listed []string, answer http.Header) string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(k string) {
+		k = http.CanonicalHeaderKey(k)
+		if k == "" || k == "*" || seen[k] || safelisted[k] || strings.HasPrefix(k, "Access-Control-") ||
+			k == "Set-Cookie" || k == "Set-Cookie2" || k == "Vary" {
+			return
+		}
+		seen[k] = true
+		out = append(out, k)
+	}
+	for _, k := range listed {
+		add(k)
+	}
+	for k := range answer {
+		add(k)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 func cloneHeaders(h map[string]string) map[string]string {

@@ -759,3 +759,79 @@ func (h *logSignal) Handle(_ context.Context, r slog.Record) error {
 }
 func (h *logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *logSignal) WithGroup(string) slog.Handler      { return h }
+
+// Ensure a proxied answer that carries its own CORS headers goes out with the server's policy
+// only: one Access-Control-Allow-Origin (a browser refuses two), the listed origin echoed
+// with credentials, and the target's other CORS headers gone; the same as a mocked answer.
+func TestCORSReplacesTargetHeaders(t *testing.T) {
+	t.Parallel()
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Expose-Headers", "X-Upstream-Only")
+		w.Header().Set("Access-Control-Allow-Credentials", "false")
+		w.Header().Set("Vary", "Origin")
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req-1")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	})
+	for _, tc := range []struct {
+		name, origin, wantOrigin, wantCreds string
+		flags                               []string
+	}{
+		{"ListedOrigin", "http://localhost:5173", "http://localhost:5173", "true", []string{"http://localhost:5173"}},
+		{"AnyOrigin", "http://other.test", "*", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, hs, _ := newTestServer(t, "m.yaml", yamlFile, func(o *Options) { o.Target = target; o.CORSOrigins = tc.flags })
+			for _, path := range []string{"/cors", "/users/1"} {
+				a := do(t, "GET", hs.URL+path, "", "Origin", tc.origin)
+				if a.status != 200 {
+					t.Fatalf("%s: status %d", path, a.status)
+				}
+				if got := a.header.Values("Access-Control-Allow-Origin"); len(got) != 1 || got[0] != tc.wantOrigin {
+					t.Errorf("%s: Access-Control-Allow-Origin = %q, want [%q]", path, got, tc.wantOrigin)
+				}
+				if got := a.header.Values("Access-Control-Allow-Credentials"); strings.Join(got, ",") != tc.wantCreds {
+					t.Errorf("%s: Access-Control-Allow-Credentials = %q, want %q", path, got, tc.wantCreds)
+				}
+				if got := a.header.Values("Access-Control-Expose-Headers"); len(got) != 1 || strings.Contains(got[0], "X-Upstream-Only") {
+					t.Errorf("%s: Access-Control-Expose-Headers = %q, want the server's one value", path, got)
+				}
+				if got := a.header.Values("Vary"); strings.Count(strings.Join(got, ","), "Origin") != 1 {
+					t.Errorf("%s: Vary = %q, want Origin once", path, got)
+				}
+			}
+		})
+	}
+}
+
+// Ensure Access-Control-Expose-Headers names the answer's headers for an origin allowed with
+// credentials, where "*" is a header's name to a browser (Fetch), and stays "*" otherwise.
+func TestCORSExposeHeaders(t *testing.T) {
+	t.Parallel()
+	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "req-1")
+		w.Header().Set("Location", "/things/1")
+		w.Header().Set("Set-Cookie", "s=1")
+		w.WriteHeader(http.StatusCreated)
+	})
+	file := "mocks:\n  \"GET /users/:id\":\n    headers: {X-Total: \"3\", Cache-Control: no-store}\n    data: {id: 1}\n"
+	_, hs, _ := newTestServer(t, "m.yaml", file, func(o *Options) { o.Target = target; o.CORSOrigins = []string{"http://localhost:5173"} })
+	for _, tc := range []struct {
+		name, path, origin, want string
+	}{
+		{"MockedWithCredentials", "/users/1", "http://localhost:5173", "X-Total"},
+		{"ProxiedWithCredentials", "/things", "http://localhost:5173", "Date, Location, X-Request-Id"},
+		{"MockedWithoutCredentials", "/users/1", "http://other.test", "*"},
+		{"ProxiedWithoutCredentials", "/things", "http://other.test", "*"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := do(t, "GET", hs.URL+tc.path, "", "Origin", tc.origin)
+			if got := a.header.Values("Access-Control-Expose-Headers"); len(got) != 1 || got[0] != tc.want {
+				t.Errorf("Access-Control-Expose-Headers = %q, want [%q] (headers %v)", got, tc.want, a.header)
+			}
+		})
+	}
+}
