@@ -53,6 +53,7 @@ func newCompiler(s *Spec) *compiler {
 	jc.DefaultDraft(jsonschema.Draft2020)
 	jc.AssertFormat()
 	jc.UseLoader(refuseLoader{})
+	jc.UseRegexpEngine(compilePattern)
 	return &compiler{s: s, c: jc, defs: map[string]any{}}
 }
 

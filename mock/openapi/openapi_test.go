@@ -541,3 +541,47 @@ func TestLargeAnswersAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// Ensure patterns are read as ECMA-262 (look-ahead, \p{Lu}), as JSON Schema says, and that a
+// pattern that backtracks without end cannot hang a request: the value is let through.
+func TestECMAPatterns(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/patterns.yaml", openapi.Options{})
+	ct := map[string]string{"Content-Type": "application/json"}
+	for _, tc := range []struct {
+		name, body string
+		wantStatus int
+		wantAt     string
+	}{
+		{"LookAheadMatches", `{"password": "Passw0rdX"}`, 200, ""},
+		{"LookAheadFails", `{"password": "password"}`, 422, "body.password"},
+		{"UnicodePropertyMatches", `{"code": "ÉCOLE"}`, 200, ""},
+		{"UnicodePropertyFails", `{"code": "École"}`, 422, "body.code"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := do(t, srv, "POST", "/u", ct, tc.body)
+			if got.status != tc.wantStatus {
+				t.Fatalf("status %d, want %d: %s", got.status, tc.wantStatus, got.body)
+			}
+			if tc.wantAt != "" {
+				var p struct {
+					Validation []openapi.Violation `json:"validation"`
+				}
+				if err := json.Unmarshal(got.body, &p); err != nil || len(p.Validation) != 1 ||
+					strings.Join(p.Validation[0].Location, ".") != tc.wantAt || p.Validation[0].Code != "pattern" {
+					t.Errorf("violations %s, want one pattern violation at %s", got.body, tc.wantAt)
+				}
+			}
+		})
+	}
+	t.Run("CatastrophicPattern", func(t *testing.T) {
+		body := `{"slow": "` + strings.Repeat("a", 40) + `!"}`
+		for i := range 3 {
+			start := time.Now()
+			got := do(t, srv, "POST", "/u", ct, body)
+			if d := time.Since(start); got.status != 200 || d > 2*time.Second {
+				t.Fatalf("request %d: status %d after %v, want 200 within 2 s", i, got.status, d)
+			}
+		}
+	})
+}
