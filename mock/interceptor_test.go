@@ -366,3 +366,37 @@ func TestRuntimeSettings(t *testing.T) {
 		t.Fatal("Default is not one enabled interceptor")
 	}
 }
+
+// Ensure an answer whose status has no body (204, 304) goes out without one and without a
+// Content-Type, from both faces, whatever the handler gave.
+func TestBodylessStatuses(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	cfg.FallbackToNetwork = false
+	ic := New(cfg, WithMocks(Definitions{
+		"DELETE /items/:id": func(context.Context, *Request) (*Response, error) {
+			return &Response{Status: 204, Data: map[string]any{"ignored": true}}, nil
+		},
+		"GET /items/:id": func(context.Context, *Request) (*Response, error) {
+			return &Response{Status: 304, Headers: map[string]string{"ETag": `"v1"`}}, nil
+		},
+	}))
+	for _, tc := range []struct {
+		method string
+		status int
+	}{{"DELETE", 204}, {"GET", 304}} {
+		w := do(t, ic, tc.method, "/items/1", nil)
+		if w.Code != tc.status || w.Body.Len() != 0 || w.Header().Get("Content-Type") != "" || w.Header().Get("Content-Length") != "" {
+			t.Errorf("handler %s: %d %v %q", tc.method, w.Code, w.Header(), w.Body.String())
+		}
+		req, _ := http.NewRequest(tc.method, "http://api.test/items/1", nil)
+		resp, err := ic.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != tc.status || len(b) != 0 || resp.Header.Get("Content-Type") != "" {
+			t.Errorf("round trip %s: %d %v %q", tc.method, resp.StatusCode, resp.Header, b)
+		}
+	}
+}

@@ -34,14 +34,26 @@ func responseHeader(st *state, r *Response) http.Header {
 	return h
 }
 
-// render turns a response into status, header and body bytes.
+// render turns a response into status, header and body bytes. A status that has no body
+// (1xx, 204, 304) gets none, and no Content-Type.
 func render(st *state, r *Response) (int, http.Header, []byte, error) {
 	h := responseHeader(st, r)
+	status := statusOf(r)
+	if !bodyAllowed(status) {
+		h.Del("Content-Type")
+		return status, h, nil, nil
+	}
 	body, err := encodeBody(r, h.Get("Content-Type"))
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	return statusOf(r), h, body, nil
+	return status, h, body, nil
+}
+
+// bodyAllowed reports whether an answer of status may have a body (RFC 9110: not 1xx, 204
+// or 304).
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
 }
 
 // encodeBody returns the body bytes of a response whose Content-Type is
@@ -207,7 +219,9 @@ func (ic *Interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range h {
 		dst[k] = v
 	}
-	dst.Set("Content-Length", strconv.Itoa(len(out)))
+	if bodyAllowed(status) {
+		dst.Set("Content-Length", strconv.Itoa(len(out)))
+	}
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		w.Write(out)

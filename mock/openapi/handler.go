@@ -110,13 +110,13 @@ func (a *answerer) answer(op *operation, req *mock.Request) *mock.Response {
 			pathVals[n] = m[i+1]
 		}
 	}
-	var pref Prefer
-	if vals := req.Header.Values("Prefer"); len(vals) > 0 {
-		pref = ParsePrefer(vals)
+	pref, err := parsePrefer(req.Header.Values("Prefer"))
+	if err != nil {
+		return problem(http.StatusUnprocessableEntity, TypeUnprocessable, "Invalid request", err.Error(), nil)
 	}
 	if ok, challenges := op.authorized(req.Header, req.Query); !ok {
-		if r := op.byCode["401"]; r != nil {
-			return a.respond(op, r, http.StatusUnauthorized, req, Prefer{Dynamic: pref.Dynamic})
+		if r, status := op.declared(http.StatusUnauthorized); r != nil {
+			return a.respond(op, r, status, req, Prefer{Dynamic: pref.Dynamic})
 		}
 		p := problem(http.StatusUnauthorized, TypeUnauthorized, "Invalid security scheme used",
 			"The request lacks the credentials the operation's security requirements ask for, and the operation defines no 401 answer.", nil)
@@ -131,17 +131,17 @@ func (a *answerer) answer(op *operation, req *mock.Request) *mock.Response {
 			"The request body's Content-Type "+strconv.Quote(req.Header.Get("Content-Type"))+" is not one this operation accepts: "+op.bodyTypes(), nil)
 	}
 	if len(violations) > 0 {
-		for _, code := range []string{"422", "400", "DEFAULT"} {
-			if r := op.byCode[code]; r != nil {
-				status := r.status
-				if code == "DEFAULT" {
-					status = http.StatusUnprocessableEntity
-				}
+		// Prism's order: 422, else 4XX answered 422, else 400, else default answered 422
+		for _, code := range []int{http.StatusUnprocessableEntity, http.StatusBadRequest} {
+			if r, status := op.declared(code); r != nil {
 				return a.respond(op, r, status, req, Prefer{Dynamic: pref.Dynamic})
 			}
 		}
+		if r := op.byCode["DEFAULT"]; r != nil {
+			return a.respond(op, r, http.StatusUnprocessableEntity, req, Prefer{Dynamic: pref.Dynamic})
+		}
 		return problem(http.StatusUnprocessableEntity, TypeUnprocessable, "Invalid request",
-			"The request does not match the description (see validation), and the operation defines no 422, 400 or default answer.", violations)
+			"The request does not match the description (see validation), and the operation defines no 422, 4XX, 400 or default answer.", violations)
 	}
 	r, status := op.chosen, 0
 	if pref.Code != 0 {
@@ -164,14 +164,26 @@ func (a *answerer) answer(op *operation, req *mock.Request) *mock.Response {
 // pick finds the response for a status the request asks for: that code, else its range
 // (4XX), else default answered with that status.
 func (op *operation) pick(code int) (*response, int) {
+	if r, status := op.declared(code); r != nil {
+		return r, status
+	}
+	if r := op.byCode["DEFAULT"]; r != nil && code >= 100 && code <= 599 {
+		return r, code
+	}
+	return nil, 0
+}
+
+// declared finds the response the operation declares for a status: that code, else its
+// range (4XX) answered with that status.
+func (op *operation) declared(code int) (*response, int) {
+	if code < 100 || code > 599 {
+		return nil, 0
+	}
 	c := strconv.Itoa(code)
 	if r := op.byCode[c]; r != nil {
 		return r, code
 	}
 	if r := op.byCode[c[:1]+"XX"]; r != nil {
-		return r, code
-	}
-	if r := op.byCode["DEFAULT"]; r != nil {
 		return r, code
 	}
 	return nil, 0

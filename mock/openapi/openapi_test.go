@@ -585,3 +585,57 @@ func TestECMAPatterns(t *testing.T) {
 		}
 	})
 }
+
+// Ensure an invalid request gets the answer the operation declares, in Prism's order (422,
+// else 4XX answered 422, else 400, else default answered 422), a missing credential the 4XX
+// answered 401, a Prefer the mock cannot read a 422 problem, and a 204 no body and no
+// Content-Type.
+func TestErrorAnswers(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/errors.yaml", openapi.Options{})
+	for _, tc := range []struct {
+		name, method, path string
+		header             map[string]string
+		wantStatus         int
+		wantType           string
+		wantBody           any
+	}{
+		{"PathTypeGets4XX", "GET", "/range/abc", nil, 422, "application/json", map[string]any{"e": "4xx"}},
+		{"HeaderFormatGets4XX", "GET", "/range/1", map[string]string{"X-Trace": "not-a-uuid"}, 422, "application/json", map[string]any{"e": "4xx"}},
+		{"Only400", "GET", "/bad-request/abc", nil, 400, "application/json", map[string]any{"e": "400"}},
+		{"4XXBefore400", "GET", "/both/abc", nil, 422, "application/json", map[string]any{"e": "4xx"}},
+		{"Own422First", "GET", "/own/abc", nil, 422, "application/json", map[string]any{"e": "422"}},
+		{"DefaultAnswered422", "GET", "/default/abc", nil, 422, "application/json", map[string]any{"e": "default"}},
+		{"SecurityGets4XX", "GET", "/secured", nil, 401, "application/json", map[string]any{"e": "4xx"}},
+		{"ValidRequest", "GET", "/range/1", map[string]string{"X-Trace": "095be615-a8ad-4c33-8e9c-c7612fbf6c9f"}, 200, "application/json", map[string]any{"ok": true}},
+		{"PreferCodeNotANumber", "GET", "/range/1", map[string]string{"Prefer": "code=abc"}, 422, openapi.ProblemType, nil},
+		{"PreferDynamicNotABoolean", "GET", "/range/1", map[string]string{"Prefer": "dynamic=maybe"}, 422, openapi.ProblemType, nil},
+		{"PreferCodeNotAStatus", "GET", "/range/1", map[string]string{"Prefer": "code=42"}, 404, openapi.ProblemType, nil},
+		{"PreferCodeInRange", "GET", "/range/1", map[string]string{"Prefer": "code=418"}, 418, "application/json", map[string]any{"e": "4xx"}},
+		{"NoContent", "DELETE", "/gone", nil, 204, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := do(t, srv, tc.method, tc.path, tc.header, "")
+			if got.status != tc.wantStatus {
+				t.Fatalf("status %d, want %d: %s", got.status, tc.wantStatus, got.body)
+			}
+			if ct := got.header.Values("Content-Type"); strings.Join(ct, ",") != tc.wantType {
+				t.Errorf("Content-Type %q, want %q", ct, tc.wantType)
+			}
+			switch {
+			case tc.wantBody != nil:
+				if d := cmp.Diff(tc.wantBody, got.json(t)); d != "" {
+					t.Errorf("body (-want +got):\n%s", d)
+				}
+			case tc.wantType == openapi.ProblemType:
+				p, _ := got.json(t).(map[string]any)
+				if p["status"] != float64(tc.wantStatus) || (tc.wantStatus == 422 && !strings.Contains(p["detail"].(string), "Prefer")) {
+					t.Errorf("problem %v", p)
+				}
+			case len(got.body) != 0:
+				t.Errorf("body %q, want none", got.body)
+			}
+		})
+	}
+}

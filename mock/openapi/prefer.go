@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -18,9 +19,29 @@ type Prefer struct {
 }
 
 // ParsePrefer reads the Prefer header values. Preferences it does not know, and values that
-// do not parse, are ignored: a mock answers rather than refuses.
+// do not parse, are ignored.
 func ParsePrefer(values []string) Prefer {
+	p, _ := readPrefer(values)
+	if p.Code < 100 || p.Code > 599 {
+		p.Code = 0
+	}
+	return p
+}
+
+// parsePrefer reads the Prefer header values as the mock answers them: a code that is not a
+// number, or a dynamic that is not a boolean, is an error (Prism refuses them with 422).
+func parsePrefer(values []string) (Prefer, error) {
+	p, bad := readPrefer(values)
+	if len(bad) > 0 {
+		return p, errors.New("The Prefer header asks for " + strings.Join(bad, " and ") + ".")
+	}
+	return p, nil
+}
+
+// readPrefer reads the preferences it knows, and words those whose value does not parse.
+func readPrefer(values []string) (Prefer, []string) {
 	var p Prefer
+	var bad []string
 	for _, v := range values {
 		for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ';' }) {
 			k, val, ok := strings.Cut(part, "=")
@@ -31,17 +52,23 @@ func ParsePrefer(values []string) Prefer {
 			val = strings.Trim(strings.TrimSpace(val), `"`)
 			switch k {
 			case "code":
-				if n, err := strconv.Atoi(val); err == nil && n >= 100 && n <= 599 {
-					p.Code = n
+				n, err := strconv.Atoi(val)
+				if err != nil {
+					bad = append(bad, "code "+strconv.Quote(val)+", which is not a status code (a number such as 404)")
+					continue
 				}
+				p.Code = n
 			case "example":
 				p.Example = val
 			case "dynamic":
-				if b, err := strconv.ParseBool(val); err == nil {
-					p.Dynamic = &b
+				b, err := strconv.ParseBool(val)
+				if err != nil {
+					bad = append(bad, "dynamic "+strconv.Quote(val)+", which is neither true nor false")
+					continue
 				}
+				p.Dynamic = &b
 			}
 		}
 	}
-	return p
+	return p, bad
 }
