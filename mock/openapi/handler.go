@@ -110,7 +110,7 @@ func (a *answerer) answer(op *operation, req *mock.Request) *mock.Response {
 			pathVals[n] = m[i+1]
 		}
 	}
-	pref, err := parsePrefer(req.Header.Values("Prefer"))
+	pref, err := requestPrefer(req.Header, req.Query)
 	if err != nil {
 		return problem(http.StatusUnprocessableEntity, TypeUnprocessable, "Invalid request", err.Error(), nil)
 	}

@@ -639,3 +639,49 @@ func TestErrorAnswers(t *testing.T) {
 		})
 	}
 }
+
+// Ensure the query parameters __code, __example and __dynamic steer the answer as Prefer
+// does (a browser sends them without a preflight), and that a Prefer header wins over them.
+func TestQueryPreferences(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, "testdata/petstore.yaml", openapi.Options{})
+	for _, tc := range []struct {
+		name, path string
+		header     map[string]string
+		wantStatus int
+		wantBody   any
+	}{
+		{"Code", "/pets/3?__code=404", nil, 404, map[string]any{"error": "no such pet"}},
+		{"Example", "/pets/3?__example=rex", nil, 200, map[string]any{"id": 2.0, "name": "Rex"}},
+		{"CodeNotANumber", "/pets/3?__code=abc", nil, 422, nil},
+		{"HeaderWins", "/pets/3?__code=404", map[string]string{"Prefer": "example=rex"}, 200, map[string]any{"id": 2.0, "name": "Rex"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := do(t, srv, "GET", tc.path, tc.header, "")
+			if got.status != tc.wantStatus {
+				t.Fatalf("status %d, want %d: %s", got.status, tc.wantStatus, got.body)
+			}
+			if tc.wantBody != nil {
+				if d := cmp.Diff(tc.wantBody, got.json(t)); d != "" {
+					t.Errorf("body (-want +got):\n%s", d)
+				}
+			}
+		})
+	}
+	t.Run("Dynamic", func(t *testing.T) {
+		t.Parallel()
+		static := do(t, srv, "GET", "/pets", nil, "")
+		seen := map[string]bool{}
+		for range 5 {
+			got := do(t, srv, "GET", "/pets?__dynamic=true", nil, "")
+			if got.status != 200 {
+				t.Fatalf("status %d", got.status)
+			}
+			seen[string(got.body)] = true
+		}
+		if len(seen) < 2 || seen[string(static.body)] {
+			t.Errorf("__dynamic=true answered %d different bodies, the static one among them: %v", len(seen), seen[string(static.body)])
+		}
+	})
+}
