@@ -99,7 +99,7 @@ CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do n
 	fl.StringVar(&opts.Host, "host", "127.0.0.1", "address to listen on")
 	fl.IntVarP(&opts.Port, "port", "p", 3001, "port to listen on (0 picks a free one)")
 	fl.StringVar(&opts.Target, "target", "", "proxy unmatched requests to this URL")
-	fl.StringVar(&opts.Delay, "delay", "", "delay every mocked response: milliseconds (200) or a range (100-400); overrides the file")
+	fl.StringVar(&opts.Delay, "delay", "", "delay every mocked response (file, OpenAPI and WireMock answers): milliseconds (200) or a range (100-400); overrides the file; a route's or mapping's own delay wins")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reload the file when it changes")
 	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
 	fl.BoolVar(&opts.RecordSecrets, "record-secrets", false, "keep tokens, passwords and keys in recorded answers (redacted by default)")

@@ -186,6 +186,8 @@ func (s *Server) loadWireMock(set *mockfile.Set) error {
 	for _, p := range problems {
 		s.log.Warn("wiremock mapping not served", "problem", p.String())
 	}
+	// the global delay (--delay, config.delay, PATCH /__mock/config) as the mocks have it
+	stubs.SetDefaultDelay(func() time.Duration { return s.ic.Delay().Pick() })
 	s.wm.Store(stubs)
 	s.wmProblems = problems
 	return nil

@@ -835,3 +835,42 @@ func TestCORSExposeHeaders(t *testing.T) {
 		})
 	}
 }
+
+// Ensure --delay delays WireMock answers as it does the mocks, and that a mapping's own
+// fixedDelayMilliseconds replaces it (as a route's own delay does); PATCH /__mock/config
+// reaches them too.
+func TestWireMock_GlobalDelay(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wm := filepath.Join(dir, "mappings")
+	if err := os.MkdirAll(wm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTemp(t, wm, "m.json", `{"mappings":[
+		{"request":{"method":"GET","urlPath":"/plain"},"response":{"status":200,"body":"plain"}},
+		{"request":{"method":"GET","urlPath":"/own"},"response":{"status":200,"body":"own","fixedDelayMilliseconds":10}}]}`)
+	delay := mock.Fixed(300 * time.Millisecond)
+	s, err := New(Options{Logger: quiet, WireMock: dir, Delay: &delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); s.Close() })
+	timed := func(path string) (answer, time.Duration) {
+		start := time.Now()
+		a := do(t, "GET", hs.URL+path, "")
+		return a, time.Since(start)
+	}
+	if a, d := timed("/plain"); a.body != "plain" || d < 300*time.Millisecond {
+		t.Errorf("/plain answered %q after %v, want after --delay 300ms", a.body, d)
+	}
+	if a, d := timed("/own"); a.body != "own" || d >= 300*time.Millisecond {
+		t.Errorf("/own answered %q after %v, want its own 10ms", a.body, d)
+	}
+	if a := do(t, "PATCH", hs.URL+"/__mock/config", `{"delay": 0}`, "Content-Type", "application/json"); a.status != 200 {
+		t.Fatalf("PATCH /__mock/config: %d %s", a.status, a.body)
+	}
+	if a, d := timed("/plain"); a.body != "plain" || d >= 300*time.Millisecond {
+		t.Errorf("/plain answered %q after %v, want no delay after PATCH", a.body, d)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/acme/app/mock"
@@ -89,6 +90,19 @@ type Stubs struct {
 
 	mu     sync.Mutex
 	states map[string]string // scenario → state; absent: Started
+
+	defaultDelay atomic.Pointer[func() time.Duration]
+}
+
+// SetDefaultDelay sets the delay of the answers of mappings that have no delay of their own,
+// drawn for each answer (nil: none): a server's global delay. A mapping's own
+// fixedDelayMilliseconds or delayDistribution replaces it. It is safe while serving.
+func (s *Stubs) SetDefaultDelay(d func() time.Duration) {
+	if d == nil {
+		s.defaultDelay.Store(nil)
+		return
+	}
+	s.defaultDelay.Store(&d)
 }
 
 // rank orders stubs as WireMock does: lowest priority number first, then the one added last.
@@ -211,7 +225,11 @@ func (s *Stubs) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 		s.mu.Unlock()
 	}
 	a := st.answer
-	if d := a.delay.pick(); d > 0 {
+	d := a.delay.pick()
+	if f := s.defaultDelay.Load(); f != nil && a.delay.kind == "" {
+		d = (*f)()
+	}
+	if d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
