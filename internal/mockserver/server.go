@@ -1,12 +1,14 @@
 package mockserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -444,7 +446,7 @@ func (s *Server) Watch(ctx context.Context) error {
 					}
 				})
 			case <-fire:
-				_ = s.Reload()
+				_ = s.reloadChanged()
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
@@ -454,6 +456,27 @@ func (s *Server) Watch(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// ErrEmptyFile is why a change seen by Watch did not reload: the mock file is empty.
+var ErrEmptyFile = errors.New("the mock file is empty")
+
+// reloadChanged reloads after a change Watch saw. A mock file found empty is taken for a
+// passing state, not for a set of no routes: editors truncate a file before writing it
+// again, and a reload then would answer 404 to every route until the next write. The
+// previous mocks stay (logged, and told to OnReload as ErrEmptyFile); the write that follows
+// reloads as usual.
+func (s *Server) reloadChanged() error {
+	if s.opts.File != "" {
+		if b, err := os.ReadFile(s.opts.File); err == nil && len(bytes.TrimSpace(b)) == 0 {
+			s.log.Warn("mocks not reloaded; the file is empty (being saved?), keeping the previous ones until it is written again", "file", s.opts.File)
+			if s.opts.OnReload != nil {
+				s.opts.OnReload(ErrEmptyFile)
+			}
+			return ErrEmptyFile
+		}
+	}
+	return s.Reload()
 }
 
 // SpecRoutes lists the routes served from the OpenAPI descriptions now (the file's mocks

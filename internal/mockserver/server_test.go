@@ -874,3 +874,46 @@ func TestWireMock_GlobalDelay(t *testing.T) {
 		t.Errorf("/plain answered %q after %v, want no delay after PATCH", a.body, d)
 	}
 }
+
+// Ensure --watch takes a mock file truncated to empty (as editors leave it while saving) for
+// a passing state: the previous mocks keep answering, and the write that follows reloads.
+func TestHotReload_EmptyFileKeepsMocks(t *testing.T) {
+	t.Parallel()
+	reloads := make(chan error, 10)
+	s, hs, path := newTestServer(t, "m.yaml", "mocks:\n  \"GET /v\": {data: {v: 1}}\n", func(o *Options) {
+		o.OnReload = func(err error) { reloads <- err }
+	})
+	if err := s.Watch(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wait := func() error {
+		t.Helper()
+		select {
+		case err := <-reloads:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("no reload after the edit")
+			return nil
+		}
+	}
+	for _, empty := range []string{"", "\n  \n"} {
+		if err := os.WriteFile(path, []byte(empty), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := wait(); !errors.Is(err, ErrEmptyFile) {
+			t.Fatalf("empty file %q: reload err=%v, want ErrEmptyFile", empty, err)
+		}
+		if a := do(t, "GET", hs.URL+"/v", ""); a.status != 200 || a.body != `{"v":1}` {
+			t.Fatalf("while the file is empty: %d %s, want the previous mocks", a.status, a.body)
+		}
+	}
+	if err := os.WriteFile(path, []byte("mocks:\n  \"GET /v\": {data: {v: 2}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("write after the truncation: %v", err)
+	}
+	if a := do(t, "GET", hs.URL+"/v", ""); a.body != `{"v":2}` {
+		t.Fatalf("after the write: %s", a.body)
+	}
+}
