@@ -151,6 +151,9 @@ func (s *Service) anthropicBlock(at string, raw json.RawMessage, msg *ai.Message
 	if json.Unmarshal(raw, &b) != nil {
 		return invalid(at, "invalid_type", "%s: Input should be a content block object", at)
 	}
+	if err := onlyFields(at, raw, blockFields[b.Type]...); err != nil {
+		return err
+	}
 	switch {
 	case b.Type == "text" && b.Text != nil:
 		if len(msg.Parts) > 0 {
@@ -201,6 +204,14 @@ func (s *Service) anthropicBlock(at string, raw json.RawMessage, msg *ai.Message
 	return nil
 }
 
+// blockFields are the fields read of each content block type.
+var blockFields = map[string][]string{
+	"text":        {"type", "text"},
+	"image":       {"type", "source"},
+	"tool_use":    {"type", "id", "name", "input"},
+	"tool_result": {"type", "tool_use_id", "content", "is_error"},
+}
+
 // anthropicImage reads an image block's source: base64 data, or a URL.
 func (s *Service) anthropicImage(at string, raw json.RawMessage) (*ai.Image, error) {
 	var src struct {
@@ -214,12 +225,18 @@ func (s *Service) anthropicImage(at string, raw json.RawMessage) (*ai.Image, err
 	}
 	switch src.Type {
 	case "base64":
+		if err := onlyFields(at, raw, "type", "media_type", "data"); err != nil {
+			return nil, err
+		}
 		if !strings.HasPrefix(src.MediaType, "image/") || src.Data == "" {
 			return nil, invalid(at, "invalid_value", "%s: a base64 source needs an image media_type and data", at)
 		}
 		// A too-large image is refused naming source.data, where the client put it.
 		return dataImage(at, "data:"+src.MediaType+";base64,"+src.Data, s.maxImage, at+".data")
 	case "url":
+		if err := onlyFields(at, raw, "type", "url"); err != nil {
+			return nil, err
+		}
 		return imagePart(at, json.RawMessage(fmt.Sprintf(`{"url":%q}`, src.URL)), s.maxImage)
 	}
 	return nil, unsupported(at+".type", "only base64 and url image sources are supported by this gateway.")
@@ -235,13 +252,17 @@ func blocksText(at string, raw json.RawMessage) (string, error) {
 		Type string  `json:"type"`
 		Text *string `json:"text"`
 	}
-	if json.Unmarshal(raw, &blocks) != nil {
+	var raws []json.RawMessage
+	if json.Unmarshal(raw, &blocks) != nil || json.Unmarshal(raw, &raws) != nil {
 		return "", invalid(at, "invalid_type", "%s: Input should be a string or a list of text blocks", at)
 	}
 	var b strings.Builder
 	for j, blk := range blocks {
 		if blk.Type != "text" || blk.Text == nil {
 			return "", unsupported(fmt.Sprintf("%s.%d.type", at, j), "only text blocks are supported here by this gateway.")
+		}
+		if err := onlyFields(fmt.Sprintf("%s.%d", at, j), raws[j], "type", "text"); err != nil {
+			return "", err
 		}
 		b.WriteString(*blk.Text)
 	}
@@ -256,7 +277,8 @@ func anthropicTools(raw json.RawMessage) ([]ai.Tool, error) {
 		Description string          `json:"description"`
 		InputSchema json.RawMessage `json:"input_schema"`
 	}
-	if json.Unmarshal(raw, &items) != nil {
+	var raws []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || json.Unmarshal(raw, &raws) != nil {
 		return nil, invalid("tools", "invalid_type", "tools: Input should be a list of tools")
 	}
 	if len(items) > MaxTools {
@@ -265,9 +287,13 @@ func anthropicTools(raw json.RawMessage) ([]ai.Tool, error) {
 	out := make([]ai.Tool, len(items))
 	for i, t := range items {
 		at := fmt.Sprintf("tools.%d", i)
-		switch {
-		case t.Type != "" && t.Type != "custom":
+		if t.Type != "" && t.Type != "custom" {
 			return nil, unsupported(at+".type", fmt.Sprintf("the server tool %q is not supported by this gateway (custom tools only).", t.Type))
+		}
+		if err := onlyFields(at, raws[i], "type", "name", "description", "input_schema"); err != nil {
+			return nil, err
+		}
+		switch {
 		case !toolName.MatchString(t.Name):
 			return nil, invalid(at+".name", "invalid_value", "%s.name: expected 1 to 64 letters, digits, underscores or dashes", at)
 		case !isObject(t.InputSchema):

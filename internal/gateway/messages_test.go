@@ -72,6 +72,12 @@ func TestParseMessagesRefused(t *testing.T) {
 		body, param, code string
 	}{
 		{`{` + head + `,` + msg + `,"top_k":5}`, "top_k", "unsupported_parameter"},
+		// Prompt-caching marks and unknown fields inside blocks, the system and tools: refused.
+		{`{` + head + `,"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}]}`, "messages.0.content.0.cache_control", "unsupported_parameter"},
+		{`{` + head + `,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],` + msg + `}`, "system.0.cache_control", "unsupported_parameter"},
+		{`{` + head + `,` + msg + `,"tools":[{"name":"a","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]}`, "tools.0.cache_control", "unsupported_parameter"},
+		{`{` + head + `,"messages":[{"role":"user","content":[{"type":"text","text":"a","bogus":1}]}]}`, "messages.0.content.0.bogus", "unsupported_parameter"},
+		{`{` + head + `,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"r","citations":[]}]}]}]}`, "messages.0.content.0.content.0.citations", "unsupported_parameter"},
 		{`{"model":"anthropic/claude-haiku-4-5",` + msg + `}`, "max_tokens", ""},
 		{`{` + head + `,` + msg + `,"temperature":2}`, "temperature", "invalid_value"},
 		{`{` + head + `,` + msg + `,"stop_sequences":"x"}`, "stop_sequences", "invalid_type"},

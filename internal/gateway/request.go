@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -25,6 +26,26 @@ func invalid(param, code, format string, args ...any) *apperr.Error {
 // unsupported is the 400 of a parameter the gateway cannot honour.
 func unsupported(param, why string) *apperr.Error {
 	return invalid(param, "unsupported_parameter", "Unsupported parameter: '%s' %s", param, why)
+}
+
+// onlyFields refuses, naming it, a field of the object raw at `at` (a message's part, a tool,
+// a content block) other than names and not null: nothing a request asks for is dropped
+// silently. A value that is not an object is left to the caller's own decoding.
+func onlyFields(at string, raw json.RawMessage, names ...string) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if slices.Contains(names, name) || validate.IsNull(fields[name]) {
+			continue
+		}
+		if name == "cache_control" {
+			return unsupported(at+"."+name, "prompt caching marks are not supported by this gateway.")
+		}
+		return unsupported(at+"."+name, "is not supported by this gateway.")
+	}
+	return nil
 }
 
 // Request is a parsed chat-completions request, ready for the AI service.
@@ -321,6 +342,11 @@ func content(at string, raw json.RawMessage, images bool, maxImage int64) (strin
 		if json.Unmarshal(item["type"], &typ) != nil {
 			return "", nil, invalid(pat+".type", "invalid_type", "Invalid type for '%s.type': expected a string.", pat)
 		}
+		for name, v := range item {
+			if name != "type" && name != typ && !validate.IsNull(v) { // a part holds its type's field
+				return "", nil, unsupported(pat+"."+name, "is not supported by this gateway.")
+			}
+		}
 		switch {
 		case typ == "text":
 			if json.Unmarshal(item["text"], &parts[j].Text) != nil {
@@ -357,6 +383,9 @@ func imagePart(at string, raw json.RawMessage, maxImage int64) (*ai.Image, error
 	}
 	if json.Unmarshal(raw, &v) != nil || v.URL == nil {
 		return nil, invalid(at+".url", "", "Missing required parameter: '%s.url'.", at)
+	}
+	if err := onlyFields(at, raw, "url", "detail"); err != nil {
+		return nil, err
 	}
 	im := &ai.Image{URL: *v.URL}
 	if v.Detail != nil {

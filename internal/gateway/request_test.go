@@ -92,6 +92,11 @@ func TestParseRefused(t *testing.T) {
 		body, param, code string
 	}{
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"n":2}`, "n", "unsupported_parameter"},
+		// A field inside a part or a tool is refused like one at the top: never dropped.
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"text","text":"a","bogus":1}]}]}`, "messages[0].content[0].bogus", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x.test/a.png","fidelity":"max"}}]}]}`, "messages[0].content[0].image_url.fidelity", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a"},"cache_control":{"type":"ephemeral"}}]}`, "tools[0].cache_control", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function","function":{"name":"a","examples":[]}}]}`, "tools[0].function.examples", "unsupported_parameter"},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"function"}]}`, "tools[0].function.name", ""},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":[{"type":"web_search"}]}`, "tools[0].type", "unsupported_parameter"},
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"tools":{"type":"function"}}`, "tools", "invalid_type"},

@@ -60,6 +60,8 @@ func tools(raw json.RawMessage) ([]ai.Tool, error) {
 	if len(items) > MaxTools {
 		return nil, invalid("tools", "array_above_max_length", "Invalid 'tools': at most %d tools.", MaxTools)
 	}
+	var raws []json.RawMessage
+	_ = json.Unmarshal(raw, &raws) // the same array as items, each tool as sent
 	out := make([]ai.Tool, len(items))
 	seen := make(map[string]bool, len(items))
 	for i, t := range items {
@@ -76,6 +78,9 @@ func tools(raw json.RawMessage) ([]ai.Tool, error) {
 		case seen[*t.Function.Name]:
 			return nil, invalid(at+".function.name", "invalid_value", "Invalid '%s.function.name': the tool %s is declared twice.", at, *t.Function.Name)
 		}
+		if err := toolFields(at, raws[i]); err != nil {
+			return nil, err
+		}
 		seen[*t.Function.Name] = true
 		out[i] = ai.Tool{Name: *t.Function.Name, Strict: t.Function.Strict}
 		if t.Function.Description != nil {
@@ -89,6 +94,18 @@ func tools(raw json.RawMessage) ([]ai.Tool, error) {
 		}
 	}
 	return out, nil
+}
+
+// toolFields refuses a field of a function tool, or of its function, that is not read.
+func toolFields(at string, raw json.RawMessage) error {
+	var t struct {
+		Function json.RawMessage `json:"function"`
+	}
+	_ = json.Unmarshal(raw, &t)
+	if err := onlyFields(at, raw, "type", "function"); err != nil {
+		return err
+	}
+	return onlyFields(at+".function", t.Function, "name", "description", "parameters", "strict")
 }
 
 // toolChoice reads `tool_choice`: auto, none, required, or {type: "function", function:
