@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +24,6 @@ import (
 
 // maxRecordBody is the largest upstream body the recorder keeps.
 const maxRecordBody = 8 << 20
-
-// redacted replaces a secret in a recorded answer.
-const redacted = "[REDACTED]"
 
 // recorder is the proxy's transport under --record: it forwards each request to the target
 // and writes the exchange into a mock file (JSON when its name ends in .json, else YAML), one
@@ -88,22 +84,6 @@ var skipHeaders = map[string]bool{
 func skipHeader(k string) bool {
 	return skipHeaders[k] || strings.HasPrefix(k, "X-Ratelimit-") || strings.HasPrefix(k, "Ratelimit")
 }
-
-// secretHeaders carry credentials; their values are redacted unless --record-secrets.
-var secretHeaders = map[string]bool{"Authorization": true, "Proxy-Authorization": true, "X-Api-Key": true, "Cookie": true}
-
-// secretWords are the parts of a name (a JSON key, a header, a form field) that make its value
-// secret: tokens, secrets, passwords, keys.
-const secretWords = `token|secret|password|passwd|passphrase|pwd|api[_-]?key|private[_-]?key|authorization|credential|session`
-
-// secretKey matches a name whose value is redacted.
-var secretKey = regexp.MustCompile(`(?i)(` + secretWords + `)`)
-
-// formSecret matches a name=value pair of a form or query-like text body whose name is secret.
-var formSecret = regexp.MustCompile(`(?i)((?:^|[&\s?;])[\w.-]*(?:` + secretWords + `)[\w.-]*=)[^&\s;]*`)
-
-// jwtLike matches a JSON Web Token wherever it appears in a string.
-var jwtLike = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+`)
 
 // RoundTrip forwards req and records the answer.
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -166,8 +146,12 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 			continue
 		}
 		v := vs[0]
-		if !r.secrets && (secretHeaders[http.CanonicalHeaderKey(k)] || secretKey.MatchString(k)) {
+		switch {
+		case r.secrets:
+		case secretHeaders[http.CanonicalHeaderKey(k)] || secretKey.MatchString(k):
 			v = redacted
+		default: // Location: …#access_token=…, Link: <…?access_token=…>, X-Debug: Bearer …
+			v = redactString(v)
 		}
 		templated = templated || strings.Contains(v, "{{")
 		headers.Content = append(headers.Content, scalar(k), quoted(v))
@@ -176,21 +160,22 @@ func (r *recorder) record(req *http.Request, resp *http.Response, body []byte) {
 		add("headers", headers)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	var data yaml.Node
+	// A body that parses as JSON is JSON, whatever it is declared as: its secrets are found
+	// by key wherever the upstream's Content-Type says text, YAML or nothing.
+	node, isJSON := parseJSONNode(body)
 	switch {
 	case len(body) == 0:
-	case strings.Contains(mt, "json") && json.Valid(body) && yaml.Unmarshal(body, &data) == nil && len(data.Content) == 1:
+	case isJSON && strings.Contains(mt, "json"):
 		// JSON is YAML: the node keeps the keys in the order the upstream sent them.
-		d := data.Content[0]
-		blockStyle(d)
+		blockStyle(node)
 		if !r.secrets {
-			redactNode(d, false)
+			redactNode(node, false)
 		}
-		add("data", d)
+		add("data", node)
 	default:
 		s := string(body)
 		if !r.secrets {
-			s = formSecret.ReplaceAllString(jwtLike.ReplaceAllString(s, redacted), "${1}"+redacted)
+			s = redactBody(s, node, mt)
 		}
 		add("body", quoted(s))
 	}
@@ -260,29 +245,26 @@ func blockStyle(n *yaml.Node) {
 	}
 }
 
-// redactNode replaces the values under secret-looking keys, and JWTs anywhere, by [REDACTED].
-func redactNode(n *yaml.Node, secret bool) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			// Everything under a secret key is secret: {"credentials": {"user": …}}.
-			redactNode(n.Content[i+1], secret || secretKey.MatchString(n.Content[i].Value))
+// redactBody redacts a body recorded as text: JSON (node, when it parsed) by its keys and
+// written again only when something was redacted, YAML by its keys, anything else line by
+// line (redactText).
+func redactBody(s string, node *yaml.Node, mediaType string) string {
+	if node != nil {
+		if !redactNode(node, false) {
+			return s
 		}
-	case yaml.SequenceNode:
-		for _, c := range n.Content {
-			redactNode(c, secret)
+		var buf bytes.Buffer
+		if err := nodeJSON(&buf, node); err == nil {
+			return buf.String()
 		}
-	case yaml.ScalarNode:
-		if n.Tag == "!!null" || n.Tag == "!!bool" {
-			return
-		}
-		switch {
-		case secret:
-			n.Tag, n.Value, n.Style = "!!str", redacted, yaml.DoubleQuotedStyle
-		case n.Tag == "!!str" || n.Tag == "":
-			n.Value = jwtLike.ReplaceAllString(n.Value, redacted)
+		return redactText(s)
+	}
+	if strings.Contains(mediaType, "yaml") {
+		if out, ok := redactYAML([]byte(s)); ok {
+			return out
 		}
 	}
+	return redactText(s)
 }
 
 // write replaces the file atomically (a temporary file renamed over it).
@@ -359,6 +341,10 @@ func nodeJSON(w *bytes.Buffer, n *yaml.Node) error {
 	case yaml.AliasNode:
 		return nodeJSON(w, n.Alias)
 	default:
+		if (n.Tag == "!!int" || n.Tag == "!!float") && isJSONNumber(n.Value) {
+			w.WriteString(n.Value) // as written: 1.50 stays 1.50, a 20-digit id keeps its digits
+			return nil
+		}
 		var v any
 		if err := n.Decode(&v); err != nil {
 			return err
@@ -370,4 +356,9 @@ func nodeJSON(w *bytes.Buffer, n *yaml.Node) error {
 		w.Write(b)
 	}
 	return nil
+}
+
+// isJSONNumber reports whether s is a number as JSON writes one.
+func isJSONNumber(s string) bool {
+	return s != "" && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) && json.Valid([]byte(s))
 }
