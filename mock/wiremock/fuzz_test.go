@@ -26,6 +26,12 @@ func FuzzMapping(f *testing.F) {
 	} {
 		f.Add([]byte(s[0]), s[1], s[2], `{"a":1}`)
 	}
+	// Fixed matchers, each with a body that once matched wrongly.
+	for _, s := range [][2]string{
+		{`{"request":{"method":"POST","bodyPatterns":[{"equalToJson":{"x":[1,3]},"ignoreExtraElements":true}]},"response":{}}`, `{"x":[1,2,3]}`},
+	} {
+		f.Add([]byte(s[0]), "POST", "/", s[1])
+	}
 	dir := f.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "__files"), 0o755); err != nil {
 		f.Fatal(err)

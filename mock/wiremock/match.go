@@ -170,8 +170,8 @@ func (j *jsonBody) get(body []byte) (any, bool) {
 }
 
 // jsonEqual compares JSON values: numbers by value, objects by keys (actual may have more
-// with ignoreExtra), arrays in order (any order with ignoreOrder; extra items with
-// ignoreExtra).
+// with ignoreExtra), arrays in order (any order with ignoreOrder; with ignoreExtra, extra
+// items after the expected ones, or anywhere with ignoreOrder too).
 func jsonEqual(want, got any, ignoreOrder, ignoreExtra bool) bool {
 	switch w := want.(type) {
 	case map[string]any:
@@ -192,18 +192,12 @@ func jsonEqual(want, got any, ignoreOrder, ignoreExtra bool) bool {
 			return false
 		}
 		if !ignoreOrder {
-			j := 0
-			for _, wv := range w {
-				for j < len(g) && !jsonEqual(wv, g[j], ignoreOrder, ignoreExtra) {
-					if !ignoreExtra {
-						return false
-					}
-					j++
-				}
-				if j == len(g) {
+			// Position by position, as WireMock compares them: ignoreExtra lets the request
+			// have more items after the last expected one, never between them.
+			for i, wv := range w {
+				if !jsonEqual(wv, g[i], ignoreOrder, ignoreExtra) {
 					return false
 				}
-				j++
 			}
 			return true
 		}

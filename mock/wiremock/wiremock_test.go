@@ -300,3 +300,40 @@ func send(t *testing.T, base string, c call) (int, string, http.Header) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header
 }
+
+// Ensure equalToJson compares as WireMock 3 does (checked against WireMock 3.13.2): with
+// ignoreExtraElements alone, arrays position by position with extra items only after the
+// expected ones; with ignoreArrayOrder too, any assignment of expected items to distinct
+// request items.
+func TestEqualToJSON_WireMockSemantics(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, pattern, body string
+		want                bool
+	}{
+		{"ExtraBetweenRefused", `{"equalToJson":{"x":[1,3]},"ignoreExtraElements":true}`, `{"x":[1,2,3]}`, false},
+		{"ExtraAfter", `{"equalToJson":{"x":[1,2]},"ignoreExtraElements":true}`, `{"x":[1,2,3]}`, true},
+		{"ExtraBeforeRefused", `{"equalToJson":{"x":[1,2]},"ignoreExtraElements":true}`, `{"x":[0,1,2]}`, false},
+		{"ExtraFieldsInItems", `{"equalToJson":{"x":[{"a":1}]},"ignoreExtraElements":true}`, `{"x":[{"a":1,"b":2},5]}`, true},
+		{"ExactArrayOrder", `{"equalToJson":{"x":[1,2]}}`, `{"x":[2,1]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := bodyMatches(t, tc.pattern, tc.body); got != tc.want {
+				t.Fatalf("%s against %s: %v, want %v", tc.pattern, tc.body, got, tc.want)
+			}
+		})
+	}
+}
+
+// bodyMatches loads one bodyPatterns entry and reports whether body matches it.
+func bodyMatches(t *testing.T, pattern, body string) bool {
+	t.Helper()
+	l := &loader{rel: "mappings/m.json"}
+	l.mapping([]byte(`{"request":{"method":"POST","bodyPatterns":[`+pattern+`]}}`), "")
+	if len(l.problems) > 0 || len(l.stubs) != 1 {
+		t.Fatalf("pattern %s: %v", pattern, l.problems)
+	}
+	var parsed jsonBody
+	return l.stubs[0].body[0].matches([]byte(body), &parsed)
+}
