@@ -1,6 +1,7 @@
 package wiremock
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,6 +30,8 @@ func FuzzMapping(f *testing.F) {
 	// Fixed matchers, each with a body that once matched wrongly.
 	for _, s := range [][2]string{
 		{`{"request":{"method":"POST","bodyPatterns":[{"equalToJson":{"x":[1,3]},"ignoreExtraElements":true}]},"response":{}}`, `{"x":[1,2,3]}`},
+		{`{"request":{"method":"POST","bodyPatterns":[{"equalToJson":[{"a":1},{"a":1,"b":2}],"ignoreArrayOrder":true,"ignoreExtraElements":true}]},"response":{}}`, `[{"a":1,"b":2},{"a":1}]`},
+		{`{"request":{"method":"POST","bodyPatterns":[{"equalToJson":[[{"a":1},{}],[1,[]]],"ignoreArrayOrder":true}]},"response":{}}`, `[[1,[]],[{},{"a":1}]]`},
 	} {
 		f.Add([]byte(s[0]), "POST", "/", s[1])
 	}
@@ -67,4 +70,108 @@ func FuzzMapping(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// FuzzEqualToJSON checks equalToJson against a plain backtracking comparison on small
+// documents, with every combination of ignoreArrayOrder and ignoreExtraElements.
+func FuzzEqualToJSON(f *testing.F) {
+	for _, s := range [][2]string{
+		{`[{"a":1},{"a":1,"b":2}]`, `[{"a":1,"b":2},{"a":1}]`},
+		{`{"x":[1,3]}`, `{"x":[1,2,3]}`},
+		{`[[1,2],[2]]`, `[[2],[2,1,3]]`},
+		{`[{},{"a":[1]},1,1]`, `[1,{"a":[2,1]},{"b":1},1,null]`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, want, got string) {
+		var w, g any
+		if json.Unmarshal([]byte(want), &w) != nil || json.Unmarshal([]byte(got), &g) != nil || !small(w) || !small(g) {
+			return
+		}
+		for _, mode := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			if a, b := jsonEqual(w, g, mode[0], mode[1]), refEqual(w, g, mode[0], mode[1]); a != b {
+				t.Fatalf("ignoreArrayOrder=%v ignoreExtraElements=%v: %s vs %s: %v, reference %v", mode[0], mode[1], want, got, a, b)
+			}
+		}
+	})
+}
+
+// small reports whether v has at most 6 items per array and 40 values in all.
+func small(v any) bool {
+	n := 0
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		n++
+		switch x := v.(type) {
+		case []any:
+			if len(x) > 6 {
+				return false
+			}
+			for _, c := range x {
+				if !walk(c) {
+					return false
+				}
+			}
+		case map[string]any:
+			for _, c := range x {
+				if !walk(c) {
+					return false
+				}
+			}
+		}
+		return n <= 40
+	}
+	return walk(v)
+}
+
+// refEqual is equalToJson's comparison written the slow, obvious way: unordered arrays try
+// every assignment of expected items to distinct request items.
+func refEqual(want, got any, order, extra bool) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || (!extra && len(g) != len(w)) {
+			return false
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok || !refEqual(wv, gv, order, extra) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) < len(w) || (!extra && len(g) != len(w)) {
+			return false
+		}
+		if !order {
+			for i := range w {
+				if !refEqual(w[i], g[i], order, extra) {
+					return false
+				}
+			}
+			return true
+		}
+		used := make([]bool, len(g))
+		var try func(i int) bool
+		try = func(i int) bool {
+			if i == len(w) {
+				return true
+			}
+			for j := range g {
+				if !used[j] && refEqual(w[i], g[j], order, extra) {
+					used[j] = true
+					if try(i + 1) {
+						return true
+					}
+					used[j] = false
+				}
+			}
+			return false
+		}
+		return try(0)
+	default:
+		return fmt.Sprint(want) == fmt.Sprint(got) && fmt.Sprintf("%T", want) == fmt.Sprintf("%T", got)
+	}
 }

@@ -169,55 +169,213 @@ func (j *jsonBody) get(body []byte) (any, bool) {
 	return j.v, j.ok
 }
 
+// maxJSONSteps bounds the work of one equalToJson comparison: every pair of values compared
+// is a step, and so is every pair tried while assigning expected array items to request items
+// under ignoreArrayOrder. A comparison that needs more does not match. Without
+// ignoreArrayOrder a comparison takes at most one step per value of the expected JSON, so
+// the bound matters only to unordered arrays of objects or arrays, where a mapping and a body
+// of a few thousand items each could otherwise ask for millions of comparisons per request.
+const maxJSONSteps = 1 << 21
+
+// maxMemo bounds the pairs an unordered array comparison remembers (one byte each).
+const maxMemo = 1 << 16
+
 // jsonEqual compares JSON values: numbers by value, objects by keys (actual may have more
 // with ignoreExtra), arrays in order (any order with ignoreOrder; with ignoreExtra, extra
-// items after the expected ones, or anywhere with ignoreOrder too).
+// items after the expected ones, or anywhere with ignoreOrder too). It gives up, false, past
+// maxJSONSteps.
 func jsonEqual(want, got any, ignoreOrder, ignoreExtra bool) bool {
+	c := &jsonCmp{ignoreOrder: ignoreOrder, ignoreExtra: ignoreExtra, steps: maxJSONSteps}
+	return c.equal(want, got)
+}
+
+// jsonCmp is one equalToJson comparison, with the steps it has left.
+type jsonCmp struct {
+	ignoreOrder, ignoreExtra bool
+	steps                    int
+}
+
+// spend takes one step; false when none is left.
+func (c *jsonCmp) spend() bool {
+	if c.steps <= 0 {
+		return false
+	}
+	c.steps--
+	return true
+}
+
+func (c *jsonCmp) equal(want, got any) bool {
+	if !c.spend() {
+		return false
+	}
 	switch w := want.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
-		if !ok || (!ignoreExtra && len(g) != len(w)) {
+		if !ok || (!c.ignoreExtra && len(g) != len(w)) {
 			return false
 		}
 		for k, wv := range w {
 			gv, ok := g[k]
-			if !ok || !jsonEqual(wv, gv, ignoreOrder, ignoreExtra) {
+			if !ok || !c.equal(wv, gv) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		g, ok := got.([]any)
-		if !ok || len(g) < len(w) || (!ignoreExtra && len(g) != len(w)) {
+		if !ok || len(g) < len(w) || (!c.ignoreExtra && len(g) != len(w)) {
 			return false
 		}
-		if !ignoreOrder {
+		if !c.ignoreOrder {
 			// Position by position, as WireMock compares them: ignoreExtra lets the request
 			// have more items after the last expected one, never between them.
 			for i, wv := range w {
-				if !jsonEqual(wv, g[i], ignoreOrder, ignoreExtra) {
+				if !c.equal(wv, g[i]) {
 					return false
 				}
 			}
 			return true
 		}
-		used := make([]bool, len(g))
-		for _, wv := range w {
-			found := false
-			for j, gv := range g {
-				if !used[j] && jsonEqual(wv, gv, ignoreOrder, ignoreExtra) {
-					used[j], found = true, true
-					break
-				}
+		return c.unordered(w, g)
+	default:
+		wk, _ := scalarKey(want)
+		gk, ok := scalarKey(got)
+		return ok && wk == gk
+	}
+}
+
+// unordered reports whether each item of want can be given a distinct item of got that it
+// equals (len(got) >= len(want); equal lengths unless ignoreExtra). A first-fit choice is
+// not enough once ignoreExtra makes equality one-sided: [{"a":1},{"a":1,"b":2}] fits
+// [{"a":1,"b":2},{"a":1}] only if {"a":1} does not take the first item. Scalars equal only
+// equal scalars, so they are paired by counting; objects and arrays by a maximum bipartite
+// matching (augmenting paths), each pair compared once.
+func (c *jsonCmp) unordered(want, got []any) bool {
+	if c.steps < len(got) {
+		return false
+	}
+	c.steps -= len(got)
+	var wc, gc []any // objects and arrays
+	counts := map[string]int{}
+	for _, v := range got {
+		if k, ok := scalarKey(v); ok {
+			counts[k]++
+		} else {
+			gc = append(gc, v)
+		}
+	}
+	for _, v := range want {
+		if !c.spend() {
+			return false
+		}
+		k, ok := scalarKey(v)
+		if !ok {
+			wc = append(wc, v)
+			continue
+		}
+		if counts[k] == 0 {
+			return false
+		}
+		counts[k]--
+	}
+	if len(wc) > len(gc) {
+		return false
+	}
+	if len(wc) == 0 {
+		return true
+	}
+	return c.assign(wc, gc)
+}
+
+// assign finds a distinct item of got for every item of want (Kuhn's augmenting paths, walked
+// without recursion, over a compatibility matrix filled as pairs are first needed).
+func (c *jsonCmp) assign(want, got []any) bool {
+	n, m := len(want), len(got)
+	// Each pair is compared once when the matrix is small; a large one is not kept (its
+	// pairs are compared again when needed, each time counted against the steps), so that
+	// memory stays small whatever the arrays' sizes.
+	const unknown, yes, no = 0, 1, 2
+	var memo []int8
+	if n*m <= maxMemo {
+		memo = make([]int8, n*m)
+	}
+	fits := func(i, j int) bool {
+		if memo == nil {
+			return c.equal(want[i], got[j])
+		}
+		v := memo[i*m+j]
+		if v == unknown {
+			v = no
+			if c.equal(want[i], got[j]) {
+				v = yes
 			}
-			if !found {
+			memo[i*m+j] = v
+		}
+		return v == yes
+	}
+	owner := make([]int, m) // the want item holding got[j], or -1
+	for j := range owner {
+		owner[j] = -1
+	}
+	seen := make([]int, m) // the search (i+1) that visited got[j]
+	// A frame tries the items of got from start on, wrapping round; cur is the one it tries.
+	// The first frame of a search starts at its own index, so items already in the same
+	// order pair at the first try.
+	type frame struct{ i, start, tried, cur int }
+	var stack []frame
+	for i := range want {
+		stack = append(stack[:0], frame{i: i, start: i % m})
+		found := false
+		for len(stack) > 0 && !found {
+			if !c.spend() {
 				return false
 			}
+			top := &stack[len(stack)-1]
+			if top.tried == m {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			j := (top.start + top.tried) % m
+			top.tried++
+			top.cur = j
+			if seen[j] == i+1 || !fits(top.i, j) {
+				continue
+			}
+			seen[j] = i + 1
+			if owner[j] >= 0 {
+				stack = append(stack, frame{i: owner[j]})
+				continue
+			}
+			// A free item: every want item on the path takes the item it was trying.
+			for _, f := range stack {
+				owner[f.cur] = f.i
+			}
+			found = true
 		}
-		return true
-	default:
-		return want == got
+		if !found {
+			return false
+		}
 	}
+	return true
+}
+
+// scalarKey is a JSON scalar as a comparable key (numbers by value); ok is false for an
+// object or an array.
+func scalarKey(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "null", true
+	case bool:
+		if x {
+			return "true", true
+		}
+		return "false", true
+	case string:
+		return "s" + x, true
+	case float64:
+		return "n" + strconv.FormatFloat(x, 'g', -1, 64), true
+	}
+	return "", false
 }
 
 // pathStep is one step of a plain JSON path: a member name or an array index.

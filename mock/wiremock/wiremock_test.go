@@ -316,6 +316,13 @@ func TestEqualToJSON_WireMockSemantics(t *testing.T) {
 		{"ExtraBeforeRefused", `{"equalToJson":{"x":[1,2]},"ignoreExtraElements":true}`, `{"x":[0,1,2]}`, false},
 		{"ExtraFieldsInItems", `{"equalToJson":{"x":[{"a":1}]},"ignoreExtraElements":true}`, `{"x":[{"a":1,"b":2},5]}`, true},
 		{"ExactArrayOrder", `{"equalToJson":{"x":[1,2]}}`, `{"x":[2,1]}`, false},
+		{"UnorderedFirstFitWouldFail", `{"equalToJson":[{"a":1},{"a":1,"b":2}],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[{"a":1,"b":2},{"a":1}]`, true},
+		{"UnorderedExtraBetween", `{"equalToJson":[{"a":1},{"a":1,"b":2}],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[{"a":1,"b":2},{"c":1},{"a":1}]`, true},
+		{"UnorderedOneItemForTwo", `{"equalToJson":[{"a":1},{"a":1,"b":2}],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[{"a":1,"b":2},{"c":1}]`, false},
+		{"UnorderedNested", `{"equalToJson":[[{"a":1},{"a":1,"b":2}],[3]],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[[3,4],[{"a":1,"b":2},{"a":1}]]`, true},
+		{"UnorderedExact", `{"equalToJson":[1,{"a":[2,1]},"x",null],"ignoreArrayOrder":true}`, `[null,"x",{"a":[1,2]},1]`, true},
+		{"UnorderedCountsDuplicates", `{"equalToJson":[1,1,2],"ignoreArrayOrder":true}`, `[1,2,2]`, false},
+		{"UnorderedNoExtraRefused", `{"equalToJson":[1,2],"ignoreArrayOrder":true}`, `[2,1,3]`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -336,4 +343,29 @@ func bodyMatches(t *testing.T, pattern, body string) bool {
 	}
 	var parsed jsonBody
 	return l.stubs[0].body[0].matches([]byte(body), &parsed)
+}
+
+// Ensure an unordered comparison stays within maxJSONSteps: 1,000 objects in reverse order
+// (about 1.6 million steps) still match, and 3,000 (about 14 million) give up and do not,
+// instead of holding a core for seconds per request.
+func TestEqualToJSON_Bounded(t *testing.T) {
+	t.Parallel()
+	arrays := func(n int) (want, got string) {
+		var w, g []string
+		for i := range n {
+			w = append(w, fmt.Sprintf(`{"k":%d}`, i))
+			g = append(g, fmt.Sprintf(`{"k":%d,"extra":true}`, n-1-i))
+		}
+		return "[" + strings.Join(w, ",") + "]", "[" + strings.Join(g, ",") + "]"
+	}
+	for _, tc := range []struct {
+		n    int
+		want bool
+	}{{1000, true}, {3000, false}} {
+		w, g := arrays(tc.n)
+		pattern := `{"equalToJson":` + w + `,"ignoreArrayOrder":true,"ignoreExtraElements":true}`
+		if got := bodyMatches(t, pattern, g); got != tc.want {
+			t.Errorf("%d objects in reverse order: %v, want %v", tc.n, got, tc.want)
+		}
+	}
 }
