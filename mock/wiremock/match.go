@@ -1,6 +1,7 @@
 package wiremock
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -164,9 +165,24 @@ type jsonBody struct {
 func (j *jsonBody) get(body []byte) (any, bool) {
 	if !j.done {
 		j.done = true
-		j.ok = json.Unmarshal(body, &j.v) == nil
+		v, err := decodeJSON(body)
+		j.v, j.ok = v, err == nil
 	}
 	return j.v, j.ok
+}
+
+// decodeJSON decodes one JSON value as json.Unmarshal does, but with numbers kept as
+// json.Number, so that equalToJson compares them exactly.
+func decodeJSON(b []byte) (any, error) {
+	if !json.Valid(b) {
+		var v any
+		return nil, json.Unmarshal(b, &v) // for its error
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }
 
 // maxJSONSteps bounds the work of one equalToJson comparison: every pair of values compared
@@ -372,10 +388,46 @@ func scalarKey(v any) (string, bool) {
 		return "false", true
 	case string:
 		return "s" + x, true
-	case float64:
-		return "n" + strconv.FormatFloat(x, 'g', -1, 64), true
+	case json.Number:
+		return "n" + numberKey(string(x)), true
+	case float64: // from a caller that decoded without UseNumber
+		return "n" + numberKey(strconv.FormatFloat(x, 'g', -1, 64)), true
 	}
 	return "", false
+}
+
+// numberKey is a JSON number's exact value as a key, as WireMock compares numbers (as
+// decimals, not as float64): the significant digits and the power of ten, so 1, 1.0, 1e0 and
+// 100e-2 give one key, and 9007199254740993 another than 9007199254740992. A number with an
+// exponent of more than 15 digits keys by its text.
+func numberKey(s string) string {
+	raw := s
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	e := int64(0)
+	if hasExp {
+		exp = strings.TrimPrefix(exp, "+")
+		if len(strings.TrimLeft(strings.TrimPrefix(exp, "-"), "0")) > 15 {
+			return "text:" + raw
+		}
+		n, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil {
+			return "text:" + raw
+		}
+		e = n
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return "0"
+	}
+	e -= int64(len(frac))
+	trimmed := strings.TrimRight(digits, "0")
+	e += int64(len(digits) - len(trimmed))
+	return sign + trimmed + "e" + strconv.FormatInt(e, 10)
 }
 
 // pathStep is one step of a plain JSON path: a member name or an array index.

@@ -1,7 +1,6 @@
 package wiremock
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -203,14 +202,14 @@ func (m *mp) bodyMatcher(field string, v any) (*bodyMatcher, bool) {
 			ops++
 			bm.op = k
 			if s, ok := val.(string); ok {
-				var j any
-				if err := json.Unmarshal([]byte(s), &j); err != nil {
+				j, err := decodeJSON([]byte(s))
+				if err != nil {
 					m.bad(field+"."+k, "is not JSON: %v", err)
 					continue
 				}
 				bm.json = j
 			} else {
-				bm.json = normalize(val)
+				bm.json = val // numbers already json.Number, compared by exact value
 			}
 		case "matchesJsonPath":
 			ops++
@@ -235,28 +234,6 @@ func (m *mp) bodyMatcher(field string, v any) (*bodyMatcher, bool) {
 		return nil, false
 	}
 	return bm, true
-}
-
-// normalize turns json.Number into float64, as json.Unmarshal into any gives.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, c := range x {
-			out[k] = normalize(c)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, c := range x {
-			out[i] = normalize(c)
-		}
-		return out
-	}
-	return v
 }
 
 // ---- response -----------------------------------------------------------------------------

@@ -322,6 +322,11 @@ func TestEqualToJSON_WireMockSemantics(t *testing.T) {
 		{"UnorderedNested", `{"equalToJson":[[{"a":1},{"a":1,"b":2}],[3]],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[[3,4],[{"a":1,"b":2},{"a":1}]]`, true},
 		{"UnorderedExact", `{"equalToJson":[1,{"a":[2,1]},"x",null],"ignoreArrayOrder":true}`, `[null,"x",{"a":[1,2]},1]`, true},
 		{"UnorderedCountsDuplicates", `{"equalToJson":[1,1,2],"ignoreArrayOrder":true}`, `[1,2,2]`, false},
+		{"NumbersExact", `{"equalToJson":"{\"n\":9007199254740993}"}`, `{"n":9007199254740992}`, false},
+		{"NumbersExactObject", `{"equalToJson":{"n":9007199254740993}}`, `{"n":9007199254740993}`, true},
+		{"NumbersByValue", `{"equalToJson":{"n":[1,100,-0.5,0]}}`, `{"n":[1.0,1e2,-5E-1,-0.0]}`, true},
+		{"NumbersUnordered", `{"equalToJson":[100,9007199254740993],"ignoreArrayOrder":true}`, `[9007199254740993,1.00e2]`, true},
+		{"NumbersUnorderedExact", `{"equalToJson":[9007199254740993],"ignoreArrayOrder":true}`, `[9007199254740992]`, false},
 		{"UnorderedNoExtraRefused", `{"equalToJson":[1,2],"ignoreArrayOrder":true}`, `[2,1,3]`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,6 +371,31 @@ func TestEqualToJSON_Bounded(t *testing.T) {
 		pattern := `{"equalToJson":` + w + `,"ignoreArrayOrder":true,"ignoreExtraElements":true}`
 		if got := bodyMatches(t, pattern, g); got != tc.want {
 			t.Errorf("%d objects in reverse order: %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
+
+// Ensure numbers key by their exact decimal value.
+func TestNumberKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"100", "1e2", true},
+		{"100", "1E+2", true},
+		{"12300e-2", "123", true},
+		{"0.000", "0", true},
+		{"-0", "0", true},
+		{"-1.50", "-15e-1", true},
+		{"9007199254740993", "9007199254740992", false},
+		{"1", "-1", false},
+		{"0.1", "0.10000000000000001", false},
+		{"1e9999999999999999999", "1e9999999999999999999", true},
+		{"1e9999999999999999999", "10e9999999999999999998", false}, // by text past 15 exponent digits
+	} {
+		if got := numberKey(tc.a) == numberKey(tc.b); got != tc.same {
+			t.Errorf("%s and %s: same %v, want %v (%s, %s)", tc.a, tc.b, got, tc.same, numberKey(tc.a), numberKey(tc.b))
 		}
 	}
 }
