@@ -562,6 +562,14 @@ func (st *stub) matchRequest(r *http.Request, body []byte, parsed *jsonBody) boo
 	}
 	for _, hm := range st.headers {
 		vals, ok := r.Header[hm.name]
+		if hm.name == "Host" {
+			// net/http moves Host out of r.Header; WireMock sees it as sent, port included.
+			host := r.Host
+			if host == "" && r.URL != nil {
+				host = r.URL.Host
+			}
+			vals, ok = []string{host}, host != ""
+		}
 		if !hm.m.matches(vals, ok) {
 			return false
 		}

@@ -399,3 +399,42 @@ func TestNumberKey(t *testing.T) {
 		}
 	}
 }
+
+// Ensure header, query and cookie matchers see what WireMock sees (each row checked against
+// WireMock 3.13.2).
+func TestStubs_ValueMatchers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, request string // request: a mapping's "request" members besides the method
+		target        string
+		headers       []string // name, value pairs; "Host" sets the request's host
+		want          bool
+	}{
+		{"HostEqualTo", `"headers":{"Host":{"equalTo":"example.test"}}`, "/", []string{"Host", "example.test"}, true},
+		{"HostWithPortDiffers", `"headers":{"Host":{"equalTo":"example.test"}}`, "/", []string{"Host", "example.test:8080"}, false},
+		{"HostWithPort", `"headers":{"host":{"equalTo":"example.test:8080"}}`, "/", []string{"Host", "example.test:8080"}, true},
+		{"HostAbsentNever", `"headers":{"Host":{"absent":true}}`, "/", []string{"Host", "example.test"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			l := &loader{rel: "mappings/m.json"}
+			l.mapping([]byte(`{"request":{"method":"GET",`+tc.request+`},"response":{"body":"hit"}}`), "")
+			if len(l.problems) > 0 {
+				t.Fatalf("load: %v", l.problems)
+			}
+			req := httptest.NewRequest("GET", "http://mock.test"+tc.target, nil)
+			for i := 0; i+1 < len(tc.headers); i += 2 {
+				if tc.headers[i] == "Host" {
+					req.Host = tc.headers[i+1]
+					continue
+				}
+				req.Header.Add(tc.headers[i], tc.headers[i+1])
+			}
+			w := httptest.NewRecorder()
+			newStubs(l.stubs).ServeHTTP(w, req)
+			if got := w.Code == http.StatusOK; got != tc.want {
+				t.Fatalf("%s %v: matched %v, want %v (%d %s)", tc.target, tc.headers, got, tc.want, w.Code, w.Body)
+			}
+		})
+	}
+}
