@@ -68,22 +68,16 @@ type stringMatcher struct {
 	absent bool
 }
 
-// matches reports whether the values (nil: not present) fit: absent checks presence, the
-// others match when any value fits (doesNotMatch: when none of them matches).
+// matches reports whether the values (nil: not present) fit, as WireMock decides: absent
+// checks presence; a value that is not there matches doesNotMatch only (it does not match the
+// pattern); the others match when any value fits (doesNotMatch too: when any value does not
+// match).
 func (m *stringMatcher) matches(vals []string, present bool) bool {
 	if m.op == "absent" {
 		return present != m.absent
 	}
 	if !present {
-		return false
-	}
-	if m.op == "doesNotMatch" {
-		for _, v := range vals {
-			if m.re.MatchString(v) {
-				return false
-			}
-		}
-		return true
+		return m.op == "doesNotMatch"
 	}
 	for _, v := range vals {
 		if m.one(v) {
@@ -107,6 +101,8 @@ func (m *stringMatcher) one(v string) bool {
 		return strings.Contains(v, m.s)
 	case "matches":
 		return m.re.MatchString(v)
+	case "doesNotMatch":
+		return !m.re.MatchString(v)
 	}
 	return false
 }
@@ -579,6 +575,9 @@ func (st *stub) matchRequest(r *http.Request, body []byte, parsed *jsonBody) boo
 		var vals []string
 		if err == nil {
 			vals = []string{c.Value}
+		}
+		if err != nil && cm.m.op == "doesNotMatch" {
+			return false // WireMock: an absent cookie, unlike a header or a parameter, does not match
 		}
 		if !cm.m.matches(vals, err == nil) {
 			return false

@@ -413,6 +413,15 @@ func TestStubs_ValueMatchers(t *testing.T) {
 		{"HostEqualTo", `"headers":{"Host":{"equalTo":"example.test"}}`, "/", []string{"Host", "example.test"}, true},
 		{"HostWithPortDiffers", `"headers":{"Host":{"equalTo":"example.test"}}`, "/", []string{"Host", "example.test:8080"}, false},
 		{"HostWithPort", `"headers":{"host":{"equalTo":"example.test:8080"}}`, "/", []string{"Host", "example.test:8080"}, true},
+		{"HeaderDoesNotMatchAbsent", `"headers":{"X-A":{"doesNotMatch":"x.*"}}`, "/", nil, true},
+		{"HeaderDoesNotMatchViolated", `"headers":{"X-A":{"doesNotMatch":"x.*"}}`, "/", []string{"X-A", "xy"}, false},
+		{"HeaderDoesNotMatchAnyValue", `"headers":{"X-A":{"doesNotMatch":"x.*"}}`, "/", []string{"X-A", "xx", "X-A", "b"}, true},
+		{"QueryDoesNotMatchAbsent", `"queryParameters":{"a":{"doesNotMatch":"x.*"}}`, "/?b=xx", nil, true},
+		{"QueryDoesNotMatchViolated", `"queryParameters":{"a":{"doesNotMatch":"x.*"}}`, "/?a=xx", nil, false},
+		{"QueryDoesNotMatchAnyValue", `"queryParameters":{"a":{"doesNotMatch":"x.*"}}`, "/?a=xx&a=b", nil, true},
+		{"CookieDoesNotMatchAbsent", `"cookies":{"c":{"doesNotMatch":"x.*"}}`, "/", nil, false},
+		{"CookieDoesNotMatchOtherCookie", `"cookies":{"c":{"doesNotMatch":"x.*"}}`, "/", []string{"Cookie", "other=1"}, false},
+		{"CookieDoesNotMatch", `"cookies":{"c":{"doesNotMatch":"x.*"}}`, "/", []string{"Cookie", "c=ok"}, true},
 		{"HostAbsentNever", `"headers":{"Host":{"absent":true}}`, "/", []string{"Host", "example.test"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
