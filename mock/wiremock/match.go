@@ -64,7 +64,7 @@ type stringMatcher struct {
 	op     string // equalTo, contains, matches, doesNotMatch, absent
 	s      string
 	re     *regexp.Regexp
-	fold   bool
+	fold   bool // caseInsensitive, for equalTo only (WireMock drops it beside the others)
 	absent bool
 }
 
@@ -94,10 +94,7 @@ func (m *stringMatcher) one(v string) bool {
 			return strings.EqualFold(v, m.s)
 		}
 		return v == m.s
-	case "contains":
-		if m.fold {
-			return strings.Contains(strings.ToLower(v), strings.ToLower(m.s))
-		}
+	case "contains": // caseInsensitive is equalTo's only: WireMock drops it here
 		return strings.Contains(v, m.s)
 	case "matches":
 		return m.re.MatchString(v)
@@ -132,11 +129,8 @@ func (m *bodyMatcher) matches(body []byte, parsed *jsonBody) bool {
 			return strings.EqualFold(string(body), m.s)
 		}
 		return string(body) == m.s
-	case "contains":
-		if m.fold {
-			return strings.Contains(strings.ToLower(string(body)), strings.ToLower(m.s))
-		}
-		return strings.Contains(string(body), m.s)
+	case "contains": // caseInsensitive is equalTo's only: WireMock drops it here
+		return bytes.Contains(body, []byte(m.s))
 	case "matches":
 		return m.re.Match(body)
 	case "doesNotMatch":

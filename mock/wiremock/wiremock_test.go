@@ -301,11 +301,11 @@ func send(t *testing.T, base string, c call) (int, string, http.Header) {
 	return resp.StatusCode, string(b), resp.Header
 }
 
-// Ensure equalToJson compares as WireMock 3 does (checked against WireMock 3.13.2): with
-// ignoreExtraElements alone, arrays position by position with extra items only after the
-// expected ones; with ignoreArrayOrder too, any assignment of expected items to distinct
-// request items.
-func TestEqualToJSON_WireMockSemantics(t *testing.T) {
+// Ensure body patterns match as WireMock 3 does (checked against WireMock 3.13.2):
+// equalToJson with ignoreExtraElements alone compares arrays position by position with extra
+// items only after the expected ones, with ignoreArrayOrder too any assignment of expected
+// items to distinct request items, numbers by exact value; caseInsensitive is equalTo's only.
+func TestBodyPatterns_WireMockSemantics(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, pattern, body string
@@ -315,6 +315,8 @@ func TestEqualToJSON_WireMockSemantics(t *testing.T) {
 		{"ExtraAfter", `{"equalToJson":{"x":[1,2]},"ignoreExtraElements":true}`, `{"x":[1,2,3]}`, true},
 		{"ExtraBeforeRefused", `{"equalToJson":{"x":[1,2]},"ignoreExtraElements":true}`, `{"x":[0,1,2]}`, false},
 		{"ExtraFieldsInItems", `{"equalToJson":{"x":[{"a":1}]},"ignoreExtraElements":true}`, `{"x":[{"a":1,"b":2},5]}`, true},
+		{"ContainsCaseInsensitiveDropped", `{"contains":"abc","caseInsensitive":true}`, `xABCx`, false},
+		{"EqualToCaseInsensitive", `{"equalTo":"abc","caseInsensitive":true}`, `ABC`, true},
 		{"ExactArrayOrder", `{"equalToJson":{"x":[1,2]}}`, `{"x":[2,1]}`, false},
 		{"UnorderedFirstFitWouldFail", `{"equalToJson":[{"a":1},{"a":1,"b":2}],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[{"a":1,"b":2},{"a":1}]`, true},
 		{"UnorderedExtraBetween", `{"equalToJson":[{"a":1},{"a":1,"b":2}],"ignoreArrayOrder":true,"ignoreExtraElements":true}`, `[{"a":1,"b":2},{"c":1},{"a":1}]`, true},
@@ -422,6 +424,9 @@ func TestStubs_ValueMatchers(t *testing.T) {
 		{"CookieDoesNotMatchAbsent", `"cookies":{"c":{"doesNotMatch":"x.*"}}`, "/", nil, false},
 		{"CookieDoesNotMatchOtherCookie", `"cookies":{"c":{"doesNotMatch":"x.*"}}`, "/", []string{"Cookie", "other=1"}, false},
 		{"CookieDoesNotMatch", `"cookies":{"c":{"doesNotMatch":"x.*"}}`, "/", []string{"Cookie", "c=ok"}, true},
+		{"ContainsCaseInsensitiveDropped", `"headers":{"X-A":{"contains":"abc","caseInsensitive":true}}`, "/", []string{"X-A", "xABCx"}, false},
+		{"ContainsCaseInsensitiveSameCase", `"headers":{"X-A":{"contains":"abc","caseInsensitive":true}}`, "/", []string{"X-A", "xabcx"}, true},
+		{"EqualToCaseInsensitive", `"headers":{"X-A":{"equalTo":"abc","caseInsensitive":true}}`, "/", []string{"X-A", "ABC"}, true},
 		{"HostAbsentNever", `"headers":{"Host":{"absent":true}}`, "/", []string{"Host", "example.test"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
