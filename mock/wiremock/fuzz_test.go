@@ -68,7 +68,7 @@ func FuzzMapping(f *testing.F) {
 		if err != nil || !strings.HasPrefix(target, "/") {
 			return
 		}
-		req.Header.Set("Cookie", "c=1")
+		req.Header.Set("Cookie", "c=1; c=2")
 		w := httptest.NewRecorder()
 		newStubs(l.stubs).ServeHTTP(w, req)
 		if _, err := io.ReadAll(w.Result().Body); err != nil {

@@ -565,15 +565,15 @@ func (st *stub) matchRequest(r *http.Request, body []byte, parsed *jsonBody) boo
 		}
 	}
 	for _, cm := range st.cookies {
-		c, err := r.Cookie(cm.name)
-		var vals []string
-		if err == nil {
-			vals = []string{c.Value}
+		var vals []string // every cookie of that name: "sid=a; sid=b" gives both, as in WireMock
+		for _, c := range r.CookiesNamed(cm.name) {
+			vals = append(vals, c.Value)
 		}
-		if err != nil && cm.m.op == "doesNotMatch" {
+		present := len(vals) > 0
+		if !present && cm.m.op == "doesNotMatch" {
 			return false // WireMock: an absent cookie, unlike a header or a parameter, does not match
 		}
-		if !cm.m.matches(vals, err == nil) {
+		if !cm.m.matches(vals, present) {
 			return false
 		}
 	}

@@ -427,6 +427,9 @@ func TestStubs_ValueMatchers(t *testing.T) {
 		{"ContainsCaseInsensitiveDropped", `"headers":{"X-A":{"contains":"abc","caseInsensitive":true}}`, "/", []string{"X-A", "xABCx"}, false},
 		{"ContainsCaseInsensitiveSameCase", `"headers":{"X-A":{"contains":"abc","caseInsensitive":true}}`, "/", []string{"X-A", "xabcx"}, true},
 		{"EqualToCaseInsensitive", `"headers":{"X-A":{"equalTo":"abc","caseInsensitive":true}}`, "/", []string{"X-A", "ABC"}, true},
+		{"CookieAnyOfTwo", `"cookies":{"sid":{"equalTo":"b"}}`, "/", []string{"Cookie", "sid=a; sid=b"}, true},
+		{"CookieAnyOfTwoHeaders", `"cookies":{"sid":{"equalTo":"b"}}`, "/", []string{"Cookie", "sid=a", "Cookie", "x=1; sid=b"}, true},
+		{"CookieNoneOfTwo", `"cookies":{"sid":{"equalTo":"c"}}`, "/", []string{"Cookie", "sid=a; sid=b"}, false},
 		{"HostAbsentNever", `"headers":{"Host":{"absent":true}}`, "/", []string{"Host", "example.test"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
