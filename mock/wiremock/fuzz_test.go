@@ -36,6 +36,7 @@ func FuzzMapping(f *testing.F) {
 		{`{"request":{"method":"POST","bodyPatterns":[{"equalToJson":"{\"n\":9007199254740993}"}]},"response":{}}`, `{"n":9007199254740992}`},
 		{`{"request":{"method":"POST","headers":{"Host":{"equalTo":"mock.test"}}},"response":{}}`, ``},
 		{`{"request":{"method":"POST","bodyPatterns":[{"contains":"A","caseInsensitive":true}]},"response":{}}`, `a`},
+		{`{"request":{"method":"post","urlPath":"/"},"response":{}}`, ``},
 		{`{"request":{"method":"POST","headers":{"X-A":{"doesNotMatch":"x.*"}},"queryParameters":{"a":{"doesNotMatch":"x"}}},"response":{}}`, ``},
 	} {
 		f.Add([]byte(s[0]), "POST", "/", s[1])

@@ -21,7 +21,14 @@ func (m *mp) request(rq map[string]any, st *stub) {
 				m.bad(field, "must be a string")
 				continue
 			}
-			st.method = strings.ToUpper(s)
+			if up := strings.ToUpper(s); s != up {
+				// WireMock compares methods case-sensitively: no client sends "get", so the
+				// mapping would never answer. Refused, rather than served dead or matched
+				// where WireMock would not.
+				m.bad(field, "%q never matches in WireMock, which compares methods case-sensitively; write %q", s, up)
+				continue
+			}
+			st.method = s
 		case "url", "urlPath", "urlPattern", "urlPathPattern", "urlPathTemplate":
 			urls++
 			s, ok := v.(string)

@@ -210,7 +210,8 @@ func TestLoad_Problems(t *testing.T) {
 			{"request":{"urlPath":"/jp"},"response":{},"postServeActions":[]},
 			{"request":{"urlPath":"/jp2","bodyPatterns":[{"matchesJsonPath":"$.a[?(@.b == 1)]"}]},"response":{}},
 			{"scenarioName":7,"request":{"urlPath":"/sc"},"response":{}},
-			{"request":{"urlPath":"/ok"},"response":{"body":"fine"}}]}`,
+			{"request":{"urlPath":"/ok"},"response":{"body":"fine"}},
+			{"request":{"method":"get","urlPath":"/lower"},"response":{"body":"never in WireMock"}}]}`,
 		"mappings/broken.json": `{not json`,
 		"secret.txt":           "top secret",
 	})
@@ -236,6 +237,7 @@ func TestLoad_Problems(t *testing.T) {
 		`mapping #7: request.bodyPatterns[0].matchesJsonPath`,
 		`mapping #8: scenarioName: must be a string`,
 		`mappings/broken.json: not a JSON object`,
+		`mapping #10: request.method: "get" never matches in WireMock, which compares methods case-sensitively; write "GET"`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("problems lack %q:\n%s", want, text)
