@@ -146,6 +146,7 @@ type mp struct {
 	l        *loader
 	label    string
 	problems []Problem
+	jsonBody json.RawMessage // response.jsonBody as written, for its key order
 }
 
 func (m *mp) bad(field, format string, args ...any) {
@@ -179,6 +180,14 @@ func object(raw json.RawMessage) (map[string]any, bool) {
 func (l *loader) mapping(raw json.RawMessage, index string) {
 	obj, ok := object(raw)
 	m := &mp{l: l, label: index}
+	var raw2 struct {
+		Response struct {
+			JSONBody json.RawMessage `json:"jsonBody"`
+		} `json:"response"`
+	}
+	if ok && json.Unmarshal(raw, &raw2) == nil {
+		m.jsonBody = raw2.Response.JSONBody
+	}
 	if !ok {
 		m.bad("", "not a JSON object")
 		l.problems = append(l.problems, m.problems...)

@@ -1,6 +1,7 @@
 package wiremock
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -67,12 +68,19 @@ func (m *mp) response(rs map[string]any, st *stub) {
 			r.body = []byte(s)
 		case "jsonBody":
 			bodies++
-			b, err := json.Marshal(v)
-			if err != nil {
-				m.bad(field, "%v", err)
-				continue
+			// Written as the mapping has it, keys in its order (as WireMock answers), not
+			// re-encoded from a map, which would sort them.
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, m.jsonBody); err != nil || len(m.jsonBody) == 0 {
+				b, err := json.Marshal(v)
+				if err != nil {
+					m.bad(field, "%v", err)
+					continue
+				}
+				buf.Reset()
+				buf.Write(b)
 			}
-			r.body, r.json = b, true
+			r.body, r.json = buf.Bytes(), true
 		case "base64Body":
 			bodies++
 			s, _ := v.(string)

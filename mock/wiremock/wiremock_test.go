@@ -457,3 +457,24 @@ func TestStubs_ValueMatchers(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a jsonBody answers its keys in the mapping's order, as WireMock does, in a mapping
+// file of its own and in a {"mappings": [...]} list.
+func TestLoad_JSONBodyKeyOrder(t *testing.T) {
+	t.Parallel()
+	const body = `{"z":1,"a":[{"y":1.0,"b":"x"}],"m":{"y":null,"b":2}}`
+	stubs, problems, err := Load(writeDir(t, map[string]string{
+		"mappings/one.json":  `{"request":{"urlPath":"/one"},"response":{"jsonBody": ` + body + `}}`,
+		"mappings/list.json": `{"mappings":[{"request":{"urlPath":"/list"},"response":{"jsonBody":` + body + `}}]}`,
+	}))
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("load: %v %v", err, problems)
+	}
+	for _, p := range []string{"/one", "/list"} {
+		w := httptest.NewRecorder()
+		stubs.ServeHTTP(w, httptest.NewRequest("GET", p, nil))
+		if got := w.Body.String(); got != body {
+			t.Errorf("GET %s: %s, want %s", p, got, body)
+		}
+	}
+}
