@@ -41,6 +41,9 @@ type Completion struct {
 	// FinishReason is why the answer ended, in OpenAI's words: stop, length, content_filter,
 	// tool_calls ("" when the provider did not say).
 	FinishReason string `json:"-"`
+	// StopSequence is the stop sequence that ended the answer, when the provider names it
+	// (Anthropic); FinishReason is then "stop".
+	StopSequence string `json:"-"`
 	// ToolCalls are the tools the answer calls (none on the three endpoints, which offer no
 	// tools).
 	ToolCalls    []ToolCall `json:"-"`
@@ -451,7 +454,7 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 			Text: f.res.text, ToolCalls: f.res.toolCalls,
 			Usage: Usage{PromptTokens: f.res.promptTokens, CompletionTokens: f.res.completionTokens, TotalTokens: total},
 			Model: rec.Model, Provider: f.provider, Cost: cost, RequestID: f.id,
-			FinishReason: f.res.finishReason, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
+			FinishReason: f.res.finishReason, StopSequence: f.res.stopSequence, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
 			ReasoningTokens: f.res.reasoningTokens,
 		}
 	}

@@ -231,12 +231,13 @@ func isObjectSchema(schema json.RawMessage) bool {
 }
 
 type anthropicResponse struct {
-	ID         string           `json:"id"`
-	Type       string           `json:"type"`
-	Model      string           `json:"model"`
-	Content    []anthropicBlock `json:"content"`
-	StopReason string           `json:"stop_reason"`
-	Usage      *anthropicUsage  `json:"usage"`
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Model        string           `json:"model"`
+	Content      []anthropicBlock `json:"content"`
+	StopReason   string           `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	Usage        *anthropicUsage  `json:"usage"`
 }
 
 type anthropicBlock struct {
@@ -296,6 +297,9 @@ func (anthropic) parse(c *call, header http.Header, body []byte) (*result, error
 	}
 	jsonTool, _, _ := anthropicJSONOutput(c)
 	res := &result{model: r.Model, providerRequestID: r.ID, finishReason: anthropicFinish(r.StopReason)}
+	if r.StopReason == "stop_sequence" && r.StopSequence != nil {
+		res.stopSequence = *r.StopSequence
+	}
 	var text strings.Builder
 	for _, b := range r.Content {
 		switch {
@@ -369,10 +373,11 @@ type anthropicEvent struct {
 		Name string `json:"name"`
 	} `json:"content_block"` // content_block_start
 	Delta *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
+		Type         string  `json:"type"`
+		Text         string  `json:"text"`
+		PartialJSON  string  `json:"partial_json"`
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
 	} `json:"delta"` // content_block_delta, message_delta
 	Usage *struct {
 		InputTokens              *int64 `json:"input_tokens"`
@@ -453,6 +458,9 @@ func (s *anthropicStream) event(_ string, data []byte, out []Delta) ([]Delta, bo
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != "" {
 			s.res.finishReason = anthropicFinish(e.Delta.StopReason)
+			if e.Delta.StopReason == "stop_sequence" && e.Delta.StopSequence != nil {
+				s.res.stopSequence = *e.Delta.StopSequence
+			}
 			if s.jsonIdx >= 0 && s.res.finishReason == "tool_calls" {
 				s.res.finishReason = "stop"
 			}

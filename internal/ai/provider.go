@@ -137,6 +137,7 @@ type result struct {
 	cacheWriteTokens  int64  // prompt tokens written to cache (Anthropic)
 	reasoningTokens   int64  // completion tokens spent on reasoning/thinking
 	finishReason      string // OpenAI's words: stop, length, content_filter, tool_calls
+	stopSequence      string // the stop sequence met, when the provider names it (Anthropic)
 	providerRequestID string
 	estimated         bool // a count was estimated from the text (see estimateUnreported)
 }

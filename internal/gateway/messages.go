@@ -347,8 +347,9 @@ func (s *Service) CompleteMessage(ctx context.Context, userID string, req *Reque
 	if err != nil {
 		return nil, err
 	}
+	reason, seq := stopOf(c)
 	m := &Message{ID: messageID(c.RequestID), Type: "message", Role: "assistant", Model: req.Model,
-		Content: make([]ContentBlock, 0, 1+len(c.ToolCalls)), StopReason: stopReason(c.FinishReason), Usage: messageUsage(c)}
+		Content: make([]ContentBlock, 0, 1+len(c.ToolCalls)), StopReason: reason, StopSequence: seq, Usage: messageUsage(c)}
 	if c.Text != "" {
 		m.Content = append(m.Content, ContentBlock{Type: "text", Text: &c.Text})
 	}
@@ -376,7 +377,8 @@ func (s *Service) StreamMessage(ctx context.Context, userID string, req *Request
 		return err
 	}
 	u := messageUsage(c)
-	if err := emit(&MessageEvent{Type: "message_delta", Delta: &EventDelta{StopReason: stopReason(c.FinishReason)}, Usage: &u}); err != nil {
+	reason, seq := stopOf(c)
+	if err := emit(&MessageEvent{Type: "message_delta", Delta: &StopDelta{StopReason: reason, StopSequence: seq}, Usage: &u}); err != nil {
 		return err
 	}
 	return emit(&MessageEvent{Type: "message_stop"})
@@ -462,10 +464,15 @@ func (m *messageStream) closeBlock() error {
 // messageID is the answer's id: msg_ and the request id.
 func messageID(requestID string) string { return "msg_" + strings.ReplaceAll(requestID, "-", "") }
 
-// stopReason is a finish reason in Anthropic's words.
-func stopReason(finish string) *string {
+// stopOf is the stop_reason and stop_sequence of c: the stop sequence the provider met (only
+// Anthropic names it), or the reason of its finish_reason (stop_sequence null).
+func stopOf(c *ai.Completion) (reason, sequence *string) {
+	if c.StopSequence != "" {
+		r, seq := "stop_sequence", c.StopSequence
+		return &r, &seq
+	}
 	r := "end_turn"
-	switch finish {
+	switch c.FinishReason {
 	case "length":
 		r = "max_tokens"
 	case "tool_calls":
@@ -473,7 +480,7 @@ func stopReason(finish string) *string {
 	case "content_filter":
 		r = "refusal"
 	}
-	return &r
+	return &r, nil
 }
 
 // messageUsage is c's usage in Anthropic's terms: input tokens without the cache's.

@@ -40,19 +40,23 @@ type MessageEvent struct {
 	Message      *Message        `json:"message,omitempty"`       // message_start
 	Index        *int            `json:"index,omitempty"`         // content_block_*
 	ContentBlock *ContentBlock   `json:"content_block,omitempty"` // content_block_start
-	Delta        *EventDelta     `json:"delta,omitempty"`         // content_block_delta, message_delta
+	Delta        any             `json:"delta,omitempty"`         // content_block_delta (*EventDelta), message_delta (*StopDelta)
 	Usage        *MessageUsage   `json:"usage,omitempty"`         // message_delta: the final counts
 	Error        *AnthropicError `json:"error,omitempty"`         // error
 }
 
-// EventDelta is the delta of a content_block_delta (text_delta, input_json_delta) or of a
-// message_delta (stop_reason).
+// EventDelta is the delta of a content_block_delta: text_delta or input_json_delta.
 type EventDelta struct {
-	Type         string  `json:"type,omitempty"`
-	Text         *string `json:"text,omitempty"`
-	PartialJSON  *string `json:"partial_json,omitempty"`
-	StopReason   *string `json:"stop_reason,omitempty"`
-	StopSequence *string `json:"stop_sequence,omitempty"`
+	Type        string  `json:"type"`
+	Text        *string `json:"text,omitempty"`
+	PartialJSON *string `json:"partial_json,omitempty"`
+}
+
+// StopDelta is the delta of a message_delta: why the message stopped, and the stop sequence
+// met (null for another reason), both always present as Anthropic sends them.
+type StopDelta struct {
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
 }
 
 // AnthropicErrorBody is Anthropic's error answer: {"type": "error", "error": {type, message}}.

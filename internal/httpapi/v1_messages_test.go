@@ -186,7 +186,7 @@ func TestV1Messages_Stream(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s\n%s", diff, rec.Body)
 	}
-	if !strings.Contains(rec.Body.String(), `"delta":{"stop_reason":"tool_use"},"usage":{"input_tokens":5,"output_tokens":7`) ||
+	if !strings.Contains(rec.Body.String(), `"delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":5,"output_tokens":7`) ||
 		!strings.Contains(rec.Body.String(), `"delta":{"type":"input_json_delta","partial_json":"{}"}`) {
 		t.Errorf("stream %s", rec.Body)
 	}
@@ -236,5 +236,32 @@ func TestV1Messages_Errors(t *testing.T) {
 		if n := len(f.Calls()); n != 0 {
 			t.Errorf("%s received %d requests", p, n)
 		}
+	}
+}
+
+// Ensure the stop sequence Anthropic met reaches the client as Anthropic sends it:
+// stop_reason "stop_sequence" with the sequence, in the answer and in the stream's
+// message_delta.
+func TestV1Messages_StopSequence(t *testing.T) {
+	t.Parallel()
+	const answer = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"one two"}],
+		"stop_reason":"stop_sequence","stop_sequence":"END","usage":{"input_tokens":5,"output_tokens":3}}`
+	fx := newGWFixture(t, Options{}, aitest.JSON(200, answer), aitest.Events(
+		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two"}}`,
+		`content_block_stop|{"type":"content_block_stop","index":0}`,
+		`message_delta|{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"output_tokens":3}}`,
+		`message_stop|{"type":"message_stop"}`))
+	_, tok := fx.user(t)
+	const body = `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"stop_sequences":["END"],"messages":[{"role":"user","content":"count"}]`
+	rec := do(fx.h, "POST", "/v1/messages", body+`}`, tok)
+	m := decodeJSON[gateway.Message](t, rec.Body.Bytes())
+	if rec.Code != 200 || m.StopReason == nil || *m.StopReason != "stop_sequence" || m.StopSequence == nil || *m.StopSequence != "END" {
+		t.Errorf("answer %d %s: want stop_reason stop_sequence, stop_sequence END", rec.Code, rec.Body)
+	}
+	rec = do(fx.h, "POST", "/v1/messages", body+`,"stream":true}`, tok)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"delta":{"stop_reason":"stop_sequence","stop_sequence":"END"}`) {
+		t.Errorf("stream %d %s: want the message_delta to name the stop sequence", rec.Code, rec.Body)
 	}
 }
