@@ -481,7 +481,7 @@ func (s *anthropicStream) event(_ string, data []byte, out []Delta) ([]Delta, bo
 	case "error":
 		u := &upstreamError{status: http.StatusOK, message: "mid-stream error"}
 		if e.Error != nil {
-			u.message = e.Error.Type + ": " + e.Error.Message
+			u.message, u.eventType = e.Error.Type+": "+e.Error.Message, e.Error.Type
 		}
 		return out, false, u
 	}

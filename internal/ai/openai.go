@@ -304,7 +304,8 @@ func (s *openAIStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 		return out, false, err
 	}
 	if c.Error != nil {
-		return out, false, &upstreamError{status: http.StatusOK, message: c.Error.Message}
+		return out, false, &upstreamError{status: http.StatusOK, message: c.Error.Message, eventType: c.Error.Type,
+			billing: c.Error.Type == "insufficient_quota"}
 	}
 	if c.ID != "" {
 		s.res.providerRequestID = c.ID

@@ -206,8 +206,32 @@ type upstreamError struct {
 	tooLong      bool          // the stream ran past ai.stream_max_duration
 	canceled     bool          // the caller went away
 	midStream    bool          // the failure came after the stream had started
+	eventType    string        // the error type a provider reported in its stream (OpenAI's, Anthropic's)
 	unbuilt      bool          // the request could not be built: nothing was sent
 	cause        error         // the transport's or request builder's error, if any
+}
+
+// statusOfEvent is the HTTP status a provider answers with for the error type it reports as
+// an event of its stream instead: a stream that fails before its first piece is classified as
+// that answer would be (a request refused is the client's to fix, not a server error).
+func statusOfEvent(errType string) int {
+	switch errType {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error", "rate_limit_exceeded", "insufficient_quota":
+		return http.StatusTooManyRequests
+	case "overloaded_error":
+		return 529 // Anthropic's status for it
+	}
+	return http.StatusInternalServerError
 }
 
 func (e *upstreamError) Error() string {

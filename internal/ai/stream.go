@@ -67,7 +67,15 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		if parent.Err() != nil {
 			u = &upstreamError{canceled: true, status: http.StatusOK}
 		}
-		u.midStream, u.message = true, s.redact(u.message)
+		u.message = s.redact(u.message)
+		switch {
+		case u.eventType != "" && !sent:
+			// The provider refused the call in its stream before any piece, as an error answer
+			// would have: classified as that answer (a 400 stays a 400).
+			u.status = statusOfEvent(u.eventType)
+		default:
+			u.midStream = true
+		}
 		if u.status == 0 {
 			u.status = resp.StatusCode
 		}

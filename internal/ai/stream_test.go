@@ -476,3 +476,37 @@ func TestRun_AnswerWithoutUsageEstimated(t *testing.T) {
 		})
 	}
 }
+
+// Ensure an error a provider reports in its stream before the first piece is classified as
+// the same error answered with its status would be (the client's request refused is a 400,
+// not a server error an SDK retries), and one after a piece stays a mid-stream failure.
+func TestStream_ErrorEventBeforeFirstPiece(t *testing.T) {
+	t.Parallel()
+	piece := `{"id":"c","choices":[{"delta":{"content":"Hel"}}]}`
+	for name, tc := range map[string]struct {
+		provider string
+		events   []string
+		kind     apperr.Kind
+		want     string
+	}{
+		"OpenAIRefusedRequest": {"openai", []string{`{"error":{"message":"context too long","type":"invalid_request_error","code":"context_length_exceeded"}}`},
+			apperr.Invalid, "openai rejected the request: context too long"},
+		"OpenAIRateLimited": {"openai", []string{`{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`},
+			apperr.RateLimited, "openai rate limit reached: slow down"},
+		"AnthropicOverloaded": {"anthropic", []string{`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3}}}`,
+			`error|{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+			apperr.Upstream, "anthropic failed (status 529): overloaded_error: Overloaded"},
+		"OpenAIAfterAPiece": {"openai", []string{piece, `{"error":{"message":"boom","type":"invalid_request_error"}}`},
+			apperr.Upstream, "openai failed mid-stream: boom"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, tc.provider, aitest.Events(tc.events...))
+			svc, _ := newService(t, fake, tc.provider, nil)
+			_, err := svc.Stream(context.Background(), "u", tc.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`), nil)
+			if apperr.KindOf(err) != tc.kind || err.Error() != tc.want {
+				t.Errorf("err = %v (kind %v), want %q (kind %v)", err, apperr.KindOf(err), tc.want, tc.kind)
+			}
+		})
+	}
+}
