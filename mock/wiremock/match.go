@@ -388,8 +388,9 @@ func scalarKey(v any) (string, bool) {
 
 // numberKey is a JSON number's exact value as a key, as WireMock compares numbers (as
 // decimals, not as float64): the significant digits and the power of ten, so 1, 1.0, 1e0 and
-// 100e-2 give one key, and 9007199254740993 another than 9007199254740992. A number with an
-// exponent of more than 15 digits keys by its text.
+// 100e-2 give one key, and 9007199254740993 another than 9007199254740992. Zero is zero
+// whatever its exponent; another number with an exponent of more than 15 digits keys by its
+// text.
 func numberKey(s string) string {
 	raw := s
 	sign := ""
@@ -397,6 +398,11 @@ func numberKey(s string) string {
 		sign, s = "-", s[1:]
 	}
 	mant, exp, hasExp := strings.Cut(strings.ToLower(s), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return "0" // zero, whatever its sign and exponent
+	}
 	e := int64(0)
 	if hasExp {
 		exp = strings.TrimPrefix(exp, "+")
@@ -408,11 +414,6 @@ func numberKey(s string) string {
 			return "text:" + raw
 		}
 		e = n
-	}
-	whole, frac, _ := strings.Cut(mant, ".")
-	digits := strings.TrimLeft(whole+frac, "0")
-	if digits == "" {
-		return "0"
 	}
 	e -= int64(len(frac))
 	trimmed := strings.TrimRight(digits, "0")
