@@ -44,6 +44,9 @@ type Completion struct {
 	// StopSequence is the stop sequence that ended the answer, when the provider names it
 	// (Anthropic); FinishReason is then "stop".
 	StopSequence string `json:"-"`
+	// Refusal is the model's refusal to answer, which OpenAI sends in place of the text (the
+	// /api endpoints answer an empty text).
+	Refusal string `json:"-"`
 	// ToolCalls are the tools the answer calls (none on the three endpoints, which offer no
 	// tools).
 	ToolCalls    []ToolCall `json:"-"`
@@ -454,7 +457,7 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 			Text: f.res.text, ToolCalls: f.res.toolCalls,
 			Usage: Usage{PromptTokens: f.res.promptTokens, CompletionTokens: f.res.completionTokens, TotalTokens: total},
 			Model: rec.Model, Provider: f.provider, Cost: cost, RequestID: f.id,
-			FinishReason: f.res.finishReason, StopSequence: f.res.stopSequence, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
+			FinishReason: f.res.finishReason, StopSequence: f.res.stopSequence, Refusal: f.res.refusal, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
 			ReasoningTokens: f.res.reasoningTokens,
 		}
 	}

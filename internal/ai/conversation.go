@@ -91,6 +91,7 @@ type ResponseFormat struct {
 // Delta is a piece of a streamed answer: text, or a piece of a tool call.
 type Delta struct {
 	Text     string
+	Refusal  string // a piece of the model's refusal to answer (OpenAI), in place of text
 	ToolCall *ToolCallDelta
 	// PromptTokens, on the first delta only, are the prompt tokens the provider reported
 	// before it (0 when it reports them at the end, as OpenAI does).

@@ -166,6 +166,7 @@ type openAIResponse struct {
 type openAIChoice struct {
 	Message struct {
 		Content   string           `json:"content"` // null (a refusal or a tool call) is an empty text
+		Refusal   string           `json:"refusal"`
 		ToolCalls []openAIToolCall `json:"tool_calls"`
 	} `json:"message"`
 	FinishReason string `json:"finish_reason"`
@@ -213,7 +214,7 @@ func (openAI) parse(_ *call, header http.Header, body []byte) (*result, error) {
 		return nil, malformed("openai answered with no choices")
 	}
 	res := &result{text: r.Choices[0].Message.Content, model: r.Model, providerRequestID: r.ID,
-		finishReason: openAIFinish(r.Choices[0].FinishReason)}
+		finishReason: openAIFinish(r.Choices[0].FinishReason), refusal: r.Choices[0].Message.Refusal}
 	if calls := r.Choices[0].Message.ToolCalls; len(calls) > 0 {
 		res.toolCalls = make([]ToolCall, len(calls))
 		for i, tc := range calls {
@@ -267,6 +268,7 @@ type openAIChunk struct {
 	Choices []struct {
 		Delta struct {
 			Content   string `json:"content"`
+			Refusal   string `json:"refusal"`
 			ToolCalls []struct {
 				Index    int    `json:"index"`
 				ID       string `json:"id"`
@@ -286,9 +288,10 @@ type openAIChunk struct {
 }
 
 type openAIStream struct {
-	res   result
-	text  strings.Builder
-	calls toolCallBuilder
+	res     result
+	text    strings.Builder
+	refusal strings.Builder
+	calls   toolCallBuilder
 }
 
 func (openAI) newStream(_ *call, header http.Header) streamDecoder {
@@ -329,6 +332,10 @@ func (s *openAIStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 		s.text.WriteString(ch.Delta.Content)
 		out = append(out, Delta{Text: ch.Delta.Content})
 	}
+	if ch.Delta.Refusal != "" {
+		s.refusal.WriteString(ch.Delta.Refusal)
+		out = append(out, Delta{Refusal: ch.Delta.Refusal})
+	}
 	for _, tc := range ch.Delta.ToolCalls {
 		piece, err := s.calls.add(tc.Index, tc.ID, tc.Function.Name, tc.Function.Arguments)
 		if err != nil {
@@ -340,7 +347,7 @@ func (s *openAIStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 }
 
 func (s *openAIStream) result() *result {
-	s.res.text = s.text.String()
+	s.res.text, s.res.refusal = s.text.String(), s.refusal.String()
 	s.res.toolCalls = s.calls.calls()
 	return &s.res
 }

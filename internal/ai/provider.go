@@ -138,6 +138,7 @@ type result struct {
 	reasoningTokens   int64  // completion tokens spent on reasoning/thinking
 	finishReason      string // OpenAI's words: stop, length, content_filter, tool_calls
 	stopSequence      string // the stop sequence met, when the provider names it (Anthropic)
+	refusal           string // the model's refusal to answer, in place of text (OpenAI)
 	providerRequestID string
 	estimated         bool // a count was estimated from the text (see estimateUnreported)
 }

@@ -156,7 +156,7 @@ func estimateUnreported(r *result, c *call) {
 	tokens := func(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }
 	bytes, images := c.promptSize()
 	prompt := tokens(bytes) + int64(images)*imageEstimate
-	out := len(r.text)
+	out := len(r.text) + len(r.refusal)
 	for _, tc := range r.toolCalls {
 		out += len(tc.Name) + len(tc.Arguments)
 	}

@@ -101,12 +101,15 @@ func (s *Service) Complete(ctx context.Context, userID string, req *Request) (*C
 	}, nil
 }
 
-// answerMessage is the assistant's message of c: its text (null beside tool calls when there
-// is none) and its tool calls.
+// answerMessage is the assistant's message of c: its text (null beside tool calls or a
+// refusal when there is none), its refusal and its tool calls.
 func answerMessage(c *ai.Completion) AnswerMessage {
 	m := AnswerMessage{Role: "assistant"}
-	if c.Text != "" || len(c.ToolCalls) == 0 {
+	if c.Text != "" || len(c.ToolCalls) == 0 && c.Refusal == "" {
 		m.Content = &c.Text
+	}
+	if c.Refusal != "" {
+		m.Refusal = &c.Refusal
 	}
 	if len(c.ToolCalls) > 0 {
 		m.ToolCalls = make([]ToolCall, len(c.ToolCalls))
@@ -126,7 +129,7 @@ func (s *Service) Stream(ctx context.Context, userID string, req *Request, emit 
 	first := true
 	piece := make([]DeltaToolCall, 1)
 	c, err := s.ai.Stream(ctx, userID, req.Provider, req.Input, func(d ai.Delta) error {
-		chunk.Choices[0].Delta = Delta{Content: d.Text}
+		chunk.Choices[0].Delta = Delta{Content: d.Text, Refusal: d.Refusal}
 		if tc := d.ToolCall; tc != nil {
 			// The first piece of a call carries its id, type and name; the others a fragment
 			// of its arguments, as OpenAI streams them.

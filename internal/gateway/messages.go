@@ -350,8 +350,8 @@ func (s *Service) CompleteMessage(ctx context.Context, userID string, req *Reque
 	reason, seq := stopOf(c)
 	m := &Message{ID: messageID(c.RequestID), Type: "message", Role: "assistant", Model: req.Model,
 		Content: make([]ContentBlock, 0, 1+len(c.ToolCalls)), StopReason: reason, StopSequence: seq, Usage: messageUsage(c)}
-	if c.Text != "" {
-		m.Content = append(m.Content, ContentBlock{Type: "text", Text: &c.Text})
+	if text := c.Text + c.Refusal; text != "" { // a refusal is Anthropic's text, stop_reason refusal
+		m.Content = append(m.Content, ContentBlock{Type: "text", Text: &text})
 	}
 	for _, tc := range c.ToolCalls {
 		m.Content = append(m.Content, ContentBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
@@ -427,7 +427,8 @@ func (m *messageStream) delta(d ai.Delta) error {
 		return m.toolDelta(tc.Arguments)
 	case tc != nil:
 		return m.toolDelta(tc.Arguments)
-	case d.Text != "":
+	case d.Text != "" || d.Refusal != "":
+		text := d.Text + d.Refusal
 		if m.kind != "text" {
 			if err := m.closeBlock(); err != nil {
 				return err
@@ -439,7 +440,7 @@ func (m *messageStream) delta(d ai.Delta) error {
 			}
 		}
 		idx := m.block
-		return m.emit(&MessageEvent{Type: "content_block_delta", Index: &idx, Delta: &EventDelta{Type: "text_delta", Text: &d.Text}})
+		return m.emit(&MessageEvent{Type: "content_block_delta", Index: &idx, Delta: &EventDelta{Type: "text_delta", Text: &text}})
 	}
 	return nil
 }
@@ -472,6 +473,10 @@ func stopOf(c *ai.Completion) (reason, sequence *string) {
 		return &r, &seq
 	}
 	r := "end_turn"
+	if c.Refusal != "" {
+		r = "refusal"
+		return &r, nil
+	}
 	switch c.FinishReason {
 	case "length":
 		r = "max_tokens"

@@ -84,6 +84,7 @@ type ChunkChoice struct {
 type Delta struct {
 	Role      string          `json:"role,omitempty"`
 	Content   string          `json:"content,omitempty"`
+	Refusal   string          `json:"refusal,omitempty"`
 	ToolCalls []DeltaToolCall `json:"tool_calls,omitempty"`
 }
 

@@ -265,3 +265,39 @@ func TestV1Messages_StopSequence(t *testing.T) {
 		t.Errorf("stream %d %s: want the message_delta to name the stop sequence", rec.Code, rec.Body)
 	}
 }
+
+// Ensure OpenAI's refusal reaches the client: as message.refusal (content null) and
+// delta.refusal on /v1/chat/completions, and as a text block with stop_reason refusal on
+// /v1/messages.
+func TestV1_Refusal(t *testing.T) {
+	t.Parallel()
+	const answer = `{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"finish_reason":"stop",
+		"message":{"role":"assistant","content":null,"refusal":"I cannot help."}}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`
+	stream := aitest.Events(`{"id":"c","choices":[{"delta":{"role":"assistant","refusal":"I cannot"}}]}`,
+		`{"id":"c","choices":[{"delta":{"refusal":" help."}}]}`,
+		`{"id":"c","choices":[{"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, `[DONE]`)
+	fx := newGWFixture(t, Options{}, aitest.JSON(200, answer), stream, aitest.JSON(200, answer), stream)
+	_, tok := fx.user(t)
+	const msgs = `"messages":[{"role":"user","content":"x"}]`
+
+	rec := do(fx.h, "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini",`+msgs+`}`, tok)
+	c := decodeJSON[gateway.ChatCompletion](t, rec.Body.Bytes())
+	if rec.Code != 200 || len(c.Choices) != 1 || c.Choices[0].Message.Content != nil || c.Choices[0].Message.Refusal == nil ||
+		*c.Choices[0].Message.Refusal != "I cannot help." {
+		t.Errorf("chat: %d %s, want content null and the refusal", rec.Code, rec.Body)
+	}
+	rec = do(fx.h, "POST", "/v1/chat/completions", `{"model":"openai/gpt-4o-mini","stream":true,`+msgs+`}`, tok)
+	if !strings.Contains(rec.Body.String(), `"refusal":"I cannot"`) || !strings.Contains(rec.Body.String(), `"refusal":" help."`) {
+		t.Errorf("chat stream: %s, want the refusal's pieces", rec.Body)
+	}
+	rec = do(fx.h, "POST", "/v1/messages", `{"model":"openai/gpt-4o-mini","max_tokens":10,`+msgs+`}`, tok)
+	m := decodeJSON[gateway.Message](t, rec.Body.Bytes())
+	if rec.Code != 200 || m.StopReason == nil || *m.StopReason != "refusal" || len(m.Content) != 1 || *m.Content[0].Text != "I cannot help." {
+		t.Errorf("messages: %d %s, want the refusal as text and stop_reason refusal", rec.Code, rec.Body)
+	}
+	rec = do(fx.h, "POST", "/v1/messages", `{"model":"openai/gpt-4o-mini","max_tokens":10,"stream":true,`+msgs+`}`, tok)
+	if !strings.Contains(rec.Body.String(), `"text":"I cannot"`) || !strings.Contains(rec.Body.String(), `"stop_reason":"refusal"`) {
+		t.Errorf("messages stream: %s, want the refusal as text and stop_reason refusal", rec.Body)
+	}
+}
