@@ -348,7 +348,7 @@ func (s *Service) CompleteMessage(ctx context.Context, userID string, req *Reque
 		return nil, err
 	}
 	reason, seq := stopOf(c)
-	m := &Message{ID: messageID(c.RequestID), Type: "message", Role: "assistant", Model: req.Model,
+	m := &Message{ID: messageID(c.RequestID), Type: "message", Role: "assistant", Model: s.answerModel(req, c.Model),
 		Content: make([]ContentBlock, 0, 1+len(c.ToolCalls)), StopReason: reason, StopSequence: seq, Usage: messageUsage(c)}
 	if text := c.Text + c.Refusal; text != "" { // a refusal is Anthropic's text, stop_reason refusal
 		m.Content = append(m.Content, ContentBlock{Type: "text", Text: &text})
@@ -365,12 +365,13 @@ func (s *Service) CompleteMessage(ctx context.Context, userID string, req *Reque
 // reason and the final usage, and message_stop. emit receives each event; an error before
 // its first call means nothing was sent.
 func (s *Service) StreamMessage(ctx context.Context, userID string, req *Request, emit func(*MessageEvent) error) error {
-	st := messageStream{emit: emit, id: messageID(req.Input.RequestID), model: req.Model, block: -1, kind: ""}
+	st := messageStream{emit: emit, id: messageID(req.Input.RequestID), block: -1, kind: "",
+		model: func(reported string) string { return s.answerModel(req, reported) }}
 	c, err := s.ai.Stream(ctx, userID, req.Provider, req.Input, st.delta)
 	if err != nil {
 		return err
 	}
-	if err := st.start(c.Usage.PromptTokens - c.CachedTokens - c.CacheWriteTokens); err != nil {
+	if err := st.start(c.Usage.PromptTokens-c.CachedTokens-c.CacheWriteTokens, c.Model); err != nil {
 		return err
 	}
 	if err := st.closeBlock(); err != nil {
@@ -388,20 +389,21 @@ func (s *Service) StreamMessage(ctx context.Context, userID string, req *Request
 type messageStream struct {
 	emit    func(*MessageEvent) error
 	id      string
-	model   string
+	model   func(reported string) string // the answer's model for the model the provider reported
 	started bool
 	block   int    // the open block's index (-1: none)
 	kind    string // the open block's type: text, tool_use
 	tool    int    // the open tool_use block's call index
 }
 
-// start sends message_start and a ping, once.
-func (m *messageStream) start(inputTokens int64) error {
+// start sends message_start, naming the model the provider reported (reported), and a ping,
+// once.
+func (m *messageStream) start(inputTokens int64, reported string) error {
 	if m.started {
 		return nil
 	}
 	m.started = true
-	msg := &Message{ID: m.id, Type: "message", Role: "assistant", Model: m.model, Content: []ContentBlock{},
+	msg := &Message{ID: m.id, Type: "message", Role: "assistant", Model: m.model(reported), Content: []ContentBlock{},
 		Usage: MessageUsage{InputTokens: max(inputTokens, 0)}}
 	if err := m.emit(&MessageEvent{Type: "message_start", Message: msg}); err != nil {
 		return err
@@ -410,7 +412,7 @@ func (m *messageStream) start(inputTokens int64) error {
 }
 
 func (m *messageStream) delta(d ai.Delta) error {
-	if err := m.start(d.PromptTokens); err != nil {
+	if err := m.start(d.PromptTokens, d.Model); err != nil {
 		return err
 	}
 	switch tc := d.ToolCall; {

@@ -244,10 +244,10 @@ func TestV1Messages_Errors(t *testing.T) {
 // message_delta.
 func TestV1Messages_StopSequence(t *testing.T) {
 	t.Parallel()
-	const answer = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5","content":[{"type":"text","text":"one two"}],
+	const answer = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-4-5-20251001","content":[{"type":"text","text":"one two"}],
 		"stop_reason":"stop_sequence","stop_sequence":"END","usage":{"input_tokens":5,"output_tokens":3}}`
 	fx := newGWFixture(t, Options{}, aitest.JSON(200, answer), aitest.Events(
-		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5-20251001","usage":{"input_tokens":5,"output_tokens":1}}}`,
 		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
 		`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"one two"}}`,
 		`content_block_stop|{"type":"content_block_stop","index":0}`,
@@ -260,9 +260,16 @@ func TestV1Messages_StopSequence(t *testing.T) {
 	if rec.Code != 200 || m.StopReason == nil || *m.StopReason != "stop_sequence" || m.StopSequence == nil || *m.StopSequence != "END" {
 		t.Errorf("answer %d %s: want stop_reason stop_sequence, stop_sequence END", rec.Code, rec.Body)
 	}
+	// The model is the one the provider reported, as on /v1/chat/completions.
+	if m.Model != "anthropic/claude-haiku-4-5-20251001" {
+		t.Errorf("answer's model %q, want the reported snapshot", m.Model)
+	}
 	rec = do(fx.h, "POST", "/v1/messages", body+`,"stream":true}`, tok)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"delta":{"stop_reason":"stop_sequence","stop_sequence":"END"}`) {
 		t.Errorf("stream %d %s: want the message_delta to name the stop sequence", rec.Code, rec.Body)
+	}
+	if !strings.Contains(rec.Body.String(), `"model":"anthropic/claude-haiku-4-5-20251001"`) {
+		t.Errorf("stream %s: want message_start to name the reported snapshot", rec.Body)
 	}
 }
 

@@ -128,7 +128,11 @@ func small(v any) bool {
 				}
 			}
 		case json.Number:
-			return len(x) <= 40 // big.Rat would spend long on 1e999999999
+			if len(x) > 40 {
+				return false // big.Rat would spend long on 1e999999999
+			}
+			_, ok := new(big.Rat).SetString(string(x)) // the reference must read it (not 1E10000000)
+			return ok
 		}
 		return n <= 40
 	}
