@@ -818,9 +818,14 @@ func outcome(u *upstreamError) string {
 	return "error"
 }
 
+// keyPrefix is how much of a key's start identifies it: a text holding that much of a key
+// (the key cut short, or followed by other characters) holds a part of the secret.
+const keyPrefix = 20
+
 // keysPattern matches every configured API key in any letter case, each of its characters
-// also percent-encoded (a provider may quote the key from a URL: sk%2Dlive…), the longest
-// first, or is nil when none is set.
+// also percent-encoded (a provider may quote the key from a URL: sk%2Dlive…): its first
+// keyPrefix characters and the token characters after them, so that a key quoted cut short
+// is hidden too. The longest first; nil when none is set.
 func keysPattern(providers map[string]ProviderConfig) *regexp.Regexp {
 	var keys []string
 	for _, p := range providers {
@@ -828,14 +833,17 @@ func keysPattern(providers map[string]ProviderConfig) *regexp.Regexp {
 			continue
 		}
 		var b strings.Builder
-		for _, c := range p.APIKey {
+		for i, c := range []rune(p.APIKey) {
+			if i == keyPrefix {
+				break
+			}
 			b.WriteString("(?:" + regexp.QuoteMeta(string(c)))
 			for _, x := range []byte(string(c)) {
 				fmt.Fprintf(&b, "|%%%02X", x)
 			}
 			b.WriteString(")")
 		}
-		keys = append(keys, b.String())
+		keys = append(keys, b.String()+`(?:[A-Za-z0-9_\-]|%[0-9A-Fa-f]{2})*`)
 	}
 	if len(keys) == 0 {
 		return nil
