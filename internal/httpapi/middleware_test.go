@@ -475,6 +475,19 @@ func TestRateLimit(t *testing.T) {
 	if rec := get("10.1.2.3", "198.51.100.8"); rec.Code != 200 {
 		t.Fatalf("another forwarded client: %d, want 200", rec.Code)
 	}
+	// IPv6 clients count by /64 network: its other addresses share the limit, directly and
+	// forwarded; another network has its own.
+	for i, remote := range []string{"[2001:db8:0:1::1]", "[2001:db8:0:1::2]", "[2001:db8:0:1:ffff:ffff:ffff:ffff]"} {
+		if rec := get(remote, ""); rec.Code != 200 {
+			t.Fatalf("IPv6 request %d: %d", i+1, rec.Code)
+		}
+	}
+	if rec := get("10.1.2.3", "2001:db8:0:1::99"); rec.Code != 429 {
+		t.Fatalf("4th address of one /64, forwarded: %d, want 429", rec.Code)
+	}
+	if rec := get("[2001:db8:0:2::1]", ""); rec.Code != 200 {
+		t.Fatalf("another /64: %d, want 200", rec.Code)
+	}
 }
 
 type failingLimiter struct{}

@@ -38,7 +38,7 @@ func (rl *rateLimiter) limit(name string, limit int, window time.Duration) func(
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := rl.clientIP(r) // the global limit's key; a named limit's is name|client
+			key := clientKey(rl.clientIP(r)) // the global limit's key; a named limit's is name|client
 			if name != "" {
 				key = name + "|" + key
 			}
@@ -100,6 +100,20 @@ func (rl *rateLimiter) clientIP(r *http.Request) string {
 		}
 	}
 	return host
+}
+
+// clientKey is the client a limit counts for an address: an IPv4 address, or an IPv6
+// address's /64 network, which one subscriber usually holds whole (counting its 2^64
+// addresses apart would give it as many limits).
+func clientKey(host string) string {
+	if !strings.Contains(host, ":") {
+		return host
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || ip.To4() != nil {
+		return host
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // isTrusted reports whether ip (nil: not an address) is in a trusted proxy range.
