@@ -97,6 +97,8 @@ func TestParseMessagesRefused(t *testing.T) {
 			"messages.0.content.0.source", "invalid_value"},
 		{`{` + head + `,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"f"}}]}]}`,
 			"messages.0.content.0.source.type", "unsupported_parameter"},
+		{`{` + head + `,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"not base64!"}}]}]}`,
+			"messages.0.content.0.source.data", "invalid_image_url"},
 		{`{` + head + `,"system":5,` + msg + `}`, "system", "invalid_type"},
 		{`{` + head + `,` + msg + `,"tools":{}}`, "tools", "invalid_type"},
 		{`{` + head + `,` + msg + `,"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "tools.0.type", "unsupported_parameter"},

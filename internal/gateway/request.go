@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net/url"
@@ -422,6 +423,11 @@ func dataImage(at, dataURL string, maxImage int64, sizeParam string) (*ai.Image,
 	}
 	if err := imageSize(sizeParam, data, maxImage); err != nil {
 		return nil, err
+	}
+	// Read through once (bounded above) so that data a provider cannot decode is the client's
+	// 400 here, not a provider's refusal after the call was counted.
+	if _, err := io.Copy(io.Discard, base64.NewDecoder(base64.StdEncoding, strings.NewReader(data))); err != nil {
+		return nil, invalid(sizeParam, "invalid_image_url", "Invalid '%s': the image data is not valid base64.", sizeParam)
 	}
 	return &ai.Image{URL: dataURL, MediaType: mediaType, Data: data}, nil
 }

@@ -114,6 +114,8 @@ func TestParseRefused(t *testing.T) {
 			"messages[0].content[0].image_url.url", "invalid_image_url"},
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:text/plain;base64,eA=="}}]}]}`,
 			"messages[0].content[0].image_url.url", "invalid_image_url"},
+		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!!"}}]}]}`,
+			"messages[0].content[0].image_url.url", "invalid_image_url"},
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png","detail":"max"}}]}]}`,
 			"messages[0].content[0].image_url.detail", "invalid_value"},
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`,
