@@ -457,8 +457,8 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 			Text: f.res.text, ToolCalls: f.res.toolCalls,
 			Usage: Usage{PromptTokens: f.res.promptTokens, CompletionTokens: f.res.completionTokens, TotalTokens: total},
 			Model: rec.Model, Provider: f.provider, Cost: cost, RequestID: f.id,
-			FinishReason: f.res.finishReason, StopSequence: f.res.stopSequence, Refusal: f.res.refusal, CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens,
-			ReasoningTokens: f.res.reasoningTokens,
+			FinishReason: f.res.finishReason, StopSequence: f.res.stopSequence, Refusal: f.res.refusal,
+			CachedTokens: f.res.cacheReadTokens, CacheWriteTokens: f.res.cacheWriteTokens, ReasoningTokens: f.res.reasoningTokens,
 		}
 	}
 	var err error

@@ -150,8 +150,10 @@ const (
 // when the provider reported less: for a stream that ended before the provider's final usage
 // (its client left, it broke off or failed; OpenAI reports usage only in its last chunk, and
 // Anthropic the completion only in its last delta), and for an answer that came without any
-// usage. Such a call would otherwise cost nothing while the provider bills it. The prompt's estimate counts its text, tool definitions and
-// images, the completion's the text and tool calls relayed. A raised count marks r estimated.
+// usage. Such a call would otherwise cost nothing while the provider bills it. The prompt's
+// estimate counts its text, tool definitions and images; the completion's the text and tool
+// calls relayed, at most the call's output cap (no provider bills past it, and a budget
+// reserved for it). A raised count marks r estimated.
 func estimateUnreported(r *result, c *call) {
 	tokens := func(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }
 	bytes, images := c.promptSize()
@@ -163,7 +165,11 @@ func estimateUnreported(r *result, c *call) {
 	if prompt > r.promptTokens {
 		r.promptTokens, r.estimated = prompt, true
 	}
-	if completion := tokens(out); completion > r.completionTokens {
+	completion := tokens(out)
+	if c.maxTokens > 0 {
+		completion = min(completion, int64(c.maxTokens))
+	}
+	if completion > r.completionTokens {
 		r.completionTokens, r.estimated = completion, true
 	}
 }

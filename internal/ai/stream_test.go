@@ -387,21 +387,25 @@ func TestStream_UnreportedUsageEstimated(t *testing.T) {
 		name, provider string
 		reply          aitest.Responder
 		leaveAfter     int // pieces, 0: stay to the end
+		maxTokens      int // the call's output cap (0: the default)
 		status         string
 		prompt, out    int64
 		estimated      bool
 	}{
 		// "Paris is the capital" is 20 bytes: 5 tokens.
-		{"OpenAICallerLeaves", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2,
+		{"OpenAICallerLeaves", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2, 0,
 			usage.StatusCanceled, 8, 5, true},
-		{"OpenAIFailsMidStream", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, FailAfter: 2}), 0,
+		// The completion's estimate never passes the output cap: no provider bills past it.
+		{"OpenAICallerLeavesCapped", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2, 3,
+			usage.StatusCanceled, 8, 3, true},
+		{"OpenAIFailsMidStream", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces, FailAfter: 2}), 0, 0,
 			usage.StatusError, 8, 5, true},
-		{"OpenAIEnds", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces}), 0,
+		{"OpenAIEnds", "openai", aitest.Stream(aitest.StreamOptions{Pieces: pieces}), 0, 0,
 			usage.StatusSuccess, 11, 7, false},
-		{"OpenAIFailsBeforeAnyPiece", "openai", aitest.Events(`{"error":{"message":"boom","type":"server_error"}}`), 0,
+		{"OpenAIFailsBeforeAnyPiece", "openai", aitest.Events(`{"error":{"message":"boom","type":"server_error"}}`), 0, 0,
 			usage.StatusError, 0, 0, false},
 		// Anthropic reported the prompt (11, more than the estimate) but not yet the completion.
-		{"AnthropicCallerLeaves", "anthropic", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2,
+		{"AnthropicCallerLeaves", "anthropic", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2, 0,
 			usage.StatusCanceled, 11, 5, true},
 	}
 	for _, tc := range tests {
@@ -412,7 +416,11 @@ func TestStream_UnreportedUsageEstimated(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			n := 0
-			_, err := svc.Stream(ctx, "u", tc.provider, input(t, `{"messages":[{"role":"user","content":"`+prompt+`"}],"model":"`+models[tc.provider]+`"}`),
+			in := input(t, `{"messages":[{"role":"user","content":"`+prompt+`"}],"model":"`+models[tc.provider]+`"}`)
+			if tc.maxTokens > 0 {
+				in.MaxTokens = &tc.maxTokens
+			}
+			_, err := svc.Stream(ctx, "u", tc.provider, in,
 				func(ai.Delta) error {
 					if n++; n == tc.leaveAfter {
 						cancel()
