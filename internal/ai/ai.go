@@ -357,8 +357,14 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 		res, attempts, uerr = s.stream(ctx, ep, cfg, c, onDelta)
 		s.obs.StreamEnded()
 	}
-	if uerr == nil && res != nil && res.promptTokens == 0 && res.completionTokens == 0 {
+	switch {
+	case uerr == nil && res != nil && res.promptTokens == 0 && res.completionTokens == 0:
 		estimateUnreported(res, c) // an answer without usage (no prompt is 0 tokens) is not free
+	case uerr != nil && uerr.canceled && uerr.status == 0 && res == nil && attempts > 0:
+		// The caller left while the provider had the request (not between two attempts): the
+		// provider bills what it received, so the prompt's estimate is charged.
+		res = &result{}
+		estimateUnreported(res, c)
 	}
 	return s.finish(ctx, finished{
 		id: id, userID: userID, provider: providerName, model: c.model, cfg: cfg, start: start,

@@ -518,3 +518,35 @@ func TestStream_ErrorEventBeforeFirstPiece(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a call whose caller leaves while the provider has its request is charged its
+// prompt's estimate (the provider bills what it received), and one that leaves between two
+// attempts (the first refused, not billed) costs nothing.
+func TestComplete_CallerLeavesWhileProviderWorks(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		reply  aitest.Responder
+		prompt int64
+	}{
+		"InFlight":        {aitest.Hang(10 * time.Second), 8},
+		"BetweenAttempts": {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "openai", tc.reply)
+			svc, rec := newService(t, fake, "openai", func(o *ai.Options) { o.RetryBase, o.RetryCap = 2*time.Second, 4*time.Second })
+			ctx, cancel := context.WithCancel(context.Background()) // no deadline: retries wait
+			defer cancel()
+			time.AfterFunc(300*time.Millisecond, cancel)
+			in := input(t, `{"messages":[{"role":"user","content":"What is the capital of France?"}],"model":"gpt-4o-mini"}`)
+			if _, err := svc.Complete(ctx, "u", "openai", in); err == nil {
+				t.Fatal("no error")
+			}
+			recs := rec.all()
+			if len(recs) != 1 || recs[0].Status != usage.StatusCanceled || recs[0].PromptTokens != tc.prompt ||
+				recs[0].Estimated != (tc.prompt > 0) || (recs[0].Cost > 0) != (tc.prompt > 0) {
+				t.Fatalf("records %+v: want one canceled with %d prompt tokens estimated", recs, tc.prompt)
+			}
+		})
+	}
+}
