@@ -770,7 +770,9 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	case u.malformed:
 		return apperr.Wrap(apperr.Upstream, u, msg)
 	case u.midStream:
-		return apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s failed mid-stream: %s", name, msg))
+		e := apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s failed mid-stream: %s", name, msg))
+		e.Code = u.eventType // the provider's own error type, for a surface speaking its dialect
+		return e
 	case u.status == http.StatusTooManyRequests:
 		e := apperr.Wrap(apperr.RateLimited, u, fmt.Sprintf("%s rate limit reached: %s", name, msg))
 		if u.retryAfter > 0 {

@@ -510,11 +510,20 @@ func toolInput(args string) json.RawMessage {
 	return b
 }
 
+// anthropicErrorTypes are the error types of Anthropic's API.
+var anthropicErrorTypes = map[string]bool{"invalid_request_error": true, "authentication_error": true,
+	"permission_error": true, "not_found_error": true, "request_too_large": true, "rate_limit_error": true,
+	"api_error": true, "overloaded_error": true, "billing_error": true, "timeout_error": true}
+
 // AnthropicErrorOf is err as Anthropic's error answer: its status and body. Budgets spent
-// are billing_error (402), timeouts timeout_error (504).
-func AnthropicErrorOf(status int, kind apperr.Kind, message string) (int, AnthropicErrorBody) {
+// are billing_error (402), timeouts timeout_error (504). A provider's failure that came with
+// one of Anthropic's error types (code: an error event in its stream, overloaded_error) keeps
+// that type.
+func AnthropicErrorOf(status int, kind apperr.Kind, code, message string) (int, AnthropicErrorBody) {
 	typ := "api_error"
 	switch {
+	case kind == apperr.Upstream && anthropicErrorTypes[code]:
+		typ = code
 	case kind == apperr.PaymentRequired:
 		typ = "billing_error"
 	case kind == apperr.UpstreamTimeout:

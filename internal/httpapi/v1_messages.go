@@ -44,7 +44,11 @@ func anthropicFormat(h http.Header, err error) (int, any) {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	status, body := gateway.AnthropicErrorOf(status, apperr.KindOf(err), msg)
+	var code string
+	if e := apperr.As(err); e != nil {
+		code = e.Code
+	}
+	status, body := gateway.AnthropicErrorOf(status, apperr.KindOf(err), code, msg)
 	if body.Error.Type == "billing_error" && h != nil {
 		h.Set("X-Should-Retry", "false")
 	}

@@ -308,3 +308,20 @@ func TestV1_Refusal(t *testing.T) {
 		t.Errorf("messages stream: %s, want the refusal as text and stop_reason refusal", rec.Body)
 	}
 }
+
+// Ensure an error Anthropic sends mid-stream reaches a /v1/messages client with its own type
+// (overloaded_error, which the SDK retries as such), not as a generic api_error.
+func TestV1Messages_MidStreamErrorKeepsItsType(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, aitest.Events(
+		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`,
+		`error|{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
+	_, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/v1/messages", `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"x"}]}`, tok)
+	evs := events(t, rec.Body.String())
+	if len(evs) == 0 || evs[len(evs)-1][0] != "error" || !strings.Contains(evs[len(evs)-1][1], `"type":"overloaded_error"`) {
+		t.Errorf("stream %s: want it to end with an overloaded_error event", rec.Body)
+	}
+}
