@@ -360,7 +360,7 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	switch {
 	case uerr == nil && res != nil && res.promptTokens == 0 && res.completionTokens == 0:
 		estimateUnreported(res, c) // an answer without usage (no prompt is 0 tokens) is not free
-	case uerr != nil && uerr.canceled && uerr.status == 0 && res == nil && attempts > 0:
+	case uerr != nil && uerr.canceled && !uerr.between && res == nil && attempts > 0:
 		// The caller left while the provider had the request (not between two attempts): the
 		// provider bills what it received, so the prompt's estimate is charged.
 		res = &result{}
@@ -442,7 +442,14 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 		if m := reportedModel(f.res.model); m != "" {
 			rec.Model = m
 		}
-		cost, prices := s.prices.Cost(f.provider, rec.Model, Tokens{
+		// Priced by the model the provider reports, or, when that one has no price (a preview
+		// or a snapshot the table does not list), by the model asked for, which the budget
+		// reserved for: a reported name must not make a call free.
+		priced := rec.Model
+		if _, _, ok := s.prices.Lookup(f.provider, priced); !ok {
+			priced = f.model
+		}
+		cost, prices := s.prices.Cost(f.provider, priced, Tokens{
 			Prompt: f.res.promptTokens, Completion: f.res.completionTokens, CacheRead: f.res.cacheReadTokens,
 			CacheWrite: f.res.cacheWriteTokens,
 		})
@@ -591,7 +598,7 @@ func (s *Service) retry(parent, ctx context.Context, deadline time.Time, ep *end
 		case <-ctx.Done():
 			t.Stop()
 			if parent.Err() != nil {
-				return attempts, &upstreamError{canceled: true, status: uerr.status, message: uerr.message}
+				return attempts, &upstreamError{canceled: true, between: true, status: uerr.status, message: uerr.message}
 			}
 			return attempts, &upstreamError{timeout: true, status: uerr.status}
 		}

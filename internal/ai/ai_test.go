@@ -741,3 +741,21 @@ func TestRun_ProviderDefaults(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a call whose provider reports a model the price table does not list (a preview, a
+// new snapshot) is priced as the model asked for, which the budget reserved for, not free;
+// the record keeps the reported name.
+func TestComplete_ReportedModelWithoutPrice(t *testing.T) {
+	t.Parallel()
+	fake := aitest.New(t, "openai", aitest.JSON(200, aitest.OpenAIAnswer("gpt-4o-mini-free", "hi", 1000, 1000, 0)))
+	svc, rec := newService(t, fake, "openai", nil)
+	c, err := svc.Complete(context.Background(), "u", "openai", input(t, `{"messages":[{"role":"user","content":"x"}],"model":"gpt-4o-mini"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = 1000*0.15e-6 + 1000*0.6e-6 // gpt-4o-mini's prices
+	recs := rec.all()
+	if c.Cost != usage.RoundCost(want) || len(recs) != 1 || recs[0].Cost != c.Cost || recs[0].Model != "gpt-4o-mini-free" {
+		t.Errorf("cost %v, records %+v: want $%v at gpt-4o-mini's prices, recorded under the reported name", c.Cost, recs, want)
+	}
+}

@@ -146,14 +146,15 @@ const (
 	imageEstimate = 85
 )
 
-// estimateUnreported raises r's prompt and completion counts to an estimate from the text
-// when the provider reported less: for a stream that ended before the provider's final usage
-// (its client left, it broke off or failed; OpenAI reports usage only in its last chunk, and
-// Anthropic the completion only in its last delta), and for an answer that came without any
-// usage. Such a call would otherwise cost nothing while the provider bills it. The prompt's
-// estimate counts its text, tool definitions and images; the completion's the text and tool
-// calls relayed, at most the call's output cap (no provider bills past it, and a budget
-// reserved for it). A raised count marks r estimated.
+// estimateUnreported sets r's prompt count, when the provider reported none, and raises its
+// completion count, when the provider reported less (a count so far), to an estimate from the
+// text: for a stream that ended before the provider's final usage (its client left, it broke
+// off or failed; OpenAI reports usage only in its last chunk, and Anthropic the completion
+// only in its last delta), and for an answer that came without any usage. Such a call would
+// otherwise cost nothing while the provider bills it. The prompt's estimate counts its text,
+// tool definitions and images; the completion's the text and tool calls relayed, at most the
+// call's output cap (no provider bills past it, and a budget reserved for it). A count set or
+// raised marks r estimated.
 func estimateUnreported(r *result, c *call) {
 	tokens := func(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }
 	bytes, images := c.promptSize()
@@ -162,7 +163,7 @@ func estimateUnreported(r *result, c *call) {
 	for _, tc := range r.toolCalls {
 		out += len(tc.Name) + len(tc.Arguments)
 	}
-	if prompt > r.promptTokens {
+	if r.promptTokens == 0 { // a prompt count the provider reported is exact: kept
 		r.promptTokens, r.estimated = prompt, true
 	}
 	completion := tokens(out)

@@ -404,6 +404,9 @@ func TestStream_UnreportedUsageEstimated(t *testing.T) {
 			usage.StatusSuccess, 11, 7, false},
 		{"OpenAIFailsBeforeAnyPiece", "openai", aitest.Events(`{"error":{"message":"boom","type":"server_error"}}`), 0, 0,
 			usage.StatusError, 0, 0, false},
+		// A prompt count the provider reported is exact and kept, even under the estimate (8).
+		{"AnthropicReportedPromptKept", "anthropic", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Prompt: 3, Gap: 20 * time.Millisecond}), 2, 0,
+			usage.StatusCanceled, 3, 5, true},
 		// Anthropic reported the prompt (11, more than the estimate) but not yet the completion.
 		{"AnthropicCallerLeaves", "anthropic", aitest.Stream(aitest.StreamOptions{Pieces: pieces, Gap: 20 * time.Millisecond}), 2, 0,
 			usage.StatusCanceled, 11, 5, true},
@@ -528,7 +531,13 @@ func TestComplete_CallerLeavesWhileProviderWorks(t *testing.T) {
 		reply  aitest.Responder
 		prompt int64
 	}{
-		"InFlight":        {aitest.Hang(10 * time.Second), 8},
+		"InFlight": {aitest.Hang(10 * time.Second), 8},
+		"AfterHeaders": {func(w http.ResponseWriter, r *http.Request, _ aitest.Call) { // the body never comes
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_ = http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+		}, 8},
 		"BetweenAttempts": {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), 0},
 	} {
 		t.Run(name, func(t *testing.T) {
