@@ -510,7 +510,28 @@ func (s *Service) worstCase(provider string, c *call) float64 {
 		}
 	}
 	bytes, images := c.promptSize()
-	return usage.RoundCost(float64(bytes+images*imageWorstCase)*in + float64(cmp.Or(c.maxTokens, openMaxTokens))*out)
+	prompt := bytes + images*imageWorstCase + promptOverhead(c)
+	return usage.RoundCost(float64(prompt)*in + float64(cmp.Or(c.maxTokens, openMaxTokens))*out)
+}
+
+// The prompt tokens a provider bills beyond the text, bounded for a call's worst case: a few
+// a message (its role and separators: OpenAI counts 4, and 3 for the reply's start), and with
+// tools the system prompt that explains them (Anthropic's is about 350 tokens) and each tool's
+// framing. A prompt of many tiny messages, or of tools, costs more than its bytes.
+const (
+	overheadPerCall    = 16
+	overheadPerMessage = 8
+	overheadTools      = 512
+	overheadPerTool    = 16
+)
+
+// promptOverhead is the most prompt tokens c may cost beyond its bytes.
+func promptOverhead(c *call) int {
+	n := overheadPerCall + overheadPerMessage*len(c.messages)
+	if len(c.tools) > 0 {
+		n += overheadTools + overheadPerTool*len(c.tools)
+	}
+	return n
 }
 
 // record hands rec to the recorder on a context the caller's departure does not cancel.

@@ -294,8 +294,9 @@ func (b *budget) Reserve(_ context.Context, _ string, usd float64) (ai.Reservati
 func TestBudget(t *testing.T) {
 	t.Parallel()
 	body := `{"messages":[{"role":"user","content":"0123456789"}],"model":"gpt-4o-mini","maxTokens":100}`
-	// Worst case: 10 prompt bytes × 0.15e-6 + 100 × 0.6e-6.
-	const worst = 10*0.15e-6 + 100*0.6e-6
+	// Worst case: (10 prompt bytes + 16 + 8 overhead tokens for the call and its message) ×
+	// 0.15e-6 + 100 × 0.6e-6.
+	const worst = (10+16+8)*0.15e-6 + 100*0.6e-6
 	t.Run("Refused", func(t *testing.T) {
 		t.Parallel()
 		fake := aitest.New(t, "openai")

@@ -344,8 +344,10 @@ func TestBudget_WorstCaseOfToolsAndImages(t *testing.T) {
 	if _, err := svc.Complete(context.Background(), "u", "openai", in); err != nil {
 		t.Fatal(err)
 	}
-	// prompt: 10 text + 5,000 image + 3 call ("f", "{}") + 2 result + 18 tool ("f" and its schema)
-	const want = (10+5000+3+2+18)*0.15e-6 + 100*0.6e-6
+	// prompt: 10 text + 5,000 image + 3 call ("f", "{}") + 2 result + 18 tool ("f" and its
+	// schema), and the overhead: 16 for the call, 8 for each of its 3 messages, 512 + 16 for
+	// its one tool.
+	const want = (10+5000+3+2+18+16+3*8+512+16)*0.15e-6 + 100*0.6e-6
 	if len(b.reserved) != 1 || b.reserved[0] != usage.RoundCost(want) {
 		t.Errorf("reserved %v, want %v", b.reserved, usage.RoundCost(want))
 	}

@@ -504,10 +504,11 @@ func TestBudgetConcurrentCalls(t *testing.T) {
 	fx := newGWFixture(t, Options{})
 	uid, tok := fx.user(t)
 	body := `{"messages":[{"role":"user","content":"hi"}],"model":"gpt-4o-mini","maxTokens":100}`
-	// One call's worst case: 2 prompt bytes at the input price and 100 output tokens.
+	// One call's worst case: 2 prompt bytes and the overhead of one message (16 + 8 tokens) at
+	// the input price, and 100 output tokens.
 	prices, _ := ai.LoadPrices("", nil)
 	_, pr, _ := prices.Lookup("openai", "gpt-4o-mini")
-	worst := 2*pr.Input + 100*pr.Output
+	worst := (2+16+8)*pr.Input + 100*pr.Output
 	limit := 50.5 * worst
 	if _, err := fx.budget.SetLimit(context.Background(), uid, &limit); err != nil {
 		t.Fatal(err)
