@@ -451,12 +451,12 @@ func (s *Service) finish(ctx context.Context, f finished) (*Completion, error) {
 		}
 		cost, prices := s.prices.Cost(f.provider, priced, Tokens{
 			Prompt: f.res.promptTokens, Completion: f.res.completionTokens, CacheRead: f.res.cacheReadTokens,
-			CacheWrite: f.res.cacheWriteTokens,
+			CacheWrite: f.res.cacheWriteTokens, CacheWrite1h: f.res.cacheWrite1h,
 		})
 		cost = usage.RoundCost(cost)
 		total := f.res.promptTokens + f.res.completionTokens // one rule for every provider
 		rec.PromptTokens, rec.CompletionTokens, rec.TotalTokens = f.res.promptTokens, f.res.completionTokens, total
-		rec.CachedTokens, rec.CacheWriteTokens = f.res.cacheReadTokens, f.res.cacheWriteTokens
+		rec.CachedTokens, rec.CacheWriteTokens, rec.CacheWrite1h = f.res.cacheReadTokens, f.res.cacheWriteTokens, f.res.cacheWrite1h
 		rec.Cost, rec.ProviderRequestID, rec.Estimated = cost, f.res.providerRequestID, f.res.estimated
 		if prices.Entry != "" {
 			rec.Prices = &prices

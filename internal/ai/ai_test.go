@@ -759,3 +759,43 @@ func TestComplete_ReportedModelWithoutPrice(t *testing.T) {
 		t.Errorf("cost %v, records %+v: want $%v at gpt-4o-mini's prices, recorded under the reported name", c.Cost, recs, want)
 	}
 }
+
+// Ensure Anthropic's cache writes kept an hour are billed at their own rate (the table's
+// cache_creation_input_token_cost_above_1hr, else twice the input rate), the others at the
+// 5-minute rate, streamed or not, and the record says how many there were.
+func TestCost_AnthropicHourCacheWrites(t *testing.T) {
+	t.Parallel()
+	usageJSON := `{"input_tokens":100,"output_tokens":50,"cache_read_input_tokens":1000,"cache_creation_input_tokens":2000,` +
+		`"cache_creation":{"ephemeral_5m_input_tokens":500,"ephemeral_1h_input_tokens":1500}}`
+	// claude-haiku-4-5: input 1.00, output 5.00, cache read 0.10, 5-minute write 1.25, hour write 2.00 per million.
+	const want = (100*1.00 + 1000*0.10 + 500*1.25 + 1500*2.00 + 50*5.00) / 1e6
+	for name, reply := range map[string]aitest.Responder{
+		"Answer": aitest.JSON(200, `{"id":"m","type":"message","model":"claude-haiku-4-5","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":`+usageJSON+`}`),
+		"Stream": aitest.Events(`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":`+usageJSON+`}}`,
+			`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}`,
+			`message_delta|{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":50}}`,
+			`message_stop|{"type":"message_stop"}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "anthropic", reply)
+			svc, rec := newService(t, fake, "anthropic", nil)
+			in := input(t, `{"messages":[{"role":"user","content":"x"}],"model":"claude-haiku-4-5"}`)
+			var c *ai.Completion
+			var err error
+			if name == "Stream" {
+				c, err = svc.Stream(context.Background(), "u", "anthropic", in, nil)
+			} else {
+				c, err = svc.Complete(context.Background(), "u", "anthropic", in)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := rec.all()
+			if c.Cost != usage.RoundCost(want) || len(recs) != 1 || recs[0].CacheWrite1h != 1500 || recs[0].Prices == nil || recs[0].Prices.CacheWrite1h != 2e-6 {
+				t.Errorf("cost %v, records %+v: want %v with 1,500 hour writes at 2e-6", c.Cost, recs, usage.RoundCost(want))
+			}
+		})
+	}
+}

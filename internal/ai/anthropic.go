@@ -249,10 +249,17 @@ type anthropicBlock struct {
 }
 
 type anthropicUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	InputTokens              int64                   `json:"input_tokens"`
+	OutputTokens             int64                   `json:"output_tokens"`
+	CacheCreationInputTokens int64                   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64                   `json:"cache_read_input_tokens"`
+	CacheCreation            *anthropicCacheCreation `json:"cache_creation"`
+}
+
+// anthropicCacheCreation splits the cache writes by how long they are kept: those kept an hour
+// cost more.
+type anthropicCacheCreation struct {
+	Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
 }
 
 // apply sets res's counts from u, refusing impossible ones. input_tokens excludes cache reads
@@ -266,6 +273,12 @@ func (u *anthropicUsage) apply(res *result) error {
 	res.completionTokens = u.OutputTokens // thinking included
 	res.cacheReadTokens = u.CacheReadInputTokens
 	res.cacheWriteTokens = u.CacheCreationInputTokens
+	if u.CacheCreation != nil {
+		if err := checkCounts("anthropic", u.CacheCreation.Ephemeral1h); err != nil {
+			return err
+		}
+		res.cacheWrite1h = min(u.CacheCreation.Ephemeral1h, u.CacheCreationInputTokens)
+	}
 	return res.checkTotals("anthropic")
 }
 
@@ -380,10 +393,11 @@ type anthropicEvent struct {
 		StopSequence *string `json:"stop_sequence"`
 	} `json:"delta"` // content_block_delta, message_delta
 	Usage *struct {
-		InputTokens              *int64 `json:"input_tokens"`
-		OutputTokens             *int64 `json:"output_tokens"`
-		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+		InputTokens              *int64                  `json:"input_tokens"`
+		OutputTokens             *int64                  `json:"output_tokens"`
+		CacheCreationInputTokens *int64                  `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     *int64                  `json:"cache_read_input_tokens"`
+		CacheCreation            *anthropicCacheCreation `json:"cache_creation"`
 	} `json:"usage"` // message_delta: cumulative counts
 	Error *struct {
 		Type    string `json:"type"`
@@ -474,6 +488,9 @@ func (s *anthropicStream) event(_ string, data []byte, out []Delta) ([]Delta, bo
 				if f.from != nil {
 					*f.to = *f.from
 				}
+			}
+			if u.CacheCreation != nil {
+				s.usage.CacheCreation = u.CacheCreation
 			}
 		}
 	case "message_stop":

@@ -26,9 +26,12 @@ type Price struct {
 	Output     float64
 	CacheRead  float64 // 0: billed as input
 	CacheWrite float64 // 0: billed as input
-	tiers      []tier  // higher prices past a prompt length, ascending
-	provider   string  // litellm_provider ("" when the entry does not say)
-	mode       string  // LiteLLM's mode: chat, embedding ("" when the entry does not say)
+	// CacheWrite1h is the rate of cache writes kept an hour (Anthropic's
+	// cache_creation_input_token_cost_above_1hr; 0: twice the input rate, as Anthropic bills).
+	CacheWrite1h float64
+	tiers        []tier // higher prices past a prompt length, ascending
+	provider     string // litellm_provider ("" when the entry does not say)
+	mode         string // LiteLLM's mode: chat, embedding ("" when the entry does not say)
 }
 
 // tier holds the prices that apply when the prompt has more than above tokens.
@@ -40,6 +43,7 @@ type tier struct {
 // Tokens are the counts a cost is computed from. Prompt includes the cached ones.
 type Tokens struct {
 	Prompt, Completion, CacheRead, CacheWrite int64
+	CacheWrite1h                              int64 // the part of CacheWrite kept an hour (Anthropic)
 }
 
 // Prices is the price table.
@@ -102,6 +106,8 @@ func (p *Prices) add(data []byte) error {
 				base = &pr.CacheRead
 			case "cache_creation_input_token_cost":
 				base = &pr.CacheWrite
+			case "cache_creation_input_token_cost_above_1hr":
+				base = &pr.CacheWrite1h
 			case "litellm_provider":
 				if err := json.Unmarshal(v, &pr.provider); err != nil {
 					return fmt.Errorf("%s.%s must be a string", key, name)
@@ -220,9 +226,18 @@ func (p *Prices) Cost(provider, model string, t Tokens) (float64, usage.UnitPric
 	if cw == 0 {
 		cw = in
 	}
+	cw1h := pr.CacheWrite1h
+	if cw1h == 0 {
+		cw1h = 2 * in
+	}
 	plain := max(t.Prompt-t.CacheRead-t.CacheWrite, 0)
-	cost := float64(plain)*in + float64(t.CacheRead)*cr + float64(t.CacheWrite)*cw + float64(t.Completion)*out
-	return cost, usage.UnitPrices{Entry: key, Input: in, Output: out, CacheRead: cr, CacheWrite: cw}
+	w1h := min(max(t.CacheWrite1h, 0), t.CacheWrite)
+	cost := float64(plain)*in + float64(t.CacheRead)*cr + float64(t.CacheWrite-w1h)*cw + float64(w1h)*cw1h + float64(t.Completion)*out
+	up := usage.UnitPrices{Entry: key, Input: in, Output: out, CacheRead: cr, CacheWrite: cw}
+	if w1h > 0 {
+		up.CacheWrite1h = cw1h
+	}
+	return cost, up
 }
 
 // ProviderOf returns the provider whose model the table names model: an entry found for

@@ -135,6 +135,7 @@ type result struct {
 	completionTokens  int64  // every completion token, reasoning/thinking included
 	cacheReadTokens   int64  // prompt tokens read from cache (billed at the cache rate)
 	cacheWriteTokens  int64  // prompt tokens written to cache (Anthropic)
+	cacheWrite1h      int64  // the part of cacheWriteTokens kept an hour (Anthropic)
 	reasoningTokens   int64  // completion tokens spent on reasoning/thinking
 	finishReason      string // OpenAI's words: stop, length, content_filter, tool_calls
 	stopSequence      string // the stop sequence met, when the provider names it (Anthropic)

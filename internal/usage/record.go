@@ -41,6 +41,8 @@ type UnitPrices struct {
 	Output     float64 `bson:"o" json:"output"`
 	CacheRead  float64 `bson:"r,omitempty" json:"cacheRead"`
 	CacheWrite float64 `bson:"w,omitempty" json:"cacheWrite"`
+	// CacheWrite1h is the rate of cache writes kept an hour, when the call had some.
+	CacheWrite1h float64 `bson:"w1,omitempty" json:"cacheWrite1h,omitempty"`
 }
 
 // Record is one AI request as stored in ai_requests. Its _id is the request id, so writing
@@ -64,6 +66,7 @@ type Record struct {
 	TotalTokens       int64       `bson:"tt"`             //
 	CachedTokens      int64       `bson:"cr,omitempty"`   // prompt tokens read from the provider's cache
 	CacheWriteTokens  int64       `bson:"cw,omitempty"`   // prompt tokens written to it (Anthropic)
+	CacheWrite1h      int64       `bson:"cw1,omitempty"`  // the part of CacheWriteTokens kept an hour
 	Estimated         bool        `bson:"est,omitempty"`  // a count was estimated from the text: a stream ended before the provider's final usage
 	Cost              float64     `bson:"cost"`           // USD, rounded by RoundCost
 	Prices            *UnitPrices `bson:"-"`              // stored once in ai_prices, referenced by PriceRef
@@ -76,7 +79,11 @@ type Record struct {
 
 // priceRef is the ai_prices _id of a set of unit prices: 16 hex digits of a SHA-256 of them.
 func priceRef(p *UnitPrices) string {
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%g\x00%g\x00%g\x00%g", p.Entry, p.Input, p.Output, p.CacheRead, p.CacheWrite))
+	b := fmt.Appendf(nil, "%s\x00%g\x00%g\x00%g\x00%g", p.Entry, p.Input, p.Output, p.CacheRead, p.CacheWrite)
+	if p.CacheWrite1h != 0 { // prices without it keep the references they had
+		b = fmt.Appendf(b, "\x00%g", p.CacheWrite1h)
+	}
+	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
 
