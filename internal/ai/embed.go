@@ -67,7 +67,10 @@ type Embeddings struct {
 
 // EstimateTokens is the token count of a text whose provider reports none: one token per four
 // bytes of UTF-8, rounded up (English averages about four characters a token).
-func EstimateTokens(text string) int64 { return int64((len(text) + 3) / 4) }
+func EstimateTokens(text string) int64 { return tokensOf(len(text)) }
+
+// tokensOf is the tokens estimated for bytes of text: bytesPerToken a token, rounded up.
+func tokensOf(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }
 
 // inputs is the number of inputs.
 func (in *EmbedInput) inputs() int {
@@ -310,6 +313,15 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 		})
 		attempts += a
 		if uerr != nil {
+			if uerr.canceled && !uerr.between {
+				// The caller left while the provider had this batch: it bills what it received,
+				// so the batch's estimate is charged with those answered before it.
+				if total == nil {
+					total = &result{}
+				}
+				total.promptTokens += ec.part.estimate()
+				total.estimated = true
+			}
 			return total, attempts, uerr
 		}
 		ec.vectors = append(ec.vectors, ec.batchVectors...)

@@ -395,3 +395,22 @@ func TestEncodeBase64(t *testing.T) {
 		t.Fatalf("estimate %d", got)
 	}
 }
+
+// Ensure an embeddings call whose caller leaves while the provider has the request is charged
+// its inputs' estimate (the provider bills what it received), recorded as canceled.
+func TestEmbed_CallerLeavesWhileProviderWorks(t *testing.T) {
+	t.Parallel()
+	fx := newEmbedFixture(t, aitest.Hang(10*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(200*time.Millisecond, cancel)
+	texts := []string{"four words in here", "x"}
+	if _, err := fx.svc.Embed(ctx, "u", "openai", ai.EmbedInput{Model: "text-embedding-3-small", Texts: texts}); err == nil {
+		t.Fatal("no error")
+	}
+	want := ai.EstimateTokens(texts[0]) + ai.EstimateTokens(texts[1])
+	recs := fx.rec.all()
+	if len(recs) != 1 || recs[0].Status != usage.StatusCanceled || recs[0].PromptTokens != want || !recs[0].Estimated || recs[0].Cost <= 0 {
+		t.Fatalf("records %+v: want one canceled, charged %d estimated tokens", recs, want)
+	}
+}

@@ -156,9 +156,8 @@ const (
 // call's output cap (no provider bills past it, and a budget reserved for it). A count set or
 // raised marks r estimated.
 func estimateUnreported(r *result, c *call) {
-	tokens := func(bytes int) int64 { return int64((bytes + bytesPerToken - 1) / bytesPerToken) }
 	bytes, images := c.promptSize()
-	prompt := tokens(bytes) + int64(images)*imageEstimate
+	prompt := tokensOf(bytes) + int64(images)*imageEstimate
 	out := len(r.text) + len(r.refusal)
 	for _, tc := range r.toolCalls {
 		out += len(tc.Name) + len(tc.Arguments)
@@ -166,7 +165,7 @@ func estimateUnreported(r *result, c *call) {
 	if r.promptTokens == 0 { // a prompt count the provider reported is exact: kept
 		r.promptTokens, r.estimated = prompt, true
 	}
-	completion := tokens(out)
+	completion := tokensOf(out)
 	if c.maxTokens > 0 {
 		completion = min(completion, int64(c.maxTokens))
 	}
