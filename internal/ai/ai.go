@@ -360,9 +360,10 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	switch {
 	case uerr == nil && res != nil && res.promptTokens == 0 && res.completionTokens == 0:
 		estimateUnreported(res, c) // an answer without usage (no prompt is 0 tokens) is not free
-	case uerr != nil && uerr.canceled && !uerr.between && res == nil && attempts > 0:
-		// The caller left while the provider had the request (not between two attempts): the
-		// provider bills what it received, so the prompt's estimate is charged.
+	case uerr != nil && (uerr.canceled || uerr.timeout) && !uerr.between && res == nil && attempts > 0:
+		// The caller left, or ai.timeout passed, while the provider had the request (not
+		// between two attempts): the provider bills what it received, so the prompt's
+		// estimate is charged.
 		res = &result{}
 		estimateUnreported(res, c)
 	}
@@ -621,7 +622,7 @@ func (s *Service) retry(parent, ctx context.Context, deadline time.Time, ep *end
 			if parent.Err() != nil {
 				return attempts, &upstreamError{canceled: true, between: true, status: uerr.status, message: uerr.message}
 			}
-			return attempts, &upstreamError{timeout: true, status: uerr.status}
+			return attempts, &upstreamError{timeout: true, between: true, status: uerr.status}
 		}
 	}
 }

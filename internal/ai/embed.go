@@ -313,9 +313,10 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 		})
 		attempts += a
 		if uerr != nil {
-			if uerr.canceled && !uerr.between {
-				// The caller left while the provider had this batch: it bills what it received,
-				// so the batch's estimate is charged with those answered before it.
+			if (uerr.canceled || uerr.timeout) && !uerr.between {
+				// The caller left, or ai.timeout passed, while the provider had this batch: it
+				// bills what it received, so the batch's estimate is charged with those
+				// answered before it.
 				if total == nil {
 					total = &result{}
 				}

@@ -414,3 +414,23 @@ func TestEmbed_CallerLeavesWhileProviderWorks(t *testing.T) {
 		t.Fatalf("records %+v: want one canceled, charged %d estimated tokens", recs, want)
 	}
 }
+
+// Ensure an embeddings call that ai.timeout ends while the provider has the request is charged
+// its inputs' estimate too, recorded as failed.
+func TestEmbed_TimeoutWhileProviderWorks(t *testing.T) {
+	t.Parallel()
+	fx := newEmbedFixture(t, aitest.Hang(10*time.Second))
+	fx.svc = ai.New(ai.Options{Providers: map[string]ai.ProviderConfig{
+		"openai": {APIKey: testKey, BaseURL: fx.fakes["openai"].BaseURL()},
+	}, Timeout: 200 * time.Millisecond, Recorder: fx.rec, Budget: fx.budget, Observer: fx.obs})
+	texts := []string{"four words in here", "x"}
+	_, err := fx.svc.Embed(context.Background(), "u", "openai", ai.EmbedInput{Model: "text-embedding-3-small", Texts: texts})
+	if apperr.KindOf(err) != apperr.UpstreamTimeout {
+		t.Fatalf("err = %v, want a timeout", err)
+	}
+	want := ai.EstimateTokens(texts[0]) + ai.EstimateTokens(texts[1])
+	recs := fx.rec.all()
+	if len(recs) != 1 || recs[0].Status != usage.StatusError || recs[0].PromptTokens != want || !recs[0].Estimated || recs[0].Cost <= 0 {
+		t.Fatalf("records %+v: want one failed, charged %d estimated tokens", recs, want)
+	}
+}

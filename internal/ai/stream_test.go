@@ -560,3 +560,42 @@ func TestComplete_CallerLeavesWhileProviderWorks(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a call that ai.timeout ends while the provider has its request is charged its
+// prompt's estimate like a caller leaving (the provider bills it), and one whose time runs out
+// while waiting between two attempts (the first refused, not billed) costs nothing.
+func TestComplete_TimeoutWhileProviderWorks(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		reply  aitest.Responder
+		stream bool
+		prompt int64
+	}{
+		"InFlight":        {aitest.Hang(10 * time.Second), false, 8},
+		"StreamInFlight":  {aitest.Hang(10 * time.Second), true, 8},
+		"BetweenAttempts": {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), false, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fake := aitest.New(t, "openai", tc.reply)
+			svc, rec := newService(t, fake, "openai", func(o *ai.Options) {
+				o.Timeout, o.RetryBase, o.RetryCap = 300*time.Millisecond, 200*time.Millisecond, time.Second
+			})
+			in := input(t, `{"messages":[{"role":"user","content":"What is the capital of France?"}],"model":"gpt-4o-mini"}`)
+			var err error
+			if tc.stream {
+				_, err = svc.Stream(context.Background(), "u", "openai", in, func(ai.Delta) error { return nil })
+			} else {
+				_, err = svc.Complete(context.Background(), "u", "openai", in)
+			}
+			if apperr.KindOf(err) != apperr.UpstreamTimeout && !(tc.prompt == 0 && err != nil) {
+				t.Fatalf("err = %v, want a timeout", err)
+			}
+			recs := rec.all()
+			if len(recs) != 1 || recs[0].Status != usage.StatusError || recs[0].PromptTokens != tc.prompt ||
+				recs[0].Estimated != (tc.prompt > 0) || (recs[0].Cost > 0) != (tc.prompt > 0) {
+				t.Fatalf("records %+v: want one failed with %d prompt tokens estimated", recs, tc.prompt)
+			}
+		})
+	}
+}
