@@ -358,8 +358,8 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 		s.obs.StreamEnded()
 	}
 	switch {
-	case uerr == nil && res != nil && res.promptTokens == 0 && res.completionTokens == 0:
-		estimateUnreported(res, c) // an answer without usage (no prompt is 0 tokens) is not free
+	case uerr == nil && res != nil && (res.countsSoFar || res.promptTokens == 0 && res.completionTokens == 0):
+		estimateUnreported(res, c) // an answer without (final) usage (no prompt is 0 tokens) is not free
 	case uerr != nil && (uerr.canceled || uerr.timeout) && !uerr.between && res == nil && attempts > 0:
 		// The caller left, or ai.timeout passed, while the provider had the request (not
 		// between two attempts): the provider bills what it received, so the prompt's

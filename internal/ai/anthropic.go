@@ -429,6 +429,7 @@ func (s *anthropicStream) event(_ string, data []byte, out []Delta) ([]Delta, bo
 	case "message_start":
 		if e.Message != nil {
 			s.res.providerRequestID, s.res.model = e.Message.ID, e.Message.Model
+			s.res.countsSoFar = true // the completion's final count comes in message_delta
 			if e.Message.Usage != nil {
 				s.usage = *e.Message.Usage
 			}
@@ -480,6 +481,7 @@ func (s *anthropicStream) event(_ string, data []byte, out []Delta) ([]Delta, bo
 			}
 		}
 		if u := e.Usage; u != nil {
+			s.res.countsSoFar = s.res.countsSoFar && u.OutputTokens == nil
 			for _, f := range []struct {
 				from *int64
 				to   *int64

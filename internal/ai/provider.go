@@ -142,6 +142,7 @@ type result struct {
 	refusal           string // the model's refusal to answer, in place of text (OpenAI)
 	providerRequestID string
 	estimated         bool // a count was estimated from the text (see estimateUnreported)
+	countsSoFar       bool // the provider's counts are counts so far: its final usage never came
 }
 
 // maxTokensPerCall bounds every token count a provider reports for one call: a larger or a

@@ -80,7 +80,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 			u.status = resp.StatusCode
 		}
 		r := dec.result()
-		if sent || u.canceled { // the provider was answering, or its caller left
+		if sent || u.canceled || u.timeout { // the provider was answering, its caller left, or we stopped waiting
 			estimateUnreported(r, c)
 		}
 		return r, attempts, u

@@ -571,8 +571,14 @@ func TestComplete_TimeoutWhileProviderWorks(t *testing.T) {
 		stream bool
 		prompt int64
 	}{
-		"InFlight":        {aitest.Hang(10 * time.Second), false, 8},
-		"StreamInFlight":  {aitest.Hang(10 * time.Second), true, 8},
+		"InFlight":       {aitest.Hang(10 * time.Second), false, 8},
+		"StreamInFlight": {aitest.Hang(10 * time.Second), true, 8},
+		"StreamAfterHeaders": {func(w http.ResponseWriter, r *http.Request, _ aitest.Call) { // no event comes
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_ = http.NewResponseController(w).Flush()
+			<-r.Context().Done()
+		}, true, 8},
 		"BetweenAttempts": {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), false, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -597,5 +603,28 @@ func TestComplete_TimeoutWhileProviderWorks(t *testing.T) {
 				t.Fatalf("records %+v: want one failed with %d prompt tokens estimated", recs, tc.prompt)
 			}
 		})
+	}
+}
+
+// Ensure an Anthropic stream that ends without its final usage (no message_delta: a proxy in
+// front of the provider dropped it) is not billed the one output token message_start counts
+// so far: the completion is estimated from the text, the reported prompt kept.
+func TestStream_AnthropicEndWithoutFinalUsage(t *testing.T) {
+	t.Parallel()
+	text := strings.Repeat("word ", 40) // 200 bytes: 50 tokens
+	fake := aitest.New(t, "anthropic", aitest.Events(
+		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":11,"output_tokens":1}}}`,
+		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+text+`"}}`,
+		`content_block_stop|{"type":"content_block_stop","index":0}`,
+		`message_stop|{"type":"message_stop"}`))
+	svc, rec := newService(t, fake, "anthropic", nil)
+	in := input(t, `{"messages":[{"role":"user","content":"What is the capital of France?"}],"model":"claude-haiku-4-5"}`)
+	if _, err := svc.Stream(context.Background(), "u", "anthropic", in, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := rec.all()
+	if len(recs) != 1 || recs[0].PromptTokens != 11 || recs[0].CompletionTokens != 50 || !recs[0].Estimated {
+		t.Fatalf("records %+v: want 11 reported + 50 estimated tokens", recs)
 	}
 }
