@@ -241,7 +241,7 @@ func (s *Service) Embed(ctx context.Context, userID, providerName string, in Emb
 		return nil, err
 	}
 	return &Embeddings{Vectors: ec.vectors, Model: comp.Model, Provider: providerName, Usage: comp.Usage,
-		Estimated: ec.estimated, Cost: comp.Cost, RequestID: comp.RequestID}, nil
+		Estimated: res.estimated, Cost: comp.Cost, RequestID: comp.RequestID}, nil
 }
 
 // embedWorstCase is the most an embeddings call can cost: every input byte (every token of a
@@ -331,6 +331,7 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 			continue
 		}
 		total.promptTokens += res.promptTokens
+		total.estimated = total.estimated || res.estimated
 	}
 	return total, attempts, nil
 }
@@ -345,7 +346,6 @@ type embedCall struct {
 	part         EmbedInput
 	batchVectors [][]float32
 	vectors      [][]float32
-	estimated    bool
 }
 
 func (e *embedCall) spec() spec                     { return e.em.spec() }
@@ -379,7 +379,7 @@ func (e *embedCall) parse(_ *call, header http.Header, body []byte) (*result, er
 				e.em.spec().name, len(v), i, want))
 		}
 	}
-	e.batchVectors, e.estimated = vectors, estimated
+	e.batchVectors, res.estimated = vectors, estimated
 	return res, nil
 }
 

@@ -175,7 +175,7 @@ func TestEmbed_WireFormats(t *testing.T) {
 			}
 			r := recs[len(recs)-1]
 			if r.Status != usage.StatusSuccess || r.Provider != tc.provider || r.Model != tc.in.Model || r.PromptTokens != tc.tokens ||
-				r.TotalTokens != tc.tokens || r.RequestID != got.RequestID || r.UserID != "user-1" || r.Prices == nil {
+				r.TotalTokens != tc.tokens || r.RequestID != got.RequestID || r.UserID != "user-1" || r.Prices == nil || r.Estimated != tc.estimated {
 				t.Fatalf("record %+v", r)
 			}
 		})
