@@ -227,3 +227,20 @@ func TestCLIErrorKeepsTheChain(t *testing.T) {
 		}
 	}
 }
+
+// Ensure operator commands run at the same moment on one data directory with no server (cron
+// jobs, say) take turns on its store: each succeeds, none loses the store to another's exit.
+func TestOperatorCommandsTakeTurns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := testEnv()
+	codes := make(chan result, 6)
+	for range cap(codes) {
+		go func() { codes <- runApp(t, env, "users", "list", "--data-dir", dir) }()
+	}
+	for range cap(codes) {
+		if r := <-codes; r.code != 0 {
+			t.Errorf("users list = %d, stderr %q; want 0", r.code, r.errOut)
+		}
+	}
+}

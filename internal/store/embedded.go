@@ -73,19 +73,17 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 	if err := os.MkdirAll(filepath.Join(dataDir, dbDir), 0o700); err != nil {
 		return nil, "", fmt.Errorf("store: create data directory: %w", err)
 	}
-	lock, err := tryLock(filepath.Join(dataDir, lockName))
-	if errors.Is(err, ErrLocked) {
-		if !opts.Shared {
-			return nil, "", fmt.Errorf("store: %s: %w", dataDir, ErrLocked)
-		}
-		uri, rerr := RunningURI(dataDir)
-		if rerr != nil {
-			return nil, "", fmt.Errorf("store: %s is in use but holds no %s yet; retry in a moment", dataDir, uriFile)
-		}
-		return nil, uri, nil
+	lock, uri, err := acquire(ctx, dataDir, opts.LockWait, log)
+	if errors.Is(err, ErrLocked) && uri != "" && opts.Shared {
+		return nil, uri, nil // a running server's store
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	if opts.Shared {
+		// An operator command's store serves only itself: it publishes no URI, and one left by
+		// a server that was killed names an address nothing answers on.
+		_ = os.Remove(URIFile(dataDir))
 	}
 
 	abs, err := filepath.Abs(filepath.Join(dataDir, dbDir))
@@ -131,13 +129,65 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 		e.close()
 		return nil, "", err
 	}
-	uri := "mongodb://" + e.gate.addr() + "/"
-	if err := os.WriteFile(e.uriPath, []byte(uri+"\n"), 0o600); err != nil {
-		e.close()
-		return nil, "", fmt.Errorf("store: write %s: %w", uriFile, err)
+	uri = "mongodb://" + e.gate.addr() + "/"
+	if !opts.Shared {
+		if err := os.WriteFile(e.uriPath, []byte(uri+"\n"), 0o600); err != nil {
+			e.close()
+			return nil, "", fmt.Errorf("store: write %s: %w", uriFile, err)
+		}
 	}
 	log.Info("embedded MongoDB store started", "uri", uri, "dir", abs)
 	return e, uri, nil
+}
+
+// DefaultLockWait is how long an opener waits for a data directory an operator command holds.
+const DefaultLockWait = time.Minute
+
+// acquire takes dataDir's lock. While a server (`serve`, `store serve`) holds it, it returns
+// ErrLocked with the URI the server published. While a process that publishes none holds it
+// (an operator command, which holds it for as long as it runs, or a server still starting),
+// it waits for the lock or the URI, up to wait (DefaultLockWait when 0) or until ctx ends, so
+// that commands run at the same moment (from cron, say) take their turns.
+func acquire(ctx context.Context, dataDir string, wait time.Duration, log *slog.Logger) (*os.File, string, error) {
+	if wait <= 0 {
+		wait = DefaultLockWait
+	}
+	path := filepath.Join(dataDir, lockName)
+	start := time.Now()
+	told := false
+	for {
+		lock, err := tryLock(path)
+		if !errors.Is(err, ErrLocked) {
+			return lock, "", err
+		}
+		if uri, err := RunningURI(dataDir); err == nil {
+			return nil, uri, fmt.Errorf("store: %s: %w (by a running server)", dataDir, ErrLocked)
+		}
+		waited := time.Since(start)
+		if waited >= wait {
+			return nil, "", fmt.Errorf("store: %s: %w (%s) for more than %s", dataDir, ErrLocked, holder(path), wait)
+		}
+		if !told && waited >= time.Second {
+			log.Info("waiting for the data directory", "dir", dataDir, "held_by", holder(path))
+			told = true
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, "", fmt.Errorf("store: wait for %s: %w", dataDir, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// holder names the process that holds the lock file at path, as far as it can be read.
+func holder(path string) string {
+	b, err := os.ReadFile(path)
+	if pid := strings.TrimSpace(string(b)); err == nil && pid != "" {
+		return "process " + pid
+	}
+	return "another process"
 }
 
 // listenerURI waits for the listener to be up and returns its URI.

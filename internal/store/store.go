@@ -34,6 +34,9 @@ type Options struct {
 	// Without it, a DataDir in use is an error, and so is a URI that names the embedded store
 	// of another process (ErrEmbeddedReplica).
 	Shared bool
+	// LockWait bounds the wait for DataDir while a process that serves no one (an operator
+	// command) holds it; 0: DefaultLockWait. A server holding it is never waited for.
+	LockWait time.Duration
 	// Listen is the embedded store's address (host:port); empty: a random loopback port.
 	Listen string
 	// Standalone serves the embedded store for other processes (`app store serve`): it is not

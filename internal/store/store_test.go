@@ -276,3 +276,71 @@ func TestConnect_InvalidURI(t *testing.T) {
 		})
 	}
 }
+
+// Ensure operator commands that open one data directory at the same moment take turns: a
+// command that owns the embedded store publishes no URI (no one may come to depend on a store
+// that ends with the command), a second opener, shared or a server, waits for it instead of
+// failing or connecting to a store about to go, and a wait that runs out is ErrLocked.
+func TestEmbedded_CommandsTakeTurns(t *testing.T) {
+	t.Parallel()
+	for _, second := range []struct {
+		name   string
+		shared bool
+	}{{"Command", true}, {"Server", false}} {
+		t.Run(second.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			dir := t.TempDir()
+			first, err := store.Open(ctx, store.Options{DataDir: dir, Shared: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !first.Embedded() {
+				t.Fatal("the first command did not open the store itself")
+			}
+			if _, err := store.RunningURI(dir); !errors.Is(err, store.ErrNotRunning) {
+				t.Fatalf("RunningURI while a command holds the store = %v, want ErrNotRunning", err)
+			}
+			if _, err := first.DB("turns").Collection("c").InsertOne(ctx, bson.M{"_id": "first"}); err != nil {
+				t.Fatal(err)
+			}
+
+			if _, err := store.Open(ctx, store.Options{DataDir: dir, Shared: second.shared, LockWait: 200 * time.Millisecond}); !errors.Is(err, store.ErrLocked) {
+				t.Fatalf("open past its wait = %v, want ErrLocked", err)
+			}
+
+			type opened struct {
+				st  *store.Store
+				err error
+			}
+			got := make(chan opened, 1)
+			go func() {
+				st, err := store.Open(ctx, store.Options{DataDir: dir, Shared: second.shared})
+				got <- opened{st, err}
+			}()
+			select {
+			case o := <-got:
+				t.Fatalf("the second opener did not wait: %v, %v", o.st, o.err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if err := first.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			o := <-got
+			if o.err != nil {
+				t.Fatalf("second open after the first closed: %v", o.err)
+			}
+			defer o.st.Close(context.Background())
+			if !o.st.Embedded() {
+				t.Fatal("the second opener did not open the store itself")
+			}
+			if n, err := o.st.DB("turns").Collection("c").CountDocuments(ctx, bson.M{"_id": "first"}); err != nil || n != 1 {
+				t.Fatalf("the first command's write: %d, %v", n, err)
+			}
+			_, err = store.RunningURI(dir)
+			if published := err == nil; published != !second.shared {
+				t.Fatalf("URI published = %v (%v), want %v", published, err, !second.shared)
+			}
+		})
+	}
+}
