@@ -104,6 +104,13 @@ func TestUnknownEnvironmentVariable(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut.String(), "APP_RATELIMIT_LIMIT") {
 		t.Fatalf("exit %d %q, want 2 naming APP_RATELIMIT_LIMIT", code, errOut.String())
 	}
+	// The variable mock serve reads stops no other command.
+	out.Reset()
+	errOut.Reset()
+	f.environ = func() []string { return []string{"HOME=/root", "APP_MOCK_ADMIN_TOKEN=secret"} }
+	if code := run(t.Context(), f, []string{"users", "list", "--data-dir", t.TempDir()}); code != 0 {
+		t.Fatalf("with APP_MOCK_ADMIN_TOKEN: exit %d %q, want 0", code, errOut.String())
+	}
 }
 
 // Ensure operator commands print their results on stdout and nothing on stderr, unless

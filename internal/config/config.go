@@ -297,12 +297,18 @@ func checkFileKeys(fileKeys []string, file string) error {
 	return nil
 }
 
+// commandVariables are APP_* variables a command reads itself, which name no configuration
+// key: every command accepts them.
+var commandVariables = []string{
+	"APP_MOCK_ADMIN_TOKEN", // mock serve's --admin-token
+}
+
 // CheckEnvironment refuses an APP_* variable (NAME=value, as os.Environ lists them) that names
 // no key, naming the closest one: a misspelt variable would otherwise be ignored silently.
 func CheckEnvironment(environ []string) error {
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "APP_") {
+		if !strings.HasPrefix(name, "APP_") || slices.Contains(commandVariables, name) {
 			continue
 		}
 		known := false
