@@ -251,3 +251,39 @@ func TestOperatorCommandsTakeTurns(t *testing.T) {
 		}
 	}
 }
+
+// failingWriter refuses every write, as a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// Ensure a command whose results cannot be written exits 1 saying so, table or JSON, and that
+// `keys create` names the key it made but could not show, so that it can be revoked.
+func TestOutputWriteFailure(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := testEnv()
+	if r := runApp(t, env, "dev", "seed", "--data-dir", dir); r.code != 0 {
+		t.Fatalf("dev seed = %d %q", r.code, r.errOut)
+	}
+	for _, args := range [][]string{
+		{"version"},
+		{"users", "list"},
+		{"users", "list", "--json"},
+		{"usage", "report"},
+		{"templates", "list"},
+		{"dev", "seed"},
+		{"keys", "create", "--user", "user@example.com", "--name", "lost"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var errOut bytes.Buffer
+			code := Run(t.Context(), append(args, "--data-dir", dir), env, strings.NewReader(""), failingWriter{}, &errOut)
+			if code != exitFailure || !strings.Contains(errOut.String(), "no space left on device") {
+				t.Fatalf("exit %d %q, want 1 saying the output could not be written", code, errOut.String())
+			}
+			if args[0] == "keys" && !strings.Contains(errOut.String(), "revoke") {
+				t.Fatalf("keys create: %q does not say to revoke the key it made", errOut.String())
+			}
+		})
+	}
+}

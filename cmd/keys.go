@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,11 +66,16 @@ func runKeysCreate(ctx context.Context, f *factory, s *services, opts *keysCreat
 	}
 	p := f.printer()
 	if opts.json {
-		return p.json(k)
+		err = p.json(k)
+	} else {
+		p.card("API key (shown once: store it now)", [][2]string{
+			{"key", k.Key}, {"id", k.ID}, {"name", k.Name}, {"user", u.Email}, {"expires", when(k.ExpiresAt)},
+		})
+		err = p.err()
 	}
-	p.card("API key (shown once: store it now)", [][2]string{
-		{"key", k.Key}, {"id", k.ID}, {"name", k.Name}, {"user", u.Email}, {"expires", when(k.ExpiresAt)},
-	})
+	if err != nil {
+		return fmt.Errorf("key %s was created but could not be shown (%w): revoke it (app keys revoke %s) and create another", k.ID, err, k.ID)
+	}
 	return nil
 }
 

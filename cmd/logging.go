@@ -32,6 +32,9 @@ func isTerminal(w io.Writer) bool {
 	if g, ok := w.(*lineGuard); ok {
 		w = g.w
 	}
+	if c, ok := w.(*checkedWriter); ok {
+		w = c.w
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

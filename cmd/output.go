@@ -9,6 +9,32 @@ import (
 	"github.com/charmbracelet/lipgloss/table"
 )
 
+// checkedWriter is a command's standard output: it remembers the first write that failed (a
+// full disk, a closed file), so that a command whose results were not written exits 1, not 0.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// writeError is the first error writing to w, when w is a command's checked output.
+func writeError(w io.Writer) error {
+	if c, ok := w.(*checkedWriter); ok && c.err != nil {
+		return fmt.Errorf("write the output: %w", c.err)
+	}
+	return nil
+}
+
 // printer writes a command's results: JSON (exactly the HTTP body's shape) or lipgloss tables.
 // It holds no business logic.
 type printer struct {
@@ -19,6 +45,9 @@ type printer struct {
 func (f *factory) printer() *printer {
 	return &printer{out: f.out, tty: isTerminal(f.out)}
 }
+
+// err is the first error writing the output, if any.
+func (p *printer) err() error { return writeError(p.out) }
 
 // json writes v as indented JSON.
 func (p *printer) json(v any) error {

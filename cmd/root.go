@@ -92,12 +92,17 @@ func Run(ctx context.Context, args []string, getenv func(string) string, in io.R
 }
 
 func run(ctx context.Context, f *factory, args []string) int {
+	out := &checkedWriter{w: f.out}
+	f.out = out
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(f.in)
 	root.SetOut(f.out)
 	root.SetErr(f.errOut)
 	err := root.ExecuteContext(ctx)
+	if err == nil {
+		err = writeError(out) // results that never reached stdout are a failure
+	}
 	code := exitCode(err)
 	switch {
 	case code == exitOK:
