@@ -378,6 +378,10 @@ func TestQuery_RefusedOperators(t *testing.T) {
 		{"CodeValue", `{"a": {"$code": "function(){}"}}`, "JavaScript"},
 		{"TooDeep", strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 40), "nested deeper than 32"},
 		{"NotExtJSON", `{"a": {"$oid": "nothex"}}`, "Extended JSON"},
+		{"TwoDocuments", `{} {"email": "nobody"}`, "filter must be valid MongoDB Extended JSON: invalid character '{' after top-level value"},
+		{"TrailingText", `{"a": 1}, garbage !!`, "filter must be valid MongoDB Extended JSON"},
+		{"String", `"str"`, "filter must be an object"},
+		{"Array", `[{"a": 1}]`, "filter must be an object"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -186,6 +186,15 @@ func parseFilter(text []byte) (bson.Raw, error) {
 	if len(bytes.TrimSpace(text)) == 0 || bytes.Equal(bytes.TrimSpace(text), []byte("null")) {
 		return bson.Raw(emptyDoc), nil
 	}
+	// One JSON object, nothing after it: the Extended JSON reader stops at the end of the
+	// first value and would run a query the operator did not write.
+	var one json.RawMessage
+	if err := json.Unmarshal(text, &one); err != nil {
+		return nil, &filterError{"filter must be valid MongoDB Extended JSON: " + err.Error()}
+	}
+	if one[0] != '{' {
+		return nil, &filterError{"filter must be an object"}
+	}
 	if jsonDepth(text) > maxFilterDepth {
 		return nil, &filterError{fmt.Sprintf("filter must not be nested deeper than %d levels", maxFilterDepth)}
 	}
