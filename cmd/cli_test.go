@@ -73,6 +73,9 @@ func TestCLIConventions(t *testing.T) {
 		{"short jwt secret", testEnv("APP_JWT_SECRET", "too-short"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", "jwt.secret"},
 		{"bad allowed host", testEnv("APP_DBCHECK_ALLOWED_HOSTS", "10.0.0.0/99"), []string{"users", "list", "--data-dir", dir}, exitUsage, "", `config: dbcheck.allowed_hosts: "10.0.0.0/99" is not a valid CIDR`},
 		{"missing argument", testEnv(), []string{"users", "grant", "a@example.com"}, exitUsage, "", "accepts 2 arg"},
+		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: must be host:port"},
+		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
+		{"store listen address", testEnv(), []string{"store", "serve", "--listen", "nonsense", "--data-dir", dir}, exitUsage, "", `--listen "nonsense": must be host:port`},
 		// A MongoDB URI the driver cannot parse is a bad configuration value too (and its
 		// password is not shown).
 		{"unparsable mongodb uri", testEnv(), []string{"users", "list", "--data-dir", dir, "--mongodb-uri", "mongodb://ada:s3cret-pw@db.invalid:notaport/"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/store"
 )
 
@@ -41,6 +42,9 @@ func newStoreServeCmd(f *factory) *cobra.Command {
 }
 
 func runStoreServe(ctx context.Context, f *factory, opts *storeServeOptions) error {
+	if err := config.CheckAddr(opts.listen); err != nil {
+		return usageError{fmt.Errorf("--listen %q: %w", opts.listen, err)}
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	st, err := store.Open(ctx, store.Options{DataDir: f.cfg.DataDir, Listen: opts.listen, Standalone: true, Logger: f.log})

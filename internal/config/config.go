@@ -3,6 +3,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -444,9 +445,12 @@ func parse(raw map[string]string) (*Config, error) {
 	if c.CORS.AllowCredentials && slices.Contains(c.CORS.AllowedOrigins, "*") {
 		p.fail("cors.allowed_origins", `"*" (any origin) cannot be combined with cors.allow_credentials; list the origins`)
 	}
+	if err := CheckAddr(c.Addr); err != nil {
+		p.fail("addr", err.Error()+", e.g. :3000 or 127.0.0.1:3000")
+	}
 	if c.Metrics.Addr != "" {
-		if _, _, err := net.SplitHostPort(c.Metrics.Addr); err != nil {
-			p.fail("metrics.addr", "must be host:port, e.g. 127.0.0.1:9464")
+		if err := CheckAddr(c.Metrics.Addr); err != nil {
+			p.fail("metrics.addr", err.Error()+", e.g. 127.0.0.1:9464")
 		}
 	}
 	for _, uriKey := range []string{"mongodb.uri", "core.uri"} {
@@ -462,6 +466,19 @@ func parse(raw map[string]string) (*Config, error) {
 		return nil, p.err
 	}
 	return c, nil
+}
+
+// CheckAddr refuses a listen address that is not [host]:port with a port number from 0 (any
+// free port) to 65535, so that a bad value stops a command before it starts anything.
+func CheckAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("must be host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New("must be host:port with a port from 0 to 65535")
+	}
+	return nil
 }
 
 // parser converts raw values, remembering the first error.

@@ -130,6 +130,10 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_CORS_ALLOW_CREDENTIALS", "maybe"},
 		{"APP_AUTH_ROLES", "Admin!"},
 		{"APP_METRICS_ADDR", "9464"},
+		{"APP_METRICS_ADDR", "127.0.0.1:99999"},
+		{"APP_ADDR", "nonsense"},
+		{"APP_ADDR", ":99999"},
+		{"APP_ADDR", ":abc"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "-1"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "lots"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "950000000"}, // past what the ledger holds
@@ -299,5 +303,27 @@ func TestLoad_DefaultMonthlyBudget(t *testing.T) {
 	c, err = Load(flags(t), env(map[string]string{"APP_AI_DEFAULT_MONTHLY_BUDGET": "$12.5"}))
 	if err != nil || c.AI.DefaultMonthlyBudget == nil || *c.AI.DefaultMonthlyBudget != 12.5 {
 		t.Fatalf("set: %v, %v", c.AI.DefaultMonthlyBudget, err)
+	}
+}
+
+// Ensure an empty --addr and a PORT that is no port number are refused with the key named,
+// not served on a random port or failed at bind time.
+func TestLoad_BadListenAddress(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		args []string
+		env  map[string]string
+	}{
+		"EmptyFlag": {[]string{"--addr", ""}, nil},
+		"BadPORT":   {nil, map[string]string{"PORT": "abc"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(flags(t, tc.args...), env(tc.env))
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Key != "addr" {
+				t.Fatalf("err = %v, want a config.Error on addr", err)
+			}
+		})
 	}
 }
