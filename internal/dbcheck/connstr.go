@@ -1,6 +1,9 @@
 package dbcheck
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -47,6 +50,12 @@ func parseConnString(uri string, restricted bool) (*parsed, error) {
 		return nil, apperr.Validation("connectionString " + err.Error())
 	}
 	cs, err := connstring.Parse(uri)
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		// A mongodb+srv:// string is valid; its SRV or TXT records could not be looked up:
+		// the server cannot be reached, as when it does not answer.
+		return nil, &unreachable{reason: fmt.Sprintf("DNS lookup of %s failed: %s", dnsErr.Name, dnsErr.Err)}
+	}
 	if err != nil {
 		return nil, apperr.Validation("connectionString is not a valid MongoDB connection string: " + redact.Text(err.Error(), uri))
 	}
@@ -115,3 +124,10 @@ func mechanismRefused(m string) error {
 	return apperr.Validation("connectionString authMechanism " + m +
 		" is not allowed: it would use this server's own credentials; use SCRAM-SHA-256, SCRAM-SHA-1 or PLAIN with the credentials in the connection string")
 }
+
+// unreachable is a connection string whose server cannot be found before any connection is
+// tried (its DNS records could not be looked up): Test answers it as a failed test, Query as a
+// server that cannot be reached.
+type unreachable struct{ reason string }
+
+func (u *unreachable) Error() string { return u.reason }

@@ -157,6 +157,11 @@ func (s *Service) Test(ctx context.Context, in TestInput) (*TestResult, error) {
 	defer cancel()
 	started := time.Now()
 	e, fresh, err := s.cache.acquire(in.ConnectionString, func() (*entry, error) { return s.connect(ctx, in.ConnectionString) })
+	var u *unreachable
+	if errors.As(err, &u) {
+		s.log.Info("mongodb test failed", "uri", redact.URI(in.ConnectionString), "reason", u.reason)
+		return &TestResult{Success: false, Error: u.reason, Latency: ms(time.Since(started))}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +270,10 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout+s.opts.MaxTime+time.Second)
 	defer cancel()
 	e, _, err := s.cache.acquire(in.ConnectionString, func() (*entry, error) { return s.connect(ctx, in.ConnectionString) })
+	var u *unreachable
+	if errors.As(err, &u) {
+		return nil, apperr.Wrap(apperr.Upstream, u, "cannot query the MongoDB server: "+u.reason)
+	}
 	if err != nil {
 		return nil, err
 	}

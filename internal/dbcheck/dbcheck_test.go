@@ -633,3 +633,21 @@ func TestQuery_SecretFields(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a mongodb+srv:// string whose DNS records cannot be looked up is a server that cannot
+// be reached (a failed test, a query's Upstream error), not an invalid string, and that the
+// password appears in neither answer.
+func TestSRVLookupFailure(t *testing.T) {
+	t.Parallel()
+	s := newService(t, dbcheck.Options{})
+	const uri = "mongodb+srv://admin:s3cretpw@nonexistent.invalid/"
+	res, err := s.Test(ctxT(t), dbcheck.TestInput{ConnectionString: uri, Database: "admin"})
+	if err != nil || res.Success || !strings.Contains(res.Error, "DNS lookup of _mongodb._tcp.nonexistent.invalid failed: no such host") {
+		t.Fatalf("Test = %+v, %v; want a failed test naming the lookup", res, err)
+	}
+	_, err = s.Query(ctxT(t), dbcheck.QueryInput{ConnectionString: uri, Database: "admin", Collection: "c"})
+	wantKind(t, err, apperr.Upstream, "DNS lookup of _mongodb._tcp.nonexistent.invalid failed")
+	if strings.Contains(res.Error+err.Error(), "s3cretpw") {
+		t.Fatal("the password reached an answer")
+	}
+}
