@@ -32,6 +32,9 @@ func newKeysCreateCmd(f *factory, runF func(context.Context, *keysCreateOptions)
 		Short: "Create a personal API key for a user and print it (shown this once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.expiresDays < 0 || opts.expiresDays > keys.MaxExpiryDays {
+				return usageError{fmt.Errorf("--expires-days must be 0 (never) or from 1 to %d", keys.MaxExpiryDays)}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}

@@ -152,8 +152,36 @@ func newRootCmd(f *factory) *cobra.Command {
 	root.AddCommand(newMockCmd(f))
 	root.AddCommand(newDevCmd(f))
 	root.AddCommand(newStoreCmd(f))
+	// cobra adds `help` and `completion` as it executes; added now, they follow the
+	// conventions too (an unknown topic or shell is a usage error, not help and exit 0).
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	strictHelp(root)
 	conventions(root)
 	return root
+}
+
+// strictHelp makes `app help TOPIC` refuse a topic that names no command, as an unknown
+// command is refused, instead of printing the program's help with exit 0.
+func strictHelp(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		show := c.Run
+		c.Run = nil
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			found, rest, err := cmd.Root().Find(args)
+			switch {
+			case err != nil || found == nil:
+				return usageError{unknownSubcommand(cmd.Root(), args[0])}
+			case len(rest) > 0:
+				return usageError{unknownSubcommand(found, rest[0])}
+			}
+			show(cmd, args)
+			return nil
+		}
+	}
 }
 
 // conventions gives every command of the tree the same behaviour: a group (a command with

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 func newUsersCmd(f *factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "users",
-		Short: "List users and grant or revoke roles",
+		Short: "List users, grant or revoke roles, and set monthly AI budgets",
 	}
 	c.AddCommand(newUsersListCmd(f, nil), newUsersRoleCmd(f, "grant", nil), newUsersRoleCmd(f, "revoke", nil))
 	c.AddCommand(newUsersBudgetCmd(f, nil))
@@ -76,7 +77,7 @@ func newUsersRoleCmd(f *factory, verb string, runF func(context.Context, *usersR
 	c := &cobra.Command{
 		Use:   verb + " EMAIL ROLE",
 		Short: short,
-		Args:  cobra.ExactArgs(2),
+		Args:  cobra.MatchAll(cobra.ExactArgs(2), nonBlankEmail),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.email, opts.role = args[0], args[1]
 			if runF != nil {
@@ -132,7 +133,7 @@ func newUsersBudgetCmd(f *factory, runF func(context.Context, *usersBudgetOption
 			case !clearIt && len(args) != 2:
 				return usageError{fmt.Errorf("give the e-mail and the budget in US dollars (or --clear)")}
 			}
-			return nil
+			return nonBlankEmail(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.email = args[0]
@@ -181,5 +182,14 @@ func runUsersBudget(ctx context.Context, f *factory, s *services, opts *usersBud
 		{"user", u.Email}, {"monthly budget", money(st.Limit)}, {"spent this month", money(&st.Spent)},
 		{"remaining", money(st.Remaining)}, {"resets", st.ResetsAt.Format("2006-01-02")},
 	})
+	return nil
+}
+
+// nonBlankEmail refuses an empty or blank EMAIL argument (the first) as a usage error: a
+// variable that expanded to nothing, not a user to look for.
+func nonBlankEmail(_ *cobra.Command, args []string) error {
+	if len(args) > 0 && strings.TrimSpace(args[0]) == "" {
+		return usageError{errors.New("EMAIL must not be empty")}
+	}
 	return nil
 }
