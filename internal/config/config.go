@@ -445,6 +445,11 @@ func parse(raw map[string]string) (*Config, error) {
 	if c.CORS.AllowCredentials && slices.Contains(c.CORS.AllowedOrigins, "*") {
 		p.fail("cors.allowed_origins", `"*" (any origin) cannot be combined with cors.allow_credentials; list the origins`)
 	}
+	if p.err == nil && c.Server.WriteTimeout <= c.AI.Timeout {
+		// The server's write deadline runs from the request: an AI call allowed longer would be
+		// cut before its answer is written.
+		p.fail("server.write_timeout", fmt.Sprintf("must exceed ai.timeout (%s) so that AI answers are not cut; raise it or lower ai.timeout", c.AI.Timeout))
+	}
 	if err := CheckAddr(c.Addr); err != nil {
 		p.fail("addr", err.Error()+", e.g. :3000 or 127.0.0.1:3000")
 	}

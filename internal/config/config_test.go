@@ -327,3 +327,25 @@ func TestLoad_BadListenAddress(t *testing.T) {
 		})
 	}
 }
+
+// Ensure an ai.timeout the server's write deadline would cut is refused, naming both keys.
+func TestLoad_WriteTimeoutExceedsAITimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool // refused
+	}{
+		{map[string]string{"APP_AI_TIMEOUT": "120s"}, true},
+		{map[string]string{"APP_AI_TIMEOUT": "90s"}, true},
+		{map[string]string{"APP_AI_TIMEOUT": "120s", "APP_SERVER_WRITE_TIMEOUT": "150s"}, false},
+		{map[string]string{"APP_SERVER_WRITE_TIMEOUT": "30s"}, true},
+		{nil, false},
+	} {
+		_, err := Load(flags(t), env(tc.env))
+		var ce *Error
+		refused := errors.As(err, &ce) && ce.Key == "server.write_timeout" && strings.Contains(err.Error(), "ai.timeout")
+		if refused != tc.want || (err != nil && !refused) {
+			t.Errorf("%v: err = %v, want refused %v", tc.env, err, tc.want)
+		}
+	}
+}
