@@ -161,6 +161,9 @@ type key struct {
 	usage string   // flag help / docs
 	min   int      // for kInt and kDuration (seconds granularity not needed): values below are refused
 	max   int      // for kInt: values above are refused (0: no maximum)
+	// number: a config file may give a kString key's value as a number (an amount); other
+	// kString and kURL keys must be strings there.
+	number bool
 }
 
 // Keys lists every configuration key with its default; docs/configuration.md mirrors it.
@@ -188,7 +191,7 @@ var keys = slices.Concat([]key{
 	{name: "ai.max_idle_conns_per_host", def: "256", kind: kInt, min: 1},
 	{name: "ai.max_image_bytes", def: "20971520", kind: kInt, min: 1, usage: "largest inline image of a /v1 request, decoded"},
 	{name: "ai.max_body_bytes", def: "33554432", kind: kInt, min: 1, usage: "request body limit of /v1/chat/completions and /v1/messages"},
-	{name: "ai.default_monthly_budget", usage: "USD per user per UTC month (empty: no budget)"},
+	{name: "ai.default_monthly_budget", number: true, usage: "USD per user per UTC month (empty: no budget)"},
 	{name: "dbcheck.timeout", def: "5s", kind: kDuration, min: 1},
 	{name: "dbcheck.max_limit", def: "1000", kind: kInt, min: 1},
 	{name: "dbcheck.max_time", def: "10s", kind: kDuration, min: 1},
@@ -269,6 +272,13 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 			if err := checkFileKeys(v.AllKeys(), f.Value.String()); err != nil {
 				return nil, err
 			}
+			for _, k := range keys {
+				if v.IsSet(k.name) {
+					if err := checkFileType(k, v.Get(k.name)); err != nil {
+						return nil, err
+					}
+				}
+			}
 		}
 	}
 	raw := make(map[string]string, len(keys))
@@ -288,9 +298,41 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 	return parse(raw)
 }
 
+// checkFileType refuses a config file value of the wrong type for k before it is turned into
+// text: a list where one value is wanted, or a number or boolean where text is (a YAML number
+// loses digits: an unquoted 35-digit secret would become 21 characters).
+func checkFileType(k key, val any) error {
+	switch val.(type) {
+	case []any:
+		switch k.kind {
+		case kList, kCIDRs, kOrigins, kRoles:
+			return nil
+		}
+		return &Error{Key: k.name, Reason: "must be a single value, not a list"}
+	case map[string]any:
+		return &Error{Key: k.name, Reason: "must be a single value, not a mapping"}
+	case string, nil:
+		return nil
+	}
+	if (k.kind == kString || k.kind == kURL) && !k.number {
+		what := "a number"
+		switch val.(type) {
+		case bool:
+			what = "a boolean"
+		case time.Time:
+			what = "a date"
+		}
+		return &Error{Key: k.name, Reason: "must be a string, not " + what + ": quote it"}
+	}
+	return nil
+}
+
 // checkFileKeys refuses a config file key that names no key, naming the closest one.
 func checkFileKeys(fileKeys []string, file string) error {
 	for _, name := range fileKeys {
+		if section(name) {
+			return &Error{Key: name, Reason: "must be a mapping of its keys (" + name + ".…), not a single value"}
+		}
 		if _, ok := lookup(name); !ok {
 			return &Error{Key: name, Reason: "unknown key in " + file + didYouMean(name)}
 		}
@@ -329,6 +371,16 @@ func CheckEnvironment(environ []string) error {
 		}
 	}
 	return nil
+}
+
+// section reports whether name is a group of keys (ratelimit, ai.openai) rather than a key.
+func section(name string) bool {
+	for _, k := range keys {
+		if strings.HasPrefix(k.name, name+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup returns the key called name.

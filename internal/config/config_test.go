@@ -349,3 +349,39 @@ func TestLoad_WriteTimeoutExceedsAITimeout(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a config file value of the wrong type is refused naming the key and what is wrong,
+// before it is turned into text (a list joined, a long number rounded), and that numbers and
+// lists stay accepted where they are values.
+func TestLoad_FileValueTypes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, tc := range []struct {
+		file, key, want string // want "": accepted
+	}{
+		{"mongodb:\n  uri: [\"mongodb://a\", \"mongodb://b\"]\n", "mongodb.uri", "must be a single value, not a list"},
+		{"ai:\n  openai:\n    api_key: [a, b]\n", "ai.openai.api_key", "must be a single value, not a list"},
+		{"jwt:\n  secret: 12345678901234567890123456789012345\n", "jwt.secret", "must be a string, not a number: quote it"},
+		{"mongodb:\n  database: true\n", "mongodb.database", "must be a string, not a boolean"},
+		{"ratelimit: 5\n", "ratelimit", "must be a mapping of its keys"},
+		{"ratelimit:\n  limit: 5\n", "", ""},
+		{"ai:\n  default_monthly_budget: 25\n", "", ""},
+		{"cors:\n  allowed_origins: [\"http://localhost:5173\", \"http://localhost:3001\"]\n", "", ""},
+		{"cors:\n  allow_credentials: true\n", "", ""},
+	} {
+		file := filepath.Join(dir, strconv.Itoa(i)+".yaml")
+		if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(flags(t, "--config", file), env(nil))
+		var ce *Error
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q: %v, want accepted", tc.file, err)
+		case tc.want != "" && (!errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: err = %v, want %s: %s", tc.file, err, tc.key, tc.want)
+		case err != nil && strings.Contains(err.Error(), "1234567890"):
+			t.Errorf("%q: the secret reached the message: %v", tc.file, err)
+		}
+	}
+}
