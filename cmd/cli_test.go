@@ -82,6 +82,7 @@ func TestCLIConventions(t *testing.T) {
 		{"blank e-mail", testEnv(), []string{"users", "budget", " ", "5", "--data-dir", dir}, exitUsage, "", "EMAIL must not be empty"},
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
+		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
 		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: must be host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
 		{"store listen address", testEnv(), []string{"store", "serve", "--listen", "nonsense", "--data-dir", dir}, exitUsage, "", `--listen "nonsense": must be host:port`},

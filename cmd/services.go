@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
+	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/gateway"
 	"github.com/acme/app/internal/keys"
@@ -75,6 +77,10 @@ const (
 func openServer(ctx context.Context, f *factory) (*services, error) {
 	s := &services{f: f, server: true}
 	err := func() error {
+		// The price file is configuration: a bad one stops serve before the store opens.
+		if _, err := s.Prices(); err != nil {
+			return err
+		}
 		if _, err := s.Auth(ctx); err != nil {
 			return err
 		}
@@ -293,6 +299,10 @@ func (s *services) Prices() (*ai.Prices, error) {
 		return s.prices, nil
 	}
 	p, err := ai.LoadPrices(s.f.cfg.AI.PricingFile, s.f.log)
+	var pfe *ai.PricingFileError
+	if errors.As(err, &pfe) { // a configuration value the program cannot use (exit 2)
+		return nil, &config.Error{Key: "ai.pricing_file", Value: pfe.File, Reason: pfe.Err.Error()}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -124,8 +124,8 @@ func TestServicesBuiltPerCommand(t *testing.T) {
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("serve exit %d: %s", code, s.logs.String())
 	}
-	want := []string{builtStore, builtTokens, builtAuth, builtTemplates, builtDBCheck, builtKeys, builtMetrics,
-		builtUsageRecorder, builtPrices, builtBudgetMemory, builtAI, builtGateway}
+	want := []string{builtPrices, builtStore, builtTokens, builtAuth, builtTemplates, builtDBCheck, builtKeys, builtMetrics,
+		builtUsageRecorder, builtBudgetMemory, builtAI, builtGateway}
 	mu.Lock()
 	defer mu.Unlock()
 	if !slices.Equal(serveBuilt, want) {

@@ -62,7 +62,17 @@ type lookup struct {
 
 var tierField = regexp.MustCompile(`^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost)_above_(\d+)k_tokens$`)
 
+// PricingFileError is a price file that cannot be read or used.
+type PricingFileError struct {
+	File string
+	Err  error
+}
+
+func (e *PricingFileError) Error() string { return "ai.pricing_file " + e.File + ": " + e.Err.Error() }
+func (e *PricingFileError) Unwrap() error { return e.Err }
+
 // LoadPrices returns the embedded table, with the entries of file (if not empty) laid over it.
+// A file that cannot be read or used is a *PricingFileError.
 func LoadPrices(file string, log *slog.Logger) (*Prices, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -74,10 +84,10 @@ func LoadPrices(file string, log *slog.Logger) (*Prices, error) {
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("ai.pricing_file: %w", err)
+			return nil, &PricingFileError{File: file, Err: err}
 		}
 		if err := p.add(data); err != nil {
-			return nil, fmt.Errorf("ai.pricing_file %s: %w", file, err)
+			return nil, &PricingFileError{File: file, Err: err}
 		}
 	}
 	return p, nil
