@@ -82,6 +82,8 @@ func TestCLIConventions(t *testing.T) {
 		{"blank e-mail", testEnv(), []string{"users", "budget", " ", "5", "--data-dir", dir}, exitUsage, "", "EMAIL must not be empty"},
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
+		{"core uri checked by every command", testEnv("APP_CORE_URI", "mongodb://u:s3cret-pw@h:notaport/"), []string{"users", "list", "--data-dir", dir},
+			exitUsage, "", "core.uri: mongodb://u:****@h:notaport/ is not a valid MongoDB connection string"},
 		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
 		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: must be host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},

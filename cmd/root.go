@@ -20,6 +20,7 @@ import (
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/suggest"
 	"github.com/acme/app/internal/version"
 )
@@ -257,6 +258,13 @@ func (f *factory) load(cmd *cobra.Command) error {
 	}
 	if err := dbcheck.CheckAllowedHosts(cfg.DBCheck.AllowedHosts); err != nil {
 		return &config.Error{Key: "dbcheck.allowed_hosts", Reason: err.Error()}
+	}
+	// Every command checks both URIs, whether it uses them or not: a bad value is found on
+	// the first command run, not on the first that needs it.
+	for _, u := range [][2]string{{"mongodb.uri", cfg.MongoDB.URI}, {"core.uri", cfg.Core.URI}} {
+		if err := store.CheckURI(u[1]); u[1] != "" && err != nil {
+			return fmt.Errorf("%s: %w", u[0], err)
+		}
 	}
 	f.cfg = cfg
 	logCfg := cfg.Log

@@ -113,8 +113,7 @@ func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
 	if err := o.Validate(); err != nil {
 		var dnsErr *net.DNSError
 		if !errors.As(err, &dnsErr) { // not a failed SRV or TXT lookup: the string itself
-			return nil, apperr.Wrap(apperr.Invalid, errors.New(redact.Text(err.Error(), uri)),
-				redact.URI(uri)+" is not a valid MongoDB connection string")
+			return nil, invalidURI(uri, err)
 		}
 	}
 	client, err := mongo.Connect(ctx, o)
@@ -122,6 +121,24 @@ func Connect(ctx context.Context, uri string) (*mongo.Client, error) {
 		return nil, fmt.Errorf("store: connect %s: %w", redact.URI(uri), err)
 	}
 	return client, nil
+}
+
+// CheckURI returns Invalid, without the password, when uri is not a connection string the
+// driver can parse; it connects to nothing and looks nothing up (a mongodb+srv:// string's DNS
+// records are looked up when it is used, so only Connect finds those wrong).
+func CheckURI(uri string) error {
+	if strings.HasPrefix(uri, "mongodb+srv://") {
+		return nil
+	}
+	if err := options.Client().ApplyURI(uri).Validate(); err != nil {
+		return invalidURI(uri, err)
+	}
+	return nil
+}
+
+func invalidURI(uri string, err error) error {
+	return apperr.Wrap(apperr.Invalid, errors.New(redact.Text(err.Error(), uri)),
+		redact.URI(uri)+" is not a valid MongoDB connection string")
 }
 
 // Client returns the driver client.
