@@ -161,7 +161,7 @@ func acquire(ctx context.Context, dataDir string, wait time.Duration, log *slog.
 			return lock, "", err
 		}
 		if uri, err := RunningURI(dataDir); err == nil {
-			return nil, uri, fmt.Errorf("store: %s: %w (by a running server)", dataDir, ErrLocked)
+			return nil, uri, fmt.Errorf("store: %s: %w (a running server)", dataDir, ErrLocked)
 		}
 		waited := time.Since(start)
 		if waited >= wait {
