@@ -129,7 +129,7 @@ func TestUnknownEnvironmentVariable(t *testing.T) {
 }
 
 // Ensure operator commands print their results on stdout and nothing on stderr, unless
-// --verbose; `users grant` accepts only known roles.
+// --verbose or the store is new; `users grant` accepts only known roles.
 func TestOperatorOutput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -141,7 +141,13 @@ func TestOperatorOutput(t *testing.T) {
 		}
 		return env(k)
 	}
+	// The first command on a directory without a store says it made one (a mistyped
+	// --data-dir would otherwise only show as empty results); later ones say nothing.
 	r := runApp(t, noSecret, "users", "list", "--data-dir", dir)
+	if r.code != 0 || r.errOut != "note: "+dir+" held no store: a new, empty one was created there\n" {
+		t.Fatalf("users list on a new directory = %d, stderr %q: want exit 0 and the note", r.code, r.errOut)
+	}
+	r = runApp(t, noSecret, "users", "list", "--data-dir", dir)
 	if r.code != 0 || r.errOut != "" {
 		t.Fatalf("users list = %d, stderr %q: want exit 0 and an empty stderr", r.code, r.errOut)
 	}

@@ -132,6 +132,11 @@ func (s *services) Store(ctx context.Context) (*store.Store, error) {
 		}
 		return nil, err
 	}
+	if st.Created() && !s.server {
+		// An operator command answers from the store it opened: say it is a new one, which
+		// a mistyped --data-dir would otherwise hide behind empty results.
+		fmt.Fprintf(s.f.stderr, "note: %s held no store: a new, empty one was created there\n", cfg.DataDir)
+	}
 	s.store = st
 	s.closers = append(s.closers, st.Close)
 	s.built(builtStore)

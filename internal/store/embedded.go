@@ -53,6 +53,7 @@ func RunningURI(dataDir string) (string, error) {
 
 // embedded is a FerretDB server running in this process, behind its gate.
 type embedded struct {
+	created bool // the data directory held no store: this one is new and empty
 	lock    *os.File
 	uriPath string
 	gate    *gate
@@ -70,6 +71,8 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 	if dataDir == "" {
 		return nil, "", errors.New("store: no mongodb.uri and no data_dir for the embedded store")
 	}
+	_, statErr := os.Stat(filepath.Join(dataDir, dbDir))
+	created := errors.Is(statErr, fs.ErrNotExist)
 	if err := os.MkdirAll(filepath.Join(dataDir, dbDir), 0o700); err != nil {
 		return nil, "", fmt.Errorf("store: create data directory: %w", err)
 	}
@@ -105,7 +108,7 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 		return nil, "", fmt.Errorf("store: start embedded store: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	e := &embedded{lock: lock, uriPath: URIFile(dataDir), cancel: cancel, done: make(chan struct{})}
+	e := &embedded{lock: lock, uriPath: URIFile(dataDir), cancel: cancel, done: make(chan struct{}), created: created}
 	go func() {
 		defer close(e.done)
 		_ = f.Run(runCtx)

@@ -153,6 +153,10 @@ func (s *Store) URI() string { return s.uri }
 // Embedded reports whether this process runs the embedded server.
 func (s *Store) Embedded() bool { return s.embedded != nil }
 
+// Created reports whether this process opened the embedded store of a data directory that
+// held none: the store is new and empty (a first run, or a mistyped directory).
+func (s *Store) Created() bool { return s.embedded != nil && s.embedded.created }
+
 // OnWrite has fn called after every write command on collection coll of database db, from
 // any client of the embedded store this process owns, once the write is applied and before
 // its client gets the answer: a process that keeps a copy of that collection's data learns of
