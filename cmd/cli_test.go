@@ -82,8 +82,6 @@ func TestCLIConventions(t *testing.T) {
 		{"blank e-mail", testEnv(), []string{"users", "budget", " ", "5", "--data-dir", dir}, exitUsage, "", "EMAIL must not be empty"},
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
-		{"core uri checked by every command", testEnv("APP_CORE_URI", "mongodb://u:s3cret-pw@h:notaport/"), []string{"users", "list", "--data-dir", dir},
-			exitUsage, "", "core.uri: mongodb://u:****@h:notaport/ is not a valid MongoDB connection string"},
 		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
 		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: must be host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
@@ -91,9 +89,9 @@ func TestCLIConventions(t *testing.T) {
 		// A MongoDB URI the driver cannot parse is a bad configuration value too (and its
 		// password is not shown).
 		{"unparsable mongodb uri", testEnv(), []string{"users", "list", "--data-dir", dir, "--mongodb-uri", "mongodb://ada:s3cret-pw@db.invalid:notaport/"},
-			exitUsage, "", "mongodb.uri: mongodb://ada:****@db.invalid:notaport/ is not a valid MongoDB connection string"},
+			exitUsage, "", `config: mongodb.uri="mongodb://ada:****@db.invalid:notaport/": not a valid MongoDB connection string`},
 		{"unparsable mongodb uri escape", testEnv("APP_MONGODB_URI", "mongodb://%zz"), []string{"templates", "list", "--data-dir", dir},
-			exitUsage, "", "mongodb.uri: mongodb://%zz is not a valid MongoDB connection string"},
+			exitUsage, "", `config: mongodb.uri="mongodb://%zz": not a valid MongoDB connection string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +102,41 @@ func TestCLIConventions(t *testing.T) {
 			}
 			if tt.wantCode == exitUsage && strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
 				t.Fatalf("stderr %q: want one line", r.errOut)
+			}
+		})
+	}
+}
+
+// Ensure every command that reads the configuration checks all of it before it runs, the
+// MongoDB URIs' syntax included, whether it uses them or not: a core.uri the driver cannot
+// parse is the same configuration error (exit 2, "config:", no password) for each.
+func TestEveryCommandChecksTheURIs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := testEnv("APP_CORE_URI", "mongodb://u:s3cret-pw@h:notaport/")
+	for _, args := range [][]string{
+		{"serve"},
+		{"users", "list"},
+		{"users", "grant", "a@example.com", "admin"},
+		{"users", "budget", "a@example.com", "5"},
+		{"keys", "list"},
+		{"keys", "create", "--user", "a@example.com", "--name", "x"},
+		{"usage", "report"},
+		{"usage", "reconcile"},
+		{"templates", "list"},
+		{"templates", "migrate"},
+		{"templates", "cleanup", "--space", "s"},
+		{"mongo", "test"},
+		{"mongo", "query", "--collection", "users"},
+		{"dev", "seed"},
+		{"store", "serve", "--listen", "127.0.0.1:0"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			r := runApp(t, env, append(args, "--data-dir", dir)...)
+			want := `error: config: core.uri="mongodb://u:****@h:notaport/": not a valid MongoDB connection string`
+			if r.code != exitUsage || !strings.HasPrefix(r.errOut, want) || strings.Contains(r.errOut, "s3cret") {
+				t.Fatalf("exit %d, stderr %q: want 2 and %q", r.code, r.errOut, want)
 			}
 		})
 	}

@@ -260,10 +260,15 @@ func (f *factory) load(cmd *cobra.Command) error {
 		return &config.Error{Key: "dbcheck.allowed_hosts", Reason: err.Error()}
 	}
 	// Every command checks both URIs, whether it uses them or not: a bad value is found on
-	// the first command run, not on the first that needs it.
+	// the first command run, not on the first that needs it, and reported as the bad
+	// configuration value it is (its password masked by config.Error).
 	for _, u := range [][2]string{{"mongodb.uri", cfg.MongoDB.URI}, {"core.uri", cfg.Core.URI}} {
 		if err := store.CheckURI(u[1]); u[1] != "" && err != nil {
-			return fmt.Errorf("%s: %w", u[0], err)
+			reason := "not a valid MongoDB connection string"
+			if cause := errors.Unwrap(err); cause != nil {
+				reason += ": " + cause.Error()
+			}
+			return &config.Error{Key: u[0], Value: u[1], Reason: reason}
 		}
 	}
 	f.cfg = cfg
