@@ -83,9 +83,12 @@ func TestCLIConventions(t *testing.T) {
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
 		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
-		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: must be host:port"},
+		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: is empty; give host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
-		{"store listen address", testEnv(), []string{"store", "serve", "--listen", "nonsense", "--data-dir", dir}, exitUsage, "", `--listen "nonsense": must be host:port`},
+		{"PORT not a number", testEnv("PORT", "abc"), []string{"serve", "--data-dir", dir}, exitUsage, "", `config: PORT="abc": must be a port number`},
+		{"store listen address", testEnv(), []string{"store", "serve", "--listen", "nonsense", "--data-dir", dir}, exitUsage, "", `error: config: --listen="nonsense": must be host:port`},
+		{"empty store listen address", testEnv(), []string{"store", "serve", "--listen", "", "--data-dir", dir}, exitUsage, "", "error: config: --listen: is empty; give host:port"},
+		{"store listen port out of range", testEnv(), []string{"store", "serve", "--listen", "127.0.0.1:65536", "--data-dir", dir}, exitUsage, "", `error: config: --listen="127.0.0.1:65536": must be host:port with a port from 0 to 65535`},
 		// A MongoDB URI the driver cannot parse is a bad configuration value too (and its
 		// password is not shown).
 		{"unparsable mongodb uri", testEnv(), []string{"users", "list", "--data-dir", dir, "--mongodb-uri", "mongodb://ada:s3cret-pw@db.invalid:notaport/"},

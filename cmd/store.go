@@ -42,8 +42,9 @@ func newStoreServeCmd(f *factory) *cobra.Command {
 }
 
 func runStoreServe(ctx context.Context, f *factory, opts *storeServeOptions) error {
+	// Checked as addr is, with the configuration: before the store starts.
 	if err := config.CheckAddr(opts.listen); err != nil {
-		return usageError{fmt.Errorf("--listen %q: %w", opts.listen, err)}
+		return &config.Error{Key: "--listen", Value: opts.listen, Reason: err.Error() + ", e.g. 127.0.0.1:27017"}
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

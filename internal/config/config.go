@@ -287,8 +287,12 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		raw[k.name], set[k.name] = resolve(k, fs, getenv, v)
 	}
 	// PORT is the platform convention: used for addr only when nothing more specific set it.
+	// It is named when it is no port number, since addr was not set.
 	if !set["addr"] {
 		if p := getenv("PORT"); p != "" {
+			if err := checkPort(p); err != nil {
+				return nil, &Error{Key: "PORT", Value: p, Reason: "must be a port number from 0 to 65535 (addr is then :$PORT)"}
+			}
 			raw["addr"] = ":" + p
 		}
 	}
@@ -526,14 +530,27 @@ func parse(raw map[string]string) (*Config, error) {
 }
 
 // CheckAddr refuses a listen address that is not [host]:port with a port number from 0 (any
-// free port) to 65535, so that a bad value stops a command before it starts anything.
+// free port) to 65535, so that a bad value stops a command before it starts anything. An
+// empty one is refused too (it would listen on every interface on a random port): it is a
+// mistake, a variable that expanded to nothing say, more likely than a wish.
 func CheckAddr(addr string) error {
+	if addr == "" {
+		return errors.New("is empty; give host:port")
+	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return errors.New("must be host:port")
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+	if checkPort(port) != nil {
 		return errors.New("must be host:port with a port from 0 to 65535")
+	}
+	return nil
+}
+
+// checkPort refuses a port that is not a decimal number from 0 to 65535.
+func checkPort(port string) error {
+	if n, err := strconv.Atoi(port); err != nil || n > 65535 || strings.Trim(port, "0123456789") != "" {
+		return errors.New("not a port number")
 	}
 	return nil
 }

@@ -311,20 +311,34 @@ func TestLoad_DefaultMonthlyBudget(t *testing.T) {
 func TestLoad_BadListenAddress(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
-		args []string
-		env  map[string]string
+		args      []string
+		env       map[string]string
+		key, want string
 	}{
-		"EmptyFlag": {[]string{"--addr", ""}, nil},
-		"BadPORT":   {nil, map[string]string{"PORT": "abc"}},
+		"EmptyFlag":    {[]string{"--addr", ""}, nil, "addr", "config: addr: is empty; give host:port"},
+		"BlankFlag":    {[]string{"--addr", " "}, nil, "addr", "is empty; give host:port"},
+		"SignedPort":   {[]string{"--addr", ":+80"}, nil, "addr", "with a port from 0 to 65535"},
+		"SignedPORT":   {nil, map[string]string{"PORT": "-0"}, "PORT", "must be a port number"},
+		"BadPORT":      {nil, map[string]string{"PORT": "abc"}, "PORT", `config: PORT="abc": must be a port number from 0 to 65535`},
+		"PORTTooLarge": {nil, map[string]string{"PORT": "70000"}, "PORT", `config: PORT="70000": must be a port number`},
+		"PORTWithHost": {nil, map[string]string{"PORT": "127.0.0.1:80"}, "PORT", "must be a port number"},
+		"BadMetrics":   {nil, map[string]string{"APP_METRICS_ADDR": "bogus"}, "metrics.addr", `config: metrics.addr="bogus": must be host:port`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Load(flags(t, tc.args...), env(tc.env))
 			var ce *Error
-			if !errors.As(err, &ce) || ce.Key != "addr" {
-				t.Fatalf("err = %v, want a config.Error on addr", err)
+			if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a config.Error on %s saying %q", err, tc.key, tc.want)
 			}
 		})
+	}
+	// A PORT that is a port number is used; one is not read when addr is set otherwise.
+	if c, err := Load(flags(t), env(map[string]string{"PORT": "0"})); err != nil || c.Addr != ":0" {
+		t.Fatalf("PORT=0: %v, %v", c, err)
+	}
+	if c, err := Load(flags(t, "--addr", ":1"), env(map[string]string{"PORT": "abc"})); err != nil || c.Addr != ":1" {
+		t.Fatalf("--addr with PORT=abc: %v, %v", c, err)
 	}
 }
 
