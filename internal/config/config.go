@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -302,44 +303,140 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 	return parse(raw)
 }
 
-// checkFileType refuses a config file value of the wrong type for k before it is turned into
-// text: a list where one value is wanted, or a number or boolean where text is (a YAML number
-// loses digits: an unquoted 35-digit secret would become 21 characters).
+// checkFileType refuses a config file value of a type k's kind does not take, before it is
+// turned into text: a list would be joined with commas, a 35-digit number rounded to 21
+// characters, a mapping printed as Go. The check is the same for every key, from its kind
+// (wants, accepts); what a value of the right type says is checked by parse, as for the
+// environment's.
 func checkFileType(k key, val any) error {
-	switch val.(type) {
-	case []any:
-		switch k.kind {
-		case kList, kCIDRs, kOrigins, kRoles:
-			return nil
+	if !k.accepts(val) {
+		reason := "must be " + k.wants() + ", not " + describe(val)
+		if k.text() && scalar(val) {
+			reason += ": quote it"
 		}
-		return &Error{Key: k.name, Reason: "must be a single value, not a list"}
-	case map[string]any:
-		return &Error{Key: k.name, Reason: "must be a single value, not a mapping"}
-	case string, nil:
-		return nil
+		return &Error{Key: k.name, Reason: reason}
 	}
-	if (k.kind == kString || k.kind == kURL) && !k.number {
-		what := "a number"
-		switch val.(type) {
-		case bool:
-			what = "a boolean"
-		case time.Time:
-			what = "a date"
+	if items, ok := val.([]any); ok {
+		for i, item := range items {
+			if _, ok := item.(string); !ok {
+				reason := fmt.Sprintf("must be %s; item %d is %s", k.wants(), i+1, describe(item))
+				if scalar(item) {
+					reason += ": quote it"
+				}
+				return &Error{Key: k.name, Reason: reason}
+			}
 		}
-		return &Error{Key: k.name, Reason: "must be a string, not " + what + ": quote it"}
 	}
 	return nil
 }
 
-// checkFileKeys refuses a config file key that names no key, naming the closest one.
+// wants words the type a config file must give for k.
+func (k key) wants() string {
+	switch k.kind {
+	case kString, kURL, kLevel, kFormat:
+		if k.number {
+			return "a number or a string"
+		}
+		return "a string"
+	case kDuration:
+		return `a duration such as "60s"`
+	case kInt:
+		return "a whole number"
+	case kBool:
+		return "true or false"
+	case kList, kCIDRs, kOrigins, kRoles:
+		return "a list of strings (or one comma-separated string)"
+	}
+	return ""
+}
+
+// accepts reports whether a config file value (as the YAML, JSON and TOML decoders give it) is
+// of a type k takes; a list's items are checked apart. Every kind takes a string, as the
+// environment gives nothing else, and no value (the key is then not set).
+func (k key) accepts(val any) bool {
+	switch val.(type) {
+	case nil, string:
+		return true
+	case []any:
+		return k.list()
+	case bool:
+		return k.kind == kBool
+	}
+	if number(val) {
+		return k.kind == kInt || k.kind == kDuration || k.number
+	}
+	return false // a mapping, a date
+}
+
+// text reports whether k's value is free text, which quoting a number makes right.
+func (k key) text() bool { return (k.kind == kString || k.kind == kURL) && !k.number }
+
+// list reports whether k holds a list.
+func (k key) list() bool {
+	switch k.kind {
+	case kList, kCIDRs, kOrigins, kRoles:
+		return true
+	}
+	return false
+}
+
+// describe words the type of a config file value.
+func describe(val any) string {
+	switch val.(type) {
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	}
+	if number(val) {
+		return "a number"
+	}
+	if reflect.ValueOf(val).Kind() == reflect.Struct {
+		return "a date or time" // time.Time, TOML's local dates and times
+	}
+	return fmt.Sprintf("a %T", val)
+}
+
+// scalar reports whether val is a single value that quoting would make a string.
+func scalar(val any) bool {
+	switch val.(type) {
+	case []any, map[string]any, nil:
+		return false
+	}
+	return true
+}
+
+// number reports whether val is a number, of whichever type a decoder gave it.
+func number(val any) bool {
+	switch reflect.ValueOf(val).Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// checkFileKeys refuses a config file key that names no key, naming the closest one. A key
+// below a key (addr.host: the file gave addr a mapping) is that key's value of the wrong type.
 func checkFileKeys(fileKeys []string, file string) error {
 	for _, name := range fileKeys {
 		if section(name) {
 			return &Error{Key: name, Reason: "must be a mapping of its keys (" + name + ".…), not a single value"}
 		}
-		if _, ok := lookup(name); !ok {
-			return &Error{Key: name, Reason: "unknown key in " + file + didYouMean(name)}
+		if _, ok := lookup(name); ok {
+			continue
 		}
+		for i := strings.LastIndex(name, "."); i > 0; i = strings.LastIndex(name[:i], ".") {
+			if k, ok := lookup(name[:i]); ok {
+				return checkFileType(k, map[string]any{})
+			}
+		}
+		return &Error{Key: name, Reason: "unknown key in " + file + didYouMean(name)}
 	}
 	return nil
 }

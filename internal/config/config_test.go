@@ -364,26 +364,62 @@ func TestLoad_WriteTimeoutExceedsAITimeout(t *testing.T) {
 	}
 }
 
-// Ensure a config file value of the wrong type is refused naming the key and what is wrong,
-// before it is turned into text (a list joined, a long number rounded), and that numbers and
-// lists stay accepted where they are values.
+// Ensure a config file value of the wrong type is refused naming the key, the type its kind
+// takes and the type given, before it is turned into text (a list joined, a long number
+// rounded), for every kind, and that the types each kind takes stay accepted.
 func TestLoad_FileValueTypes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for i, tc := range []struct {
-		file, key, want string // want "": accepted
+		ext, file, key, want string // want "": accepted
 	}{
-		{"mongodb:\n  uri: [\"mongodb://a\", \"mongodb://b\"]\n", "mongodb.uri", "must be a single value, not a list"},
-		{"ai:\n  openai:\n    api_key: [a, b]\n", "ai.openai.api_key", "must be a single value, not a list"},
-		{"jwt:\n  secret: 12345678901234567890123456789012345\n", "jwt.secret", "must be a string, not a number: quote it"},
-		{"mongodb:\n  database: true\n", "mongodb.database", "must be a string, not a boolean"},
-		{"ratelimit: 5\n", "ratelimit", "must be a mapping of its keys"},
-		{"ratelimit:\n  limit: 5\n", "", ""},
-		{"ai:\n  default_monthly_budget: 25\n", "", ""},
-		{"cors:\n  allowed_origins: [\"http://localhost:5173\", \"http://localhost:3001\"]\n", "", ""},
-		{"cors:\n  allow_credentials: true\n", "", ""},
+		// Strings: a list, a mapping, a number, a boolean or a date is refused.
+		{"yaml", "mongodb:\n  uri: [\"mongodb://a\", \"mongodb://b\"]\n", "mongodb.uri", "mongodb.uri: must be a string, not a list"},
+		{"yaml", "ai:\n  openai:\n    api_key: [a, b]\n", "ai.openai.api_key", "ai.openai.api_key: must be a string, not a list"},
+		{"yaml", "jwt:\n  secret: 12345678901234567890123456789012345\n", "jwt.secret", "jwt.secret: must be a string, not a number: quote it"},
+		{"yaml", "mongodb:\n  database: true\n", "mongodb.database", "must be a string, not a boolean: quote it"},
+		{"yaml", "jwt:\n  secret: 2026-01-01\n", "jwt.secret", "must be a string, not a date or time: quote it"},
+		{"yaml", "addr: {}\n", "addr", "addr: must be a string, not a mapping"},
+		{"yaml", "addr:\n  host: localhost\n", "addr", "addr: must be a string, not a mapping"},
+		{"yaml", "ai:\n  openai:\n    base_url: {x: 1}\n", "ai.openai.base_url", "must be a string, not a mapping"},
+		{"yaml", "log:\n  level: 1\n", "log.level", "log.level: must be a string, not a number"},
+		{"toml", "addr = 1979-05-27\n", "addr", "must be a string, not a date or time: quote it"},
+		{"json", `{"mongodb": {"uri": 5}}`, "mongodb.uri", "must be a string, not a number"},
+		// Whole numbers and durations: numbers or strings.
+		{"yaml", "ratelimit:\n  limit: [1]\n", "ratelimit.limit", "ratelimit.limit: must be a whole number, not a list"},
+		{"yaml", "ratelimit:\n  limit: true\n", "ratelimit.limit", "must be a whole number, not a boolean"},
+		{"yaml", "ratelimit:\n  limit: {a: 1}\n", "ratelimit.limit", "must be a whole number, not a mapping"},
+		{"yaml", "jwt:\n  ttl: [1h]\n", "jwt.ttl", `jwt.ttl: must be a duration such as "60s", not a list`},
+		{"yaml", "jwt:\n  ttl: false\n", "jwt.ttl", "must be a duration"},
+		// Booleans: true or false, not a number.
+		{"yaml", "cors:\n  allow_credentials: 1\n", "cors.allow_credentials", "cors.allow_credentials: must be true or false, not a number"},
+		{"yaml", "cors:\n  allow_credentials: [true]\n", "cors.allow_credentials", "must be true or false, not a list"},
+		// Lists: of strings only.
+		{"yaml", "dbcheck:\n  allowed_hosts: [[a]]\n", "dbcheck.allowed_hosts", "dbcheck.allowed_hosts: must be a list of strings (or one comma-separated string); item 1 is a list"},
+		{"yaml", "auth:\n  roles: [ops, {a: b}]\n", "auth.roles", "item 2 is a mapping"},
+		{"yaml", "ratelimit:\n  trusted_proxies: [10.0.0.1, 8]\n", "ratelimit.trusted_proxies", "item 2 is a number: quote it"},
+		{"yaml", "cors:\n  allowed_origins: {a: b}\n", "cors.allowed_origins", "must be a list of strings (or one comma-separated string), not a mapping"},
+		{"yaml", "cors:\n  allowed_origins: 5\n", "cors.allowed_origins", "not a number"},
+		// Sections: a mapping.
+		{"yaml", "ratelimit: 5\n", "ratelimit", "must be a mapping of its keys"},
+		{"yaml", "ratelimit: [1, 2]\n", "ratelimit", "must be a mapping of its keys"},
+		// Accepted.
+		{"yaml", "ratelimit:\n  limit: 5\n  window: 30s\n", "", ""},
+		{"yaml", "ratelimit:\n  limit: \"5\"\n", "", ""},
+		{"yaml", "server:\n  shutdown_grace: 0\n", "", ""},
+		{"yaml", "ai:\n  default_monthly_budget: 25\n", "", ""},
+		{"yaml", "ai:\n  default_monthly_budget: \"$25\"\n", "", ""},
+		{"yaml", "jwt:\n  secret: \"12345678901234567890123456789012345\"\n", "", ""},
+		{"yaml", "cors:\n  allowed_origins: [\"http://localhost:5173\", \"http://localhost:3001\"]\n", "", ""},
+		{"yaml", "cors:\n  allowed_origins: \"http://localhost:5173, http://localhost:3001\"\n", "", ""},
+		{"yaml", "cors:\n  allow_credentials: true\n", "", ""},
+		{"yaml", "cors:\n  allow_credentials: \"false\"\n", "", ""},
+		{"yaml", "ratelimit:\n  trusted_proxies: [10.0.0.0/8, \"::1\"]\n", "", ""},
+		{"yaml", "addr:\njwt:\n  secret:\n", "", ""}, // no value: the default
+		{"json", `{"ratelimit": {"limit": 300}, "dbcheck": {"allowed_hosts": ["a.example.com"]}}`, "", ""},
+		{"toml", "[ratelimit]\nlimit = 7\nwindow = \"1m\"\n", "", ""},
 	} {
-		file := filepath.Join(dir, strconv.Itoa(i)+".yaml")
+		file := filepath.Join(dir, strconv.Itoa(i)+"."+tc.ext)
 		if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -396,6 +432,20 @@ func TestLoad_FileValueTypes(t *testing.T) {
 			t.Errorf("%q: err = %v, want %s: %s", tc.file, err, tc.key, tc.want)
 		case err != nil && strings.Contains(err.Error(), "1234567890"):
 			t.Errorf("%q: the secret reached the message: %v", tc.file, err)
+		}
+	}
+}
+
+// Ensure every key's kind says what a config file must give for it: a new kind cannot be
+// added without deciding which file types it takes.
+func TestKinds_HaveFileTypes(t *testing.T) {
+	t.Parallel()
+	for _, k := range keys {
+		if k.wants() == "" {
+			t.Errorf("%s: kind %d says nothing of the type it takes", k.name, k.kind)
+		}
+		if !k.accepts("text") {
+			t.Errorf("%s: refuses a string (the environment gives nothing else)", k.name)
 		}
 	}
 }
