@@ -85,6 +85,8 @@ func TestCLIConventions(t *testing.T) {
 		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
 		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: is empty; give host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
+		{"ai.timeout the write deadline would cut", testEnv("APP_AI_TIMEOUT", "120s"), []string{"serve", "--data-dir", dir}, exitUsage, "",
+			`config: server.write_timeout="90s": must exceed ai.timeout (2m0s)`},
 		{"PORT not a number", testEnv("PORT", "abc"), []string{"serve", "--data-dir", dir}, exitUsage, "", `config: PORT="abc": must be a port number`},
 		{"store listen address", testEnv(), []string{"store", "serve", "--listen", "nonsense", "--data-dir", dir}, exitUsage, "", `error: config: --listen="nonsense": must be host:port`},
 		{"empty store listen address", testEnv(), []string{"store", "serve", "--listen", "", "--data-dir", dir}, exitUsage, "", "error: config: --listen: is empty; give host:port"},
