@@ -540,14 +540,28 @@ func resolve(k key, fs *pflag.FlagSet, getenv func(string) string, v *viper.Vipe
 		case []any:
 			parts := make([]string, len(t))
 			for i, p := range t {
-				parts[i] = fmt.Sprint(p)
+				parts[i] = fileText(p)
 			}
 			return strings.Join(parts, ","), true
 		default:
-			return fmt.Sprint(t), true
+			return fileText(t), true
 		}
 	}
 	return k.def, false
+}
+
+// fileText is a config file value (of a type checkFileType let through) as the environment
+// would give it. A number is written out in plain decimals: JSON decodes every number as a
+// float, which Go prints in its shortest form (2097152 as 2.097152e+06), and that is neither
+// a whole number nor an amount of dollars.
+func fileText(val any) string {
+	switch f := val.(type) {
+	case float64:
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	case float32:
+		return strconv.FormatFloat(float64(f), 'f', -1, 32)
+	}
+	return fmt.Sprint(val)
 }
 
 func parse(raw map[string]string) (*Config, error) {

@@ -449,3 +449,46 @@ func TestKinds_HaveFileTypes(t *testing.T) {
 		}
 	}
 }
+
+// Ensure a number in a config file is the number it reads as, whatever the format: JSON decodes
+// every number as a float, and a float printed in Go's shortest form (1e+06) is neither a
+// whole number nor an amount, so a JSON file could not set a limit of a million or more.
+func TestLoad_FileNumbers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, tc := range []struct {
+		ext, file string
+		get       func(*Config) string
+		want      string
+	}{
+		{"json", `{"server": {"max_body_bytes": 2097152}}`, func(c *Config) string { return strconv.FormatInt(c.Server.MaxBodyBytes, 10) }, "2097152"},
+		{"json", `{"dbcheck": {"max_bytes": 16777216}}`, func(c *Config) string { return strconv.Itoa(c.DBCheck.MaxBytes) }, "16777216"},
+		{"json", `{"ai": {"max_body_bytes": 1e8}}`, func(c *Config) string { return strconv.FormatInt(c.AI.MaxBodyBytes, 10) }, "100000000"},
+		{"json", `{"ai": {"default_monthly_budget": 1000000}}`, func(c *Config) string { return strconv.FormatFloat(*c.AI.DefaultMonthlyBudget, 'f', -1, 64) }, "1000000"},
+		{"json", `{"ai": {"default_monthly_budget": 0.0000001}}`, func(c *Config) string { return strconv.FormatFloat(*c.AI.DefaultMonthlyBudget, 'f', -1, 64) }, "0.0000001"},
+		{"yaml", "ai:\n  default_monthly_budget: 1e6\n", func(c *Config) string { return strconv.FormatFloat(*c.AI.DefaultMonthlyBudget, 'f', -1, 64) }, "1000000"},
+		{"yaml", "server:\n  max_body_bytes: 2097152\n", func(c *Config) string { return strconv.FormatInt(c.Server.MaxBodyBytes, 10) }, "2097152"},
+		{"toml", "[server]\nmax_body_bytes = 2097152.0\n", func(c *Config) string { return strconv.FormatInt(c.Server.MaxBodyBytes, 10) }, "2097152"},
+	} {
+		file := filepath.Join(dir, strconv.Itoa(i)+"."+tc.ext)
+		if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(flags(t, "--config", file), env(nil))
+		if err != nil {
+			t.Errorf("%q: %v", tc.file, err)
+			continue
+		}
+		if got := tc.get(c); got != tc.want {
+			t.Errorf("%q: got %s, want %s", tc.file, got, tc.want)
+		}
+	}
+	// A fraction stays one, and is refused where a whole number is wanted.
+	file := filepath.Join(dir, "frac.json")
+	if err := os.WriteFile(file, []byte(`{"ratelimit": {"limit": 5.5}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(flags(t, "--config", file), env(nil)); err == nil || !strings.Contains(err.Error(), `ratelimit.limit="5.5": not a whole number`) {
+		t.Errorf("limit 5.5: err = %v, want not a whole number", err)
+	}
+}
