@@ -112,13 +112,29 @@ func TestCLIConventions(t *testing.T) {
 	}
 }
 
-// Ensure every command that reads the configuration checks all of it before it runs, the
-// MongoDB URIs' syntax included, whether it uses them or not: a core.uri the driver cannot
-// parse is the same configuration error (exit 2, "config:", no password) for each.
-func TestEveryCommandChecksTheURIs(t *testing.T) {
+// Ensure every command that reads the configuration checks all of it before it runs, whether
+// it uses the value or not: a core.uri the driver cannot parse, or an ai.pricing_file that
+// cannot be read or parsed, is the same configuration error (exit 2, "config:", no password)
+// for each.
+func TestEveryCommandChecksTheWholeConfiguration(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	env := testEnv("APP_CORE_URI", "mongodb://u:s3cret-pw@h:notaport/")
+	notJSON := filepath.Join(dir, "prices.yaml")
+	if err := os.WriteFile(notJSON, []byte("gpt-4o: {input_cost_per_token: 1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  func(string) string
+		want string // stderr's start
+	}{
+		{"core.uri", testEnv("APP_CORE_URI", "mongodb://u:s3cret-pw@h:notaport/"),
+			`error: config: core.uri="mongodb://u:****@h:notaport/": not a valid MongoDB connection string`},
+		{"missing ai.pricing_file", testEnv("APP_AI_PRICING_FILE", filepath.Join(dir, "nope.json")),
+			`error: config: ai.pricing_file="` + filepath.Join(dir, "nope.json") + `": open ` + filepath.Join(dir, "nope.json") + ": no such file or directory"},
+		{"unparsable ai.pricing_file", testEnv("APP_AI_PRICING_FILE", notJSON),
+			`error: config: ai.pricing_file="` + notJSON + `": not a JSON object of model entries`},
+	}
 	for _, args := range [][]string{
 		{"serve"},
 		{"users", "list"},
@@ -136,14 +152,15 @@ func TestEveryCommandChecksTheURIs(t *testing.T) {
 		{"dev", "seed"},
 		{"store", "serve", "--listen", "127.0.0.1:0"},
 	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			t.Parallel()
-			r := runApp(t, env, append(args, "--data-dir", dir)...)
-			want := `error: config: core.uri="mongodb://u:****@h:notaport/": not a valid MongoDB connection string`
-			if r.code != exitUsage || !strings.HasPrefix(r.errOut, want) || strings.Contains(r.errOut, "s3cret") {
-				t.Fatalf("exit %d, stderr %q: want 2 and %q", r.code, r.errOut, want)
-			}
-		})
+		for _, c := range cases {
+			t.Run(strings.Join(args, " ")+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				r := runApp(t, c.env, append(args, "--data-dir", dir)...)
+				if r.code != exitUsage || !strings.HasPrefix(r.errOut, c.want) || strings.Contains(r.errOut, "s3cret") {
+					t.Fatalf("exit %d, stderr %q: want 2 and %q", r.code, r.errOut, c.want)
+				}
+			})
+		}
 	}
 }
 

@@ -271,6 +271,13 @@ func (f *factory) load(cmd *cobra.Command) error {
 			return &config.Error{Key: u[0], Value: u[1], Reason: reason}
 		}
 	}
+	// So is the price file, though only serve prices calls: it is small (read and parsed
+	// here, then again by serve), and a bad one is found on the first command run.
+	if cfg.AI.PricingFile != "" {
+		if _, err := loadPrices(cfg.AI.PricingFile, nil); err != nil {
+			return err
+		}
+	}
 	f.cfg = cfg
 	logCfg := cfg.Log
 	if cmd.Annotations[serverAnnotation] == "" && !f.verbose {

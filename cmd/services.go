@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.mongodb.org/mongo-driver/mongo"
@@ -303,17 +304,24 @@ func (s *services) Prices() (*ai.Prices, error) {
 	if s.prices != nil {
 		return s.prices, nil
 	}
-	p, err := ai.LoadPrices(s.f.cfg.AI.PricingFile, s.f.log)
-	var pfe *ai.PricingFileError
-	if errors.As(err, &pfe) { // a configuration value the program cannot use (exit 2)
-		return nil, &config.Error{Key: "ai.pricing_file", Value: pfe.File, Reason: pfe.Err.Error()}
-	}
+	p, err := loadPrices(s.f.cfg.AI.PricingFile, s.f.log)
 	if err != nil {
 		return nil, err
 	}
 	s.prices = p
 	s.built(builtPrices)
 	return p, nil
+}
+
+// loadPrices loads the price table with file laid over it; a file that cannot be read or
+// used is a configuration value the program cannot use (a *config.Error, exit 2).
+func loadPrices(file string, log *slog.Logger) (*ai.Prices, error) {
+	p, err := ai.LoadPrices(file, log)
+	var pfe *ai.PricingFileError
+	if errors.As(err, &pfe) {
+		return nil, &config.Error{Key: "ai.pricing_file", Value: pfe.File, Reason: pfe.Err.Error()}
+	}
+	return p, err
 }
 
 // Keys returns the personal API key service.
