@@ -83,6 +83,7 @@ func TestCLIConventions(t *testing.T) {
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
 		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
+		{"empty data dir", testEnv(), []string{"users", "list", "--data-dir", ""}, exitUsage, "", "config: data_dir: is empty; give a directory"},
 		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: is empty; give host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
 		{"ai.timeout the write deadline would cut", testEnv("APP_AI_TIMEOUT", "120s"), []string{"serve", "--data-dir", dir}, exitUsage, "",

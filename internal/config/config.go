@@ -620,6 +620,12 @@ func parse(raw map[string]string) (*Config, error) {
 	if err := CheckAddr(c.Addr); err != nil {
 		p.fail("addr", err.Error()+", e.g. :3000 or 127.0.0.1:3000")
 	}
+	if c.DataDir == "" {
+		// Like an empty address, a mistake more likely than a wish: with no mongodb.uri the
+		// embedded store has nowhere to live, and with one the generated JWT secret and the
+		// lock would land in whatever directory the program was started from.
+		p.fail("data_dir", "is empty; give a directory, e.g. ./data (the default)")
+	}
 	if c.Metrics.Addr != "" {
 		if err := CheckAddr(c.Metrics.Addr); err != nil {
 			p.fail("metrics.addr", err.Error()+", e.g. 127.0.0.1:9464")

@@ -342,6 +342,23 @@ func TestLoad_BadListenAddress(t *testing.T) {
 	}
 }
 
+// Ensure an empty data_dir is refused: with no mongodb.uri the embedded store has nowhere to
+// live, and with one the generated JWT secret would be written to the working directory.
+func TestLoad_EmptyDataDir(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, []byte("data_dir: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--data-dir", ""}, {"--data-dir", " "}, {"--config", file}} {
+		_, err := Load(flags(t, args...), env(map[string]string{"MONGODB_URI": "mongodb://db.internal"}))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != "data_dir" || !strings.Contains(err.Error(), "is empty; give a directory") {
+			t.Errorf("%q: err = %v, want config: data_dir: is empty", args, err)
+		}
+	}
+}
+
 // Ensure an ai.timeout the server's write deadline would cut is refused, naming both keys.
 func TestLoad_WriteTimeoutExceedsAITimeout(t *testing.T) {
 	t.Parallel()
