@@ -30,7 +30,7 @@ func newKeysCreateCmd(f *factory, runF func(context.Context, *keysCreateOptions)
 	c := &cobra.Command{
 		Use:   "create --user EMAIL --name NAME [--expires-days D]",
 		Short: "Create a personal API key for a user and print it (shown this once)",
-		Args:  cobra.NoArgs,
+		Args:  cobra.MatchAll(cobra.NoArgs, nonBlankUserFlag),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.expiresDays < 0 || opts.expiresDays > keys.MaxExpiryDays {
 				return usageError{fmt.Errorf("--expires-days must be 0 (never) or from 1 to %d", keys.MaxExpiryDays)}
@@ -92,7 +92,7 @@ func newKeysListCmd(f *factory, runF func(context.Context, *keysListOptions) err
 	c := &cobra.Command{
 		Use:   "list [--user EMAIL]",
 		Short: "List the live API keys (of one user with --user), never their secrets",
-		Args:  cobra.NoArgs,
+		Args:  cobra.MatchAll(cobra.NoArgs, nonBlankUserFlag),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)

@@ -89,7 +89,7 @@ func newUsageReportCmd(f *factory, runF func(context.Context, *usageReportOption
 		Short: "Usage per provider and model over the last N UTC days, with totals",
 		Long: "Usage per provider and model over the last N UTC calendar days (today included), read from the\n" +
 			"daily rollup, for every user or one (--user EMAIL). --json prints the report as JSON.",
-		Args: cobra.NoArgs,
+		Args: cobra.MatchAll(cobra.NoArgs, nonBlankUserFlag),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := usage.CheckDays(opts.days); err != nil {
 				return usageError{fmt.Errorf("--days: %s", strings.Join(apperr.As(err).Messages, "; "))}

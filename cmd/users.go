@@ -193,3 +193,13 @@ func nonBlankEmail(_ *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// nonBlankUserFlag refuses a --user flag given empty or blank as a usage error, as
+// nonBlankEmail does the argument: `--user "$EMAIL"` with the variable unset names no user
+// to look for, and on a listing it must not quietly mean every user.
+func nonBlankUserFlag(cmd *cobra.Command, _ []string) error {
+	if fl := cmd.Flags().Lookup("user"); fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+		return usageError{errors.New("--user must not be empty")}
+	}
+	return nil
+}
