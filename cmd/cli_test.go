@@ -84,6 +84,8 @@ func TestCLIConventions(t *testing.T) {
 		{"blank --user of keys list", testEnv(), []string{"keys", "list", "--user", " ", "--data-dir", dir}, exitUsage, "", "--user must not be empty"},
 		{"empty --user of keys list", testEnv(), []string{"keys", "list", "--user=", "--data-dir", dir}, exitUsage, "", "--user must not be empty"},
 		{"blank --user of usage report", testEnv(), []string{"usage", "report", "--user", "\t", "--data-dir", dir}, exitUsage, "", "--user must not be empty"},
+		{"empty key id", testEnv(), []string{"keys", "revoke", "", "--data-dir", dir}, exitUsage, "", "ID must not be empty"},
+		{"blank key id", testEnv(), []string{"keys", "revoke", "  ", "--data-dir", dir}, exitUsage, "", "ID must not be empty"},
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
 		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},

@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -138,7 +140,12 @@ func newKeysRevokeCmd(f *factory, runF func(context.Context, string) error) *cob
 	return &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke an API key (refused everywhere within " + keys.CacheTTL.String() + ")",
-		Args:  cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), func(_ *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" { // a variable that expanded to nothing
+				return usageError{errors.New("ID must not be empty")}
+			}
+			return nil
+		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), args[0])
