@@ -370,3 +370,42 @@ func TestOutputWriteFailure(t *testing.T) {
 		})
 	}
 }
+
+// Ensure counts in text output agree with their number: "1 template", "2 templates".
+func TestCountWording(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "template", "0 templates"},
+		{1, "template", "1 template"},
+		{2, "template", "2 templates"},
+		{1, "day", "1 day"},
+		{366, "day", "366 days"},
+		{1, "document", "1 document"},
+		{1, "WireMock mapping", "1 WireMock mapping"},
+	} {
+		if got := count(tt.n, tt.noun); got != tt.want {
+			t.Errorf("count(%d, %q) = %q, want %q", tt.n, tt.noun, got, tt.want)
+		}
+	}
+
+	dir := t.TempDir()
+	env := testEnv()
+	if r := runApp(t, env, "dev", "seed", "--data-dir", dir); r.code != 0 {
+		t.Fatalf("dev seed = %d %q", r.code, r.errOut)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"templates", "list", "--widget-type", "text"}, "1 template (from core)"},
+		{[]string{"templates", "list"}, "2 templates (from core)"},
+		{[]string{"usage", "reconcile", "--days", "1"}, "(UTC, 1 day): 0 documents checked, 0 rewritten"},
+	} {
+		r := runApp(t, env, append(tt.args, "--data-dir", dir)...)
+		r.expect(t, exitOK, []string{tt.want}, nil)
+	}
+}

@@ -71,7 +71,7 @@ func runDevSeed(ctx context.Context, f *factory, o *devSeedOptions) error {
 			{"Data dir", f.cfg.DataDir},
 			{"Accounts", fmt.Sprintf("%d created, %d already there (admin@example.com / admin123, user@example.com / user123)", rep.UsersCreated, rep.UsersExisting)},
 			{"Core templates", fmt.Sprintf("%d created, %d already there", rep.CoreCreated, rep.CoreExisting)},
-			{"Spaces", fmt.Sprintf("%d (%d space templates): %v", rep.Spaces, rep.SpaceTemplates, ids)},
+			{"Spaces", fmt.Sprintf("%d (%s): %v", rep.Spaces, count(rep.SpaceTemplates, "space template"), ids)},
 			{"Next", "app templates migrate   (a dry run)"},
 		}
 		f.printer().card("demo data loaded", pairs)

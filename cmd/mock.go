@@ -241,22 +241,22 @@ func printBanner(f *factory, addr string, srv *mockserver.Server, so mockserver.
 	if n := len(srv.Warnings()); n > 0 {
 		source += fmt.Sprintf(" (%d warning(s), see the log)", n)
 	}
-	mocks := fmt.Sprintf("%d routes from %s", len(srv.RouteKeys()), source)
+	mocks := count(len(srv.RouteKeys()), "route") + " from " + source
 	if n := srv.WireMockMappings(); n > 0 || len(srv.WireMockProblems()) > 0 {
-		mocks += fmt.Sprintf("; %d WireMock mappings", n)
+		mocks += "; " + count(n, "WireMock mapping")
 		if p := len(srv.WireMockProblems()); p > 0 {
 			mocks += fmt.Sprintf(" (%d problem(s) not served, see the log)", p)
 		}
 	}
 	if n := len(so.OpenAPI); n > 0 {
-		spec := fmt.Sprintf("%d routes from OpenAPI (%s)", len(srv.SpecRoutes()), strings.Join(so.OpenAPI, ", "))
+		spec := fmt.Sprintf("%s from OpenAPI (%s)", count(len(srv.SpecRoutes()), "route"), strings.Join(so.OpenAPI, ", "))
 		if so.Dynamic {
 			spec += ", generated answers"
 		}
 		if so.File == "" {
 			mocks = spec
 		} else {
-			mocks = fmt.Sprintf("%d routes from %s; %s", len(srv.RouteKeys())-len(srv.SpecRoutes()), source, spec)
+			mocks = fmt.Sprintf("%s from %s; %s", count(len(srv.RouteKeys())-len(srv.SpecRoutes()), "route"), source, spec)
 		}
 	}
 	if so.API != nil {

@@ -160,10 +160,10 @@ func TestMockServe_BannerNamesSources(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"File", []string{"--file", mocks}, "1 routes from " + mocks},
+		{"File", []string{"--file", mocks}, "1 route from " + mocks},
 		{"FileWarnings", []string{"--file", warned}, "2 routes from " + warned + " (1 warning(s), see the log)"},
 		{"OpenAPI", []string{"--openapi", spec}, "2 routes from OpenAPI (" + spec + ")"},
-		{"FileAndOpenAPI", []string{"--file", mocks, "--openapi", spec}, "1 routes from " + mocks + "; 2 routes from OpenAPI (" + spec + ")"},
+		{"FileAndOpenAPI", []string{"--file", mocks, "--openapi", spec}, "1 route from " + mocks + "; 2 routes from OpenAPI (" + spec + ")"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -266,7 +266,7 @@ func runTemplatesList(ctx context.Context, f *factory, svc *templates.Service, o
 	if opts.JSON {
 		return p.json(ts)
 	}
-	p.title(fmt.Sprintf("%d templates (from %s)", len(ts), src))
+	p.title(fmt.Sprintf("%s (from %s)", count(len(ts), "template"), src))
 	rows := make([][]string, len(ts))
 	for i, t := range ts {
 		updated := ""

@@ -53,8 +53,8 @@ func newUsageReconcileCmd(f *factory) *cobra.Command {
 				if opts.json {
 					return p.json(res)
 				}
-				p.title(fmt.Sprintf("Usage rollup reconciled, %s to %s (UTC, %s): %d documents checked, %d rewritten",
-					res.From, res.To, days(res.Days), res.Checked, len(res.Changes)))
+				p.title(fmt.Sprintf("Usage rollup reconciled, %s to %s (UTC, %s): %s checked, %d rewritten",
+					res.From, res.To, count(res.Days, "day"), count(res.Checked, "document"), len(res.Changes)))
 				if len(res.Changes) == 0 {
 					return nil
 				}
@@ -133,7 +133,7 @@ func runUsageReport(ctx context.Context, f *factory, s *services, opts *usageRep
 	if rep.User != "" {
 		who = rep.User
 	}
-	p.title(fmt.Sprintf("AI usage, %s to %s (UTC, %s), %s", rep.From, rep.To, days(rep.Days), who))
+	p.title(fmt.Sprintf("AI usage, %s to %s (UTC, %s), %s", rep.From, rep.To, count(rep.Days, "day"), who))
 	rows := make([][]string, 0, len(rep.Rows)+1)
 	for _, r := range rep.Rows {
 		rows = append(rows, []string{r.Provider, r.Model, strconv.FormatInt(r.RequestCount, 10),
@@ -150,10 +150,10 @@ func formatCost(c float64) string {
 	return "$" + strconv.FormatFloat(c, 'f', 6, 64)
 }
 
-// days words a number of days: "1 day", "7 days".
-func days(n int) string {
+// count words a number of things, the noun in the singular for one: "1 day", "7 days".
+func count(n int, noun string) string {
 	if n == 1 {
-		return "1 day"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d days", n)
+	return fmt.Sprintf("%d %ss", n, noun)
 }
