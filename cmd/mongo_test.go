@@ -160,6 +160,22 @@ func TestMongoCommands(t *testing.T) {
 			}
 		}},
 		{"QueryNoCollection", []string{"mongo", "query", "--uri", uri}, 2, nil},
+		{"QueryTwoFilters", []string{"mongo", "query", "--uri", uri, "--collection", "items", "--filter", `{} {"n": 9}`}, 2, func(t *testing.T, out, errOut string) {
+			if out != "" || !strings.Contains(errOut, "filter must be valid MongoDB Extended JSON") {
+				t.Fatalf("stdout = %q, stderr = %q", out, errOut)
+			}
+		}},
+		{"QueryTrailingText", []string{"mongo", "query", "--uri", uri, "--collection", "items", "--filter", `{"n": 1}, garbage !!`}, 2, func(t *testing.T, out, errOut string) {
+			if out != "" || !strings.Contains(errOut, "filter must be valid MongoDB Extended JSON") {
+				t.Fatalf("stdout = %q, stderr = %q", out, errOut)
+			}
+		}},
+		{"QueryStringFilter", []string{"mongo", "query", "--uri", uri, "--collection", "items", "--filter", `"str"`}, 2, func(t *testing.T, _, errOut string) {
+			if !strings.Contains(errOut, "filter must be an object") || strings.Contains(errOut, "primitive") {
+				t.Fatalf("stderr = %q", errOut)
+			}
+		}},
+
 		{"QueryUnreachable", []string{"mongo", "query", "--uri", unreachable, "--collection", "c"}, 1, nil},
 	}
 	for _, tc := range cases {
@@ -180,6 +196,18 @@ func TestMongoCommands(t *testing.T) {
 				tc.check(t, out, errOut)
 			}
 		})
+	}
+	// A result that cannot be written is a failure, card or JSON.
+	for _, args := range [][]string{
+		{"mongo", "test", "--uri", uri, "--database", db.Name()},
+		{"mongo", "test", "--uri", uri, "--database", db.Name(), "--json"},
+		{"mongo", "query", "--uri", uri, "--database", db.Name(), "--collection", "items"},
+	} {
+		var errOut bytes.Buffer
+		code := Run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(""), failingWriter{}, &errOut)
+		if code != exitFailure || !strings.Contains(errOut.String(), "no space left on device") {
+			t.Errorf("%v to a full disk: exit %d %q, want 1 saying so", args, code, errOut.String())
+		}
 	}
 }
 
