@@ -187,7 +187,8 @@ func strictHelp(root *cobra.Command) {
 
 // conventions gives every command of the tree the same behaviour: a group (a command with
 // subcommands and nothing to run) shows its help when called bare and refuses an unknown
-// subcommand with a suggestion; a command's argument errors are usage errors.
+// subcommand with a suggestion; a command's argument errors are usage errors, and one that
+// takes no arguments says so.
 func conventions(c *cobra.Command) {
 	switch {
 	case c.HasSubCommands() && c.Run == nil && c.RunE == nil:
@@ -201,10 +202,17 @@ func conventions(c *cobra.Command) {
 	case c.Args != nil:
 		validate := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := validate(cmd, args); err != nil {
+			err := validate(cmd, args)
+			switch {
+			case err == nil:
+				return nil
+			case len(args) > 0 && !cmd.HasSubCommands() && validate(cmd, nil) == nil && validate(cmd, args[:1]) != nil:
+				// A command that takes no arguments: cobra calls the first an unknown
+				// command, though the command has none.
+				return usageError{fmt.Errorf("%q takes no arguments; got %q", cmd.CommandPath(), args[0])}
+			default:
 				return usageError{err}
 			}
-			return nil
 		}
 	}
 	for _, sub := range c.Commands() {
