@@ -77,6 +77,7 @@ func TestCLIConventions(t *testing.T) {
 		{"unknown help topic", testEnv(), []string{"help", "serv"}, exitUsage, "", `unknown command "serv" for "app" (did you mean "serve"?)`},
 		{"unknown help subtopic", testEnv(), []string{"help", "users", "frob"}, exitUsage, "", `unknown command "frob" for "app users"`},
 		{"help topic", testEnv(), []string{"help", "users"}, exitOK, "budget", ""},
+		{"usage group names reconcile", testEnv(), []string{"--help"}, exitOK, "usage       Report AI usage per provider and model, and reconcile its daily rollup", ""},
 		{"unknown completion shell", testEnv(), []string{"completion", "frob"}, exitUsage, "", `unknown command "frob" for "app completion"`},
 		{"completion extra argument", testEnv(), []string{"completion", "bash", "extra"}, exitUsage, "", `"app completion bash" takes no arguments; got "extra"`},
 		{"version extra argument", testEnv(), []string{"version", "extra"}, exitUsage, "", `"app version" takes no arguments; got "extra"`},

@@ -15,7 +15,7 @@ import (
 func newUsageCmd(f *factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "usage",
-		Short: "Report AI usage (requests, tokens, cost) per provider and model",
+		Short: "Report AI usage per provider and model, and reconcile its daily rollup",
 	}
 	c.AddCommand(newUsageReportCmd(f, nil), newUsageReconcileCmd(f))
 	return c
