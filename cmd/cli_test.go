@@ -78,6 +78,8 @@ func TestCLIConventions(t *testing.T) {
 		{"unknown help subtopic", testEnv(), []string{"help", "users", "frob"}, exitUsage, "", `unknown command "frob" for "app users"`},
 		{"help topic", testEnv(), []string{"help", "users"}, exitOK, "budget", ""},
 		{"usage group names reconcile", testEnv(), []string{"--help"}, exitOK, "usage       Report AI usage per provider and model, and reconcile its daily rollup", ""},
+		{"help needs no configuration", testEnv("APP_JWT_TTL", "forever"), []string{"help", "users"}, exitOK, "budget", ""},
+		{"completion needs no configuration", testEnv("APP_JWT_TTL", "forever"), []string{"completion", "bash"}, exitOK, "bash completion V2 for app", ""},
 		{"unknown completion shell", testEnv(), []string{"completion", "frob"}, exitUsage, "", `unknown command "frob" for "app completion"`},
 		{"completion extra argument", testEnv(), []string{"completion", "bash", "extra"}, exitUsage, "", `"app completion bash" takes no arguments; got "extra"`},
 		{"version extra argument", testEnv(), []string{"version", "extra"}, exitUsage, "", `"app version" takes no arguments; got "extra"`},
@@ -95,11 +97,11 @@ func TestCLIConventions(t *testing.T) {
 		{"blank key id", testEnv(), []string{"keys", "revoke", "  ", "--data-dir", dir}, exitUsage, "", "ID must not be empty"},
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},
-		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
+		{"missing price file", testEnv("APP_AI_PRICING_FILE", "/nonexistent/prices.json"), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}, exitUsage, "", "config: ai.pricing_file=\"/nonexistent/prices.json\": open /nonexistent/prices.json: no such file or directory"},
 		{"empty data dir", testEnv(), []string{"users", "list", "--data-dir", ""}, exitUsage, "", "config: data_dir: is empty; give a directory"},
 		{"empty listen address", testEnv(), []string{"serve", "--addr", "", "--data-dir", dir}, exitUsage, "", "config: addr: is empty; give host:port"},
 		{"port out of range", testEnv(), []string{"serve", "--addr", ":99999", "--data-dir", dir}, exitUsage, "", "config: addr"},
-		{"ai.timeout the write deadline would cut", testEnv("APP_AI_TIMEOUT", "120s"), []string{"serve", "--data-dir", dir}, exitUsage, "",
+		{"ai.timeout the write deadline would cut", testEnv("APP_AI_TIMEOUT", "120s"), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}, exitUsage, "",
 			`config: server.write_timeout="90s": must exceed ai.timeout (2m0s)`},
 		{"PORT not a number", testEnv("PORT", "abc"), []string{"serve", "--data-dir", dir}, exitUsage, "", `config: PORT="abc": must be a port number`},
 		{"store listen address", testEnv(), []string{"store", "serve", "--listen", "nonsense", "--data-dir", dir}, exitUsage, "", `error: config: --listen="nonsense": must be host:port`},
@@ -150,7 +152,7 @@ func TestEveryCommandChecksTheWholeConfiguration(t *testing.T) {
 			`error: config: ai.pricing_file="` + notJSON + `": not a JSON object of model entries`},
 	}
 	for _, args := range [][]string{
-		{"serve"},
+		{"serve", "--addr", "127.0.0.1:0"}, // should the check break, no fixed port is taken
 		{"users", "list"},
 		{"users", "grant", "a@example.com", "admin"},
 		{"users", "budget", "a@example.com", "5"},

@@ -136,8 +136,8 @@ func newRootCmd(f *factory) *cobra.Command {
 			if err := validateFlags(cmd); err != nil {
 				return err
 			}
-			if cmd.HasSubCommands() {
-				return nil // a bare group shows its help: no configuration needed
+			if cmd.HasSubCommands() || helpOnly(cmd) {
+				return nil // help and completion scripts need no configuration
 			}
 			return f.load(cmd)
 		},
@@ -155,11 +155,24 @@ func newRootCmd(f *factory) *cobra.Command {
 	root.AddCommand(newStoreCmd(f))
 	// cobra adds `help` and `completion` as it executes; added now, they follow the
 	// conventions too (an unknown topic or shell is a usage error, not help and exit 0).
+	root.SetOut(f.out) // the completion command takes its writer when it is made
+	root.SetErr(f.errOut)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	strictHelp(root)
 	conventions(root)
 	return root
+}
+
+// helpOnly reports whether cmd is `app help` or writes a completion script: commands that read
+// no configuration, so that a bad value does not keep an operator from the help to fix it.
+func helpOnly(cmd *cobra.Command) bool {
+	for c := cmd; c != nil && c.Parent() != nil; c = c.Parent() {
+		if c.Parent() == cmd.Root() && (c.Name() == "help" || c.Name() == "completion") {
+			return true
+		}
+	}
+	return false
 }
 
 // strictHelp makes `app help TOPIC` refuse a topic that names no command, as an unknown
