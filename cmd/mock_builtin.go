@@ -64,7 +64,11 @@ func openBuiltinAPI(ctx context.Context, f *factory, logRequests bool) (_ *built
 		p.BaseURL, p.APIKey = fake.BaseURL(), "mock-"+name+"-key"
 		cfg.AI.Providers[name] = p
 	}
-	mf := &factory{in: f.in, out: f.out, errOut: f.errOut, getenv: f.getenv, cfg: cfg, log: f.log}
+	prices, err := loadPrices(cfg.AI.PricingFile, f.log) // the built-in table
+	if err != nil {
+		return nil, fmt.Errorf("built-in mock: %w", err)
+	}
+	mf := &factory{in: f.in, out: f.out, errOut: f.errOut, getenv: f.getenv, cfg: cfg, log: f.log, prices: prices}
 	if b.svc, err = openServer(ctx, mf); err != nil {
 		return nil, fmt.Errorf("built-in mock: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/config"
 	"github.com/acme/app/internal/dbcheck"
@@ -71,6 +72,9 @@ type factory struct {
 	stderr *lineGuard
 	// verbose: operator commands log at log.level (otherwise only errors).
 	verbose bool
+	// prices is the price table (ai.pricing_file over the built-in one), loaded with the
+	// configuration.
+	prices *ai.Prices
 
 	// onListen, when set, is told the address `serve` listens on (tests).
 	onListen func(addr string)
@@ -292,19 +296,18 @@ func (f *factory) load(cmd *cobra.Command) error {
 			return &config.Error{Key: u[0], Value: u[1], Reason: reason}
 		}
 	}
-	// So is the price file, though only serve prices calls: it is small (read and parsed
-	// here, then again by serve), and a bad one is found on the first command run.
-	if cfg.AI.PricingFile != "" {
-		if _, err := loadPrices(cfg.AI.PricingFile, nil); err != nil {
-			return err
-		}
-	}
-	f.cfg = cfg
 	logCfg := cfg.Log
 	if cmd.Annotations[serverAnnotation] == "" && !f.verbose {
 		logCfg.Level = "error"
 	}
-	f.log = newLogger(f.stderr, logCfg)
+	log := newLogger(f.stderr, logCfg)
+	// So is the price table, though only serve prices calls: it is small, a bad file is
+	// found on the first command run, and the services use the table loaded here.
+	prices, err := loadPrices(cfg.AI.PricingFile, log)
+	if err != nil {
+		return err
+	}
+	f.cfg, f.log, f.prices = cfg, log, prices
 	return nil
 }
 

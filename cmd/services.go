@@ -78,7 +78,7 @@ const (
 func openServer(ctx context.Context, f *factory) (*services, error) {
 	s := &services{f: f, server: true}
 	err := func() error {
-		// The price file is configuration: a bad one stops serve before the store opens.
+		// The price table came with the configuration, before any store opened.
 		if _, err := s.Prices(); err != nil {
 			return err
 		}
@@ -299,18 +299,14 @@ func (s *services) Usage(ctx context.Context) (*usage.Service, error) {
 	return us, nil
 }
 
-// Prices returns the price table (ai.pricing_file, else the built-in one).
+// Prices returns the price table (ai.pricing_file, else the built-in one), loaded with the
+// configuration, before any store opened.
 func (s *services) Prices() (*ai.Prices, error) {
-	if s.prices != nil {
-		return s.prices, nil
+	if s.prices == nil {
+		s.prices = s.f.prices
+		s.built(builtPrices)
 	}
-	p, err := loadPrices(s.f.cfg.AI.PricingFile, s.f.log)
-	if err != nil {
-		return nil, err
-	}
-	s.prices = p
-	s.built(builtPrices)
-	return p, nil
+	return s.prices, nil
 }
 
 // loadPrices loads the price table with file laid over it; a file that cannot be read or
