@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -140,12 +138,7 @@ func newKeysRevokeCmd(f *factory, runF func(context.Context, string) error) *cob
 	return &cobra.Command{
 		Use:   "revoke ID",
 		Short: "Revoke an API key (refused everywhere within " + keys.CacheTTL.String() + ")",
-		Args: cobra.MatchAll(cobra.ExactArgs(1), func(_ *cobra.Command, args []string) error {
-			if strings.TrimSpace(args[0]) == "" { // a variable that expanded to nothing
-				return usageError{errors.New("ID must not be empty")}
-			}
-			return nil
-		}),
+		Args:  cobra.MatchAll(cobra.ExactArgs(1), nonBlankFirst("ID")),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), args[0])

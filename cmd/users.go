@@ -185,14 +185,19 @@ func runUsersBudget(ctx context.Context, f *factory, s *services, opts *usersBud
 	return nil
 }
 
-// nonBlankEmail refuses an empty or blank EMAIL argument (the first) as a usage error: a
-// variable that expanded to nothing, not a user to look for.
-func nonBlankEmail(_ *cobra.Command, args []string) error {
-	if len(args) > 0 && strings.TrimSpace(args[0]) == "" {
-		return usageError{errors.New("EMAIL must not be empty")}
+// nonBlankFirst refuses an empty or blank first argument, called name, as a usage error: a
+// variable that expanded to nothing, not a value to look for.
+func nonBlankFirst(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 && strings.TrimSpace(args[0]) == "" {
+			return usageError{errors.New(name + " must not be empty")}
+		}
+		return nil
 	}
-	return nil
 }
+
+// nonBlankEmail refuses an empty or blank EMAIL argument.
+var nonBlankEmail = nonBlankFirst("EMAIL")
 
 // nonBlankUserFlag refuses a --user flag given empty or blank as a usage error, as
 // nonBlankEmail does the argument: `--user "$EMAIL"` with the variable unset names no user
