@@ -532,13 +532,8 @@ func TestComplete_CallerLeavesWhileProviderWorks(t *testing.T) {
 		reply  aitest.Responder
 		prompt int64
 	}{
-		"InFlight": {aitest.Hang(10 * time.Second), 8},
-		"AfterHeaders": {func(w http.ResponseWriter, r *http.Request, _ aitest.Call) { // the body never comes
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_ = http.NewResponseController(w).Flush()
-			<-r.Context().Done()
-		}, 8},
+		"InFlight":        {aitest.Hang(10 * time.Second), 8},
+		"AfterHeaders":    {headersOnly("application/json"), 8},
 		"BetweenAttempts": {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), 0},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -571,15 +566,10 @@ func TestComplete_TimeoutWhileProviderWorks(t *testing.T) {
 		stream bool
 		prompt int64
 	}{
-		"InFlight":       {aitest.Hang(10 * time.Second), false, 8},
-		"StreamInFlight": {aitest.Hang(10 * time.Second), true, 8},
-		"StreamAfterHeaders": {func(w http.ResponseWriter, r *http.Request, _ aitest.Call) { // no event comes
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			_ = http.NewResponseController(w).Flush()
-			<-r.Context().Done()
-		}, true, 8},
-		"BetweenAttempts": {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), false, 0},
+		"InFlight":           {aitest.Hang(10 * time.Second), false, 8},
+		"StreamInFlight":     {aitest.Hang(10 * time.Second), true, 8},
+		"StreamAfterHeaders": {headersOnly("text/event-stream"), true, 8},
+		"BetweenAttempts":    {aitest.Error("openai", 429, "rate_limit_exceeded", "slow down"), false, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -626,5 +616,16 @@ func TestStream_AnthropicEndWithoutFinalUsage(t *testing.T) {
 	recs := rec.all()
 	if len(recs) != 1 || recs[0].PromptTokens != 11 || recs[0].CompletionTokens != 50 || !recs[0].Estimated {
 		t.Fatalf("records %+v: want 11 reported + 50 estimated tokens", recs)
+	}
+}
+
+// headersOnly answers 200 with contentType and then nothing, until the caller goes away: a
+// provider that has the request and is working on it.
+func headersOnly(contentType string) aitest.Responder {
+	return func(w http.ResponseWriter, r *http.Request, _ aitest.Call) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
 	}
 }
