@@ -88,9 +88,13 @@ var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // anthropicJSONTool is the name of the tool forced for a json_object answer.
 const anthropicJSONTool = "json_object"
 
-// check refuses what Anthropic cannot take: an input schema that is not an object schema,
-// arguments that are not an object, an image type it does not read, JSON output beside tools.
+// check refuses what Anthropic cannot take: system messages alone, an input schema that is
+// not an object schema, arguments that are not an object, an image type it does not read,
+// JSON output beside tools.
 func (anthropic) check(c *call) error {
+	if err := needConversation(c, "anthropic"); err != nil {
+		return err
+	}
 	if c.format != nil && len(c.tools) > 0 {
 		return refuse("response_format", "response_format cannot be combined with tools on anthropic models (the JSON answer is itself a forced tool call)")
 	}

@@ -99,9 +99,12 @@ type geminiGenerationConfig struct {
 	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
 }
 
-// check refuses what Gemini cannot take: an image by URL (it reads inline data only) and
-// arguments that are not an object.
+// check refuses what Gemini cannot take: system messages alone, an image by URL (it reads
+// inline data only) and arguments that are not an object.
 func (gemini) check(c *call) error {
+	if err := needConversation(c, "gemini"); err != nil {
+		return err
+	}
 	for i := range c.messages {
 		m := &c.messages[i]
 		for j, p := range m.Parts {

@@ -341,3 +341,15 @@ func refuse(param, msg string) error {
 func malformed(what string) *upstreamError {
 	return &upstreamError{status: http.StatusOK, malformed: true, message: what}
 }
+
+// needConversation refuses a call of system messages alone to a provider that takes them as
+// its system prompt (Anthropic, Gemini): it would be sent no message at all, which both
+// providers refuse.
+func needConversation(c *call, provider string) error {
+	for i := range c.messages {
+		if c.messages[i].Role != "system" {
+			return nil
+		}
+	}
+	return refuse("messages", "messages must hold a user or assistant message beside the system messages on "+provider+" models")
+}

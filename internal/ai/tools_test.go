@@ -307,6 +307,8 @@ func TestCheck_RefusedBeforeSending(t *testing.T) {
 			Tools: []ai.Tool{{Name: "f", Parameters: json.RawMessage(`{"type":"string"}`)}}}, "tools.0.function.parameters"},
 		{"AnthropicFormatWithTools", "anthropic", ai.ChatInput{Messages: []ai.Message{{Role: "user", Content: "x"}},
 			Tools: []ai.Tool{{Name: "f"}}, ResponseFormat: &ai.ResponseFormat{Type: "json_object"}}, "response_format"},
+		{"AnthropicSystemOnly", "anthropic", ai.ChatInput{SystemAllowed: true, Messages: []ai.Message{{Role: "system", Content: "Be brief."}}}, "messages"},
+		{"GeminiSystemOnly", "gemini", ai.ChatInput{SystemAllowed: true, Messages: []ai.Message{{Role: "system", Content: "Be brief."}}}, "messages"},
 		{"ResultOfNoCall", "openai", ai.ChatInput{SystemAllowed: true, Messages: []ai.Message{{Role: "user", Content: "x"}, {Role: "tool", ToolCallID: "nope", Content: "r"}}},
 			"messages.1.tool_call_id"},
 	}
