@@ -197,6 +197,7 @@ func apiOptions(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) httpap
 
 // apiHandler is the API over the services.
 func apiHandler(opts httpapi.Options, svc *services) http.Handler {
+	opts.Memory = svc.Memory()
 	var adm *admin.Service
 	if svc.auth != nil && svc.budget != nil && svc.usage != nil {
 		adm = admin.New(svc.auth, svc.budget, svc.usage, nil)

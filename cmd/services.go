@@ -17,6 +17,7 @@ import (
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/gateway"
 	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/templates"
@@ -52,6 +53,21 @@ type services struct {
 	gateway *gateway.Service
 	// closers run in reverse order on close (services that flush before the store closes).
 	closers []func(context.Context) error
+	// memory bounds the request bodies and provider answers held at once
+	// (server.max_buffered_bytes); made by Memory.
+	memory *memlimit.Limit
+}
+
+// Memory returns the process's bound on buffered bytes, which the API reads request bodies
+// and the AI service providers' answers within; the metrics report it.
+func (s *services) Memory() *memlimit.Limit {
+	if s.memory == nil {
+		s.memory = memlimit.New(s.f.cfg.Server.MaxBufferedBytes)
+		if s.memory != nil {
+			s.Metrics().SetBufferedSource(s.memory)
+		}
+	}
+	return s.memory
 }
 
 // Names of the services as services.built reports them (factory.onBuild).
@@ -428,6 +444,7 @@ func (s *services) AI(ctx context.Context) (*ai.Service, error) {
 		pcfg[name] = ai.ProviderConfig(p)
 	}
 	s.ai = ai.New(ai.Options{
+		Memory:    s.Memory(),
 		Providers: pcfg,
 		Timeout:   cfg.AI.Timeout,
 		Prices:    prices,

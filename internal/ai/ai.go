@@ -26,6 +26,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/usage"
 )
 
@@ -132,12 +133,16 @@ type Options struct {
 	// MaxIdleConnsPerHost is ai.max_idle_conns_per_host: keep-alive connections kept per
 	// provider host (default 256). Ignored when Transport is set.
 	MaxIdleConnsPerHost int
-	Prices              *Prices  // nil: the embedded table
-	Recorder            Recorder // nil: nothing is recorded
-	Budget              Budget   // nil: no budget is checked
-	Observer            Observer // nil: nothing is observed
-	Logger              *slog.Logger
-	Transport           http.RoundTripper // nil: NewTransport(MaxIdleConnsPerHost)
+	// Memory is the process's bound on buffered bytes (server.max_buffered_bytes), which
+	// providers' answers are read within (nil: none); an answer that does not fit fails the
+	// call with 503 and code Overloaded.
+	Memory    *memlimit.Limit
+	Prices    *Prices  // nil: the embedded table
+	Recorder  Recorder // nil: nothing is recorded
+	Budget    Budget   // nil: no budget is checked
+	Observer  Observer // nil: nothing is observed
+	Logger    *slog.Logger
+	Transport http.RoundTripper // nil: NewTransport(MaxIdleConnsPerHost)
 
 	MaxRetries    int           // retries after the first attempt (default 2; negative: none)
 	RetryBase     time.Duration // first backoff (default 500ms), doubled per retry
@@ -148,6 +153,7 @@ type Options struct {
 
 // Service completes chats.
 type Service struct {
+	mem     *memlimit.Limit
 	cfg     map[string]ProviderConfig
 	timeout time.Duration
 	idle    time.Duration
@@ -206,7 +212,7 @@ func newClient(rt http.RoundTripper) *http.Client {
 // New returns the service.
 func New(opts Options) *Service {
 	s := &Service{
-		cfg: opts.Providers, timeout: opts.Timeout, idle: opts.StreamIdleTimeout, prices: opts.Prices,
+		mem: opts.Memory, cfg: opts.Providers, timeout: opts.Timeout, idle: opts.StreamIdleTimeout, prices: opts.Prices,
 		rec: opts.Recorder, budget: opts.Budget, obs: opts.Observer, log: opts.Logger, retries: opts.MaxRetries, base: opts.RetryBase,
 		cap: opts.RetryCap, maxTok: opts.DefaultMaxTok, now: opts.Now,
 		noTemperature: newModelCache[bool](), keys: keysPattern(opts.Providers),
@@ -360,10 +366,10 @@ func (s *Service) run(ctx context.Context, userID, providerName string, in ChatI
 	switch {
 	case uerr == nil && res != nil && (res.countsSoFar || res.promptTokens == 0 && res.completionTokens == 0):
 		estimateUnreported(res, c) // an answer without (final) usage (no prompt is 0 tokens) is not free
-	case uerr != nil && (uerr.canceled || uerr.timeout) && !uerr.between && res == nil && attempts > 0:
+	case uerr != nil && (uerr.canceled || uerr.timeout || uerr.full) && !uerr.between && res == nil && attempts > 0:
 		// The caller left, or ai.timeout passed, while the provider had the request (not
-		// between two attempts): the provider bills what it received, so the prompt's
-		// estimate is charged.
+		// between two attempts), or its answer did not fit in memory: the provider bills
+		// what it received, so the prompt's estimate is charged.
 		res = &result{}
 		estimateUnreported(res, c)
 	}
@@ -557,12 +563,11 @@ func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c
 			return u
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-		if err != nil {
-			u := transportError(ctx, err)
-			u.status = resp.StatusCode
+		body, release, u := s.readAnswer(ctx, resp, maxAnswerBytes)
+		if u != nil {
 			return u
 		}
+		defer release()
 		r, err := ep.provider.parse(c, resp.Header, body)
 		if err != nil {
 			return asUpstream(err)
@@ -638,6 +643,24 @@ func (s *Service) backoff(n int) time.Duration {
 
 // maxAnswerBytes bounds what is read from a provider's answer (and its error answers).
 const maxAnswerBytes = 16 << 20
+
+// readAnswer reads at most limit bytes of resp's body, taking them from the process's bound
+// on buffered bytes (server.max_buffered_bytes); release gives them back once the answer is
+// parsed. An answer that does not fit is a failure of its own (full), not the provider's.
+func (s *Service) readAnswer(ctx context.Context, resp *http.Response, limit int64) (body []byte, release func(), u *upstreamError) {
+	rd := memlimit.NewReader(s.mem, io.LimitReader(resp.Body, limit))
+	body, err := io.ReadAll(rd)
+	if err != nil {
+		_ = rd.Close()
+		if errors.Is(err, memlimit.ErrFull) {
+			return nil, nil, &upstreamError{full: true, status: resp.StatusCode, message: "the server's bound on buffered bytes was reached"}
+		}
+		u := transportError(ctx, err)
+		u.status = resp.StatusCode
+		return nil, nil, u
+	}
+	return body, func() { _ = rd.Close() }, nil
+}
 
 // maxErrorBytes bounds what is read of a failure's body.
 const maxErrorBytes = 64 << 10
@@ -784,6 +807,8 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 		return apperr.Wrap(apperr.Unavailable, u, "the request was canceled")
 	case u.unbuilt:
 		return apperr.Wrap(apperr.Internal, u, name+": "+msg)
+	case u.full:
+		return memlimit.Refusal(u)
 	case u.idle:
 		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s sent nothing for %s (ai.stream_idle_timeout)", name, s.idle))
 	case u.tooLong:
@@ -849,6 +874,8 @@ func outcome(u *upstreamError) string {
 		return "canceled"
 	case u.timeout:
 		return "timeout"
+	case u.full:
+		return "overloaded"
 	case u.status >= 100 && u.status <= 599 && u.status != http.StatusOK:
 		return strconv.Itoa(u.status)
 	}

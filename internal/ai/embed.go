@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -295,12 +294,11 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 				return u
 			}
 			defer resp.Body.Close()
-			body, err := io.ReadAll(io.LimitReader(resp.Body, maxEmbedAnswerBytes+1))
-			if err != nil {
-				u := transportError(ctx, err)
-				u.status = resp.StatusCode
+			body, release, u := s.readAnswer(ctx, resp, maxEmbedAnswerBytes+1)
+			if u != nil {
 				return u
 			}
+			defer release()
 			if len(body) > maxEmbedAnswerBytes {
 				return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
 			}
@@ -313,9 +311,9 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 		})
 		attempts += a
 		if uerr != nil {
-			if (uerr.canceled || uerr.timeout) && !uerr.between {
-				// The caller left, or ai.timeout passed, while the provider had this batch: it
-				// bills what it received, so the batch's estimate is charged with those
+			if (uerr.canceled || uerr.timeout || uerr.full) && !uerr.between {
+				// The caller left, or ai.timeout passed, while the provider had this batch, or
+				// its answer did not fit in memory: it bills what it received, so the batch's estimate is charged with those
 				// answered before it.
 				if total == nil {
 					total = &result{}

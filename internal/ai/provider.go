@@ -208,6 +208,7 @@ type upstreamError struct {
 	idle         bool          // the timeout was ai.stream_idle_timeout, between two events
 	tooLong      bool          // the stream ran past ai.stream_max_duration
 	canceled     bool          // the caller went away
+	full         bool          // the answer did not fit in the process's bound on buffered bytes
 	between      bool          // … while waiting between two attempts (the provider had no request)
 	midStream    bool          // the failure came after the stream had started
 	eventType    string        // the error type a provider reported in its stream (OpenAI's, Anthropic's)

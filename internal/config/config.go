@@ -132,7 +132,10 @@ type Server struct {
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
 	MaxBodyBytes      int64
-	MaxHeaderBytes    int
+	// MaxBufferedBytes bounds the request bodies and provider answers held in memory at
+	// once, all requests together (0: no bound).
+	MaxBufferedBytes int64
+	MaxHeaderBytes   int
 }
 
 // kind says how a key's text is parsed and checked.
@@ -206,6 +209,8 @@ var keys = slices.Concat([]key{
 	{name: "server.write_timeout", def: "90s", kind: kDuration, min: 1},
 	{name: "server.idle_timeout", def: "120s", kind: kDuration, min: 1},
 	{name: "server.max_body_bytes", def: "1048576", kind: kInt, min: 1},
+	{name: "server.max_buffered_bytes", def: "268435456", kind: kInt, min: 0,
+		usage: "request bodies and provider answers held in memory at once, all requests together (503 past it; 0: no bound)"},
 	{name: "server.max_header_bytes", def: "65536", kind: kInt, min: 1024, max: 1 << 20},
 	{name: "metrics.addr", usage: "address of the Prometheus /metrics listener (empty: off)"},
 	{name: "cors.allowed_origins", kind: kOrigins, usage: "origins allowed to call the API from a browser"},
@@ -604,6 +609,7 @@ func parse(raw map[string]string) (*Config, error) {
 			WriteTimeout:      p.dur("server.write_timeout"),
 			IdleTimeout:       p.dur("server.idle_timeout"),
 			MaxBodyBytes:      int64(p.int("server.max_body_bytes")),
+			MaxBufferedBytes:  int64(p.int("server.max_buffered_bytes")),
 			MaxHeaderBytes:    p.int("server.max_header_bytes"),
 		},
 		Metrics: Metrics{Addr: p.str("metrics.addr")},
@@ -616,6 +622,11 @@ func parse(raw map[string]string) (*Config, error) {
 		// The server's write deadline runs from the request: an AI call allowed longer would be
 		// cut before its answer is written.
 		p.fail("server.write_timeout", fmt.Sprintf("must exceed ai.timeout (%s) so that AI answers are not cut; raise it or lower ai.timeout", c.AI.Timeout))
+	}
+	if b := c.Server.MaxBufferedBytes; b > 0 && (b < c.Server.MaxBodyBytes || b < c.AI.MaxBodyBytes) {
+		// A request of the largest size allowed could never be read.
+		p.fail("server.max_buffered_bytes", fmt.Sprintf("must be 0 (no bound) or at least server.max_body_bytes (%d) and ai.max_body_bytes (%d)",
+			c.Server.MaxBodyBytes, c.AI.MaxBodyBytes))
 	}
 	if err := CheckAddr(c.Addr); err != nil {
 		p.fail("addr", err.Error()+", e.g. :3000 or 127.0.0.1:3000")

@@ -381,6 +381,33 @@ func TestLoad_WriteTimeoutExceedsAITimeout(t *testing.T) {
 	}
 }
 
+// Ensure a bound on buffered bytes below the largest body a route takes is refused (such a
+// request could never be read), and that 0 (no bound) and the default are taken.
+func TestLoad_MaxBufferedBytesHoldsTheLargestBody(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want int64 // -1: refused
+	}{
+		{nil, 256 << 20},
+		{map[string]string{"APP_SERVER_MAX_BUFFERED_BYTES": "0"}, 0},
+		{map[string]string{"APP_SERVER_MAX_BUFFERED_BYTES": "33554432"}, 32 << 20},
+		{map[string]string{"APP_SERVER_MAX_BUFFERED_BYTES": "33554431"}, -1},
+		{map[string]string{"APP_SERVER_MAX_BUFFERED_BYTES": "1048576", "APP_AI_MAX_BODY_BYTES": "1048576"}, 1 << 20},
+		{map[string]string{"APP_SERVER_MAX_BUFFERED_BYTES": "40000000", "APP_SERVER_MAX_BODY_BYTES": "50000000"}, -1},
+		{map[string]string{"APP_SERVER_MAX_BUFFERED_BYTES": "-1"}, -1},
+	} {
+		cfg, err := Load(flags(t), env(tc.env))
+		var ce *Error
+		switch {
+		case tc.want < 0 && !(errors.As(err, &ce) && ce.Key == "server.max_buffered_bytes"):
+			t.Errorf("%v: err = %v, want server.max_buffered_bytes refused", tc.env, err)
+		case tc.want >= 0 && (err != nil || cfg.Server.MaxBufferedBytes != tc.want):
+			t.Errorf("%v: err = %v, want %d", tc.env, err, tc.want)
+		}
+	}
+}
+
 // Ensure a config file value of the wrong type is refused naming the key, the type its kind
 // takes and the type given, before it is turned into text (a list joined, a long number
 // rounded), for every kind, and that the types each kind takes stay accepted.

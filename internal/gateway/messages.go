@@ -8,6 +8,7 @@ import (
 
 	"github.com/acme/app/internal/ai"
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/validate"
 )
 
@@ -516,7 +517,8 @@ var anthropicErrorTypes = map[string]bool{"invalid_request_error": true, "authen
 	"api_error": true, "overloaded_error": true, "billing_error": true, "timeout_error": true}
 
 // AnthropicErrorOf is err as Anthropic's error answer: its status and body. Budgets spent
-// are billing_error (402), timeouts timeout_error (504). A provider's failure that came with
+// are billing_error (402), timeouts timeout_error (504), a request refused for the server's
+// bound on buffered bytes overloaded_error (503). A provider's failure that came with
 // one of Anthropic's error types (code: an error event in its stream, overloaded_error) keeps
 // that type.
 func AnthropicErrorOf(status int, kind apperr.Kind, code, message string) (int, AnthropicErrorBody) {
@@ -528,6 +530,8 @@ func AnthropicErrorOf(status int, kind apperr.Kind, code, message string) (int, 
 		typ = "billing_error"
 	case kind == apperr.UpstreamTimeout:
 		typ = "timeout_error"
+	case kind == apperr.Unavailable && code == memlimit.Overloaded:
+		typ = "overloaded_error"
 	case status == 400 || status == 422:
 		typ, status = "invalid_request_error", 400
 	case status == 401:

@@ -153,6 +153,9 @@ func TestAnthropicErrorOf(t *testing.T) {
 		{502, apperr.Upstream, "overloaded_error", 502, "overloaded_error"},
 		{502, apperr.Upstream, "server_error", 502, "api_error"},
 		{400, apperr.Invalid, "overloaded_error", 400, "invalid_request_error"},
+		// The server's own bound on buffered bytes; another unavailability stays api_error.
+		{503, apperr.Unavailable, "overloaded", 503, "overloaded_error"},
+		{503, apperr.Unavailable, "", 503, "api_error"},
 	} {
 		status, body := AnthropicErrorOf(tc.status, tc.kind, tc.code, "m")
 		if status != tc.wantStatus || body.Type != "error" || body.Error.Type != tc.wantType || body.Error.Message != "m" {

@@ -119,7 +119,7 @@ func TestRequireRole(t *testing.T) {
 	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { encode(w, 200, map[string]bool{"ok": true}) })
 	tokens := auth.NewTokens(secret, time.Hour)
-	h := observe(logDiscard(), true, 1<<20, nil, requireAuth(&authenticator{tokens: tokens}, false, requireRole("admin", ok)))
+	h := observe(logDiscard(), true, 1<<20, nil, nil, requireAuth(&authenticator{tokens: tokens}, false, requireRole("admin", ok)))
 	user, _ := tokens.Issue(auth.Caller{ID: "u", Roles: []string{"user"}})
 	admin, _ := tokens.Issue(auth.Caller{ID: "a", Roles: []string{"user", "admin"}})
 	rec := do(h, "GET", "/", "", user)

@@ -237,7 +237,7 @@ func BenchmarkRatio(b *testing.B) {
 	db := pingFunc(func(context.Context) error { return nil })
 	mux.Handle("GET /api/health", handleHealth(db, nil, "1.0.0"))
 	mux.Handle("GET /api/protected", requireAuth(&authenticator{tokens: tokens}, false, handleHealth(db, nil, "1.0.0")))
-	stack := httptest.NewServer(observe(opts.Logger, true, 1<<20, nil, route(mux, rl.limit("", opts.RateLimit, opts.RateWindow)(dispatch(mux)))))
+	stack := httptest.NewServer(observe(opts.Logger, true, 1<<20, nil, nil, route(mux, rl.limit("", opts.RateLimit, opts.RateWindow)(dispatch(mux)))))
 	defer stack.Close()
 	b.Run("health-vs-bare", func(b *testing.B) {
 		interleavedRatio(b, 4, requester(client, "GET", bare.URL+"/api/health", "", nil), requester(client, "GET", stack.URL+"/api/health", "", nil))

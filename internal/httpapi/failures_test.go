@@ -45,7 +45,7 @@ func formatStack(t *testing.T) http.Handler {
 	mux.Handle("GET /v1/panic", withFormat(openAIFormat, boom))
 	rl := &rateLimiter{limiter: ratelimit.NewMemory(0)}
 	global := rl.limit("", 2, time.Minute)
-	return observe(logDiscard(), false, 64, nil, route(mux, limitHeaders(DefaultMaxHeaderBytes, global(dispatch(mux)))))
+	return observe(logDiscard(), false, 64, nil, nil, route(mux, limitHeaders(DefaultMaxHeaderBytes, global(dispatch(mux)))))
 }
 
 // Ensure every refusal, the middleware's included (authentication, a failing key store, the

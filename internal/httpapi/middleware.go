@@ -15,6 +15,7 @@ import (
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/metrics"
 )
 
@@ -32,7 +33,9 @@ type requestInfo struct {
 	base     *slog.Logger
 	log      *slog.Logger // base with the request id, built on first use
 	maxBody  int64
-	caller   *auth.Caller // set by requireAuth
+	mem      *memlimit.Limit // the bound request bodies are read within
+	held     int64           // bytes of mem the request's body took, given back at its end
+	caller   *auth.Caller    // set by requireAuth
 
 	// Set by route: the matched pattern ("" when none matched) and its handler, and the
 	// metrics' route label (the pattern, or for a preflight the pattern it asks about).
@@ -192,10 +195,10 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // observe is the outermost middleware: request id, per-request logger, body limit, panic
 // recovery, one access-log line (when logAccess is set) and the HTTP metrics of each request.
-func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics, next http.Handler) http.Handler {
+func observe(log *slog.Logger, logAccess bool, maxBody int64, mem *memlimit.Limit, m *metrics.Metrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{id: ai.NewRequestID(), base: log, maxBody: maxBody}
+		info := &requestInfo{id: ai.NewRequestID(), base: log, maxBody: maxBody, mem: mem}
 		if cid := r.Header.Get("X-Request-Id"); validRequestID(cid) && !secretLike(cid) {
 			info.clientID = cid
 		}
@@ -203,6 +206,7 @@ func observe(log *slog.Logger, logAccess bool, maxBody int64, m *metrics.Metrics
 		w.Header().Set("X-Request-Id", info.id)
 		ctx := context.WithValue(r.Context(), keyRequest, info)
 		defer func() {
+			mem.Give(info.held)
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)

@@ -64,7 +64,7 @@ func TestObserve_Panic(t *testing.T) {
 	t.Parallel()
 	logs := &SyncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
-	h := observe(log, true, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(log, true, 1<<20, nil, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/boom" {
 			panic("kaboom")
 		}
@@ -93,7 +93,7 @@ func TestObserve_Panic(t *testing.T) {
 func TestObserve_NoAccessLog(t *testing.T) {
 	t.Parallel()
 	logs := &SyncBuffer{}
-	h := observe(slog.New(slog.NewJSONHandler(logs, nil)), false, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(slog.New(slog.NewJSONHandler(logs, nil)), false, 1<<20, nil, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/boom" {
 			panic("kaboom")
 		}
@@ -389,7 +389,7 @@ func TestCloseAfterChunked(t *testing.T) {
 // a non-JSON content type, and fields for a good body.
 func TestDecodeFields(t *testing.T) {
 	t.Parallel()
-	h := observe(slog.New(slog.DiscardHandler), true, 64, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(slog.New(slog.DiscardHandler), true, 64, nil, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fields, err := decodeFields(w, r)
 		if err != nil {
 			writeError(w, r, err)

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/memlimit"
 )
 
 // envelope is the body of every non-2xx answer of /api, and of requests no route matched
@@ -134,6 +135,9 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		if errors.As(err, &tooBig) {
 			return nil, apperr.E(apperr.TooLarge, "request entity too large")
 		}
+		if errors.Is(err, memlimit.ErrFull) {
+			return nil, memlimit.Refusal(err)
+		}
 		return nil, apperr.Wrap(apperr.Invalid, err, "could not read the request body")
 	}
 	trimmed := bytes.TrimSpace(body)
@@ -189,8 +193,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		// and the client uploads nothing.
 		return nil, &http.MaxBytesError{Limit: limit}
 	}
+	ri := infoFrom(r.Context())
+	if ri == nil {
+		ri = &requestInfo{} // outside observe: no bound
+	}
 	rd := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
+		// The declared length is taken from the bound on buffered bytes before a byte is
+		// read, and given back when the request ends (observe).
+		if !ri.mem.Take(n) {
+			return nil, memlimit.ErrFull
+		}
+		ri.held += n
 		buf := make([]byte, n, n+1)
 		if _, err := io.ReadFull(rd, buf); err != nil {
 			return nil, err
@@ -198,7 +212,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		// A body longer than its Content-Length is the server's to reject; nothing more is read.
 		return buf, nil
 	}
-	return io.ReadAll(rd)
+	counted := memlimit.NewReader(ri.mem, rd)
+	body, err := io.ReadAll(counted)
+	ri.held += counted.Held()
+	return body, err
 }
 
 func jsonErrorText(err error) string {

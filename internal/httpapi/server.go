@@ -17,6 +17,7 @@ import (
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/gateway"
 	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/ratelimit"
 	"github.com/acme/app/internal/templates"
@@ -30,6 +31,10 @@ type Options struct {
 	// MaxAIBodyBytes is the body limit of the routes that take images (/v1/chat/completions,
 	// /v1/messages) or batches of inputs (/v1/embeddings); 0: MaxBodyBytes.
 	MaxAIBodyBytes int64
+	// Memory is the process's bound on buffered bytes (server.max_buffered_bytes), shared
+	// with the AI service: request bodies are read within it (nil: none), and a body that
+	// does not fit is answered 503 with Retry-After.
+	Memory *memlimit.Limit
 	// NoAccessLog drops the one access-log line per request (the mock server's choice unless
 	// asked to log requests); failures are still logged.
 	NoAccessLog bool
@@ -129,6 +134,6 @@ func NewServer(opts Options, deps Deps) http.Handler {
 	}
 	global := rl.limit("", opts.RateLimit, opts.RateWindow)
 	cors := newCORS(opts.CORSOrigins, opts.CORSCredentials)
-	return observe(opts.Logger, !opts.NoAccessLog, opts.MaxBodyBytes, opts.Metrics,
+	return observe(opts.Logger, !opts.NoAccessLog, opts.MaxBodyBytes, opts.Memory, opts.Metrics,
 		private(closeAfterChunked(route(mux, limitHeaders(opts.MaxHeaderBytes, cors.wrap(global(dispatch(mux))))))))
 }

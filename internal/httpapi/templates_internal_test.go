@@ -16,7 +16,7 @@ import (
 func TestAnswerTemplates_EncodeFailureLogged(t *testing.T) {
 	t.Parallel()
 	logs := &SyncBuffer{}
-	h := observe(slog.New(slog.NewJSONHandler(logs, nil)), false, 1<<20, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := observe(slog.New(slog.NewJSONHandler(logs, nil)), false, 1<<20, nil, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answerTemplates(w, r, http.StatusOK, map[string]float64{"v": math.Inf(1)}, templates.SourceCore, nil)
 	}))
 	rec := httptest.NewRecorder()

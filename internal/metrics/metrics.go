@@ -62,6 +62,7 @@ type Metrics struct {
 	mu         sync.RWMutex
 	known      func(provider, model string) (string, bool)
 	usageStats func() UsageStats
+	buffered   BufferedSource
 	storePing  func(context.Context) error
 }
 
@@ -132,6 +133,14 @@ func New() *Metrics {
 			Help: "Usage records waiting to be written.",
 		}, m.queueDepth),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "app_buffered_bytes",
+			Help: "Bytes of request bodies and provider answers held in memory now (server.max_buffered_bytes bounds them).",
+		}, m.bufferedBytes),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "app_buffered_refusals_total",
+			Help: "Requests answered 503 because their body or their provider's answer did not fit in server.max_buffered_bytes.",
+		}, m.bufferedRefusals),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "app_store_up",
 			Help: "1 when the application's MongoDB store answered a ping at scrape time, else 0.",
 		}, m.storeUp),
@@ -168,6 +177,43 @@ func (m *Metrics) SetUsageSource(stats func() UsageStats) {
 	m.mu.Lock()
 	m.usageStats = stats
 	m.mu.Unlock()
+}
+
+// BufferedSource is where app_buffered_bytes and app_buffered_refusals_total are read from
+// at scrape time (a *memlimit.Limit).
+type BufferedSource interface {
+	Used() int64
+	Refused() int64
+}
+
+// SetBufferedSource sets the bound on buffered bytes the metrics report.
+func (m *Metrics) SetBufferedSource(src BufferedSource) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.buffered = src
+	m.mu.Unlock()
+}
+
+func (m *Metrics) bufferedSource() BufferedSource {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.buffered
+}
+
+func (m *Metrics) bufferedBytes() float64 {
+	if src := m.bufferedSource(); src != nil {
+		return float64(src.Used())
+	}
+	return 0
+}
+
+func (m *Metrics) bufferedRefusals() float64 {
+	if src := m.bufferedSource(); src != nil {
+		return float64(src.Refused())
+	}
+	return 0
 }
 
 // SetStore sets the ping app_store_up runs at scrape time (bounded by one second).
