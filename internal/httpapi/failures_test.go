@@ -23,20 +23,23 @@ func (failingKeys) Authenticate(context.Context, string) (keys.Owner, error) {
 	return keys.Owner{}, apperr.Wrap(apperr.Unavailable, errors.New("connection refused"), "the key store is unavailable")
 }
 
+// echoFields answers the JSON object it reads, or the failure to read it.
+var echoFields = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fields, err := decodeFields(w, r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	encode(w, http.StatusOK, fields)
+})
+
 // formatStack is the middleware of NewServer around two groups of the same routes: /api in
 // the envelope and /v1 in OpenAI's format. Each route authenticates, reads a JSON object of
 // at most 64 bytes and answers it; /x/panic panics. The global limit is 2 requests per client.
 func formatStack(t *testing.T) http.Handler {
 	t.Helper()
 	authn := &authenticator{tokens: auth.NewTokens(secret, time.Hour), keys: failingKeys{}}
-	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fields, err := decodeFields(w, r)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		encode(w, http.StatusOK, fields)
-	})
+	echo := echoFields
 	boom := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })
 	mux := http.NewServeMux()
 	mux.Handle("POST /api/echo", requireAuth(authn, true, echo))

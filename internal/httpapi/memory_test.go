@@ -44,17 +44,9 @@ func TestBodiesWithinTheBufferedBound(t *testing.T) {
 			mem := memlimit.New(100)
 			mem.Take(tc.others)
 			authn := &authenticator{tokens: auth.NewTokens(secret, time.Hour), keys: failingKeys{}}
-			echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				fields, err := decodeFields(w, r)
-				if err != nil {
-					writeError(w, r, err)
-					return
-				}
-				encode(w, http.StatusOK, fields)
-			})
 			mux := http.NewServeMux()
-			mux.Handle("POST /api/echo", requireAuth(authn, true, echo))
-			mux.Handle("POST /v1/echo", withFormat(openAIFormat, requireAuth(authn, true, echo)))
+			mux.Handle("POST /api/echo", requireAuth(authn, true, echoFields))
+			mux.Handle("POST /v1/echo", withFormat(openAIFormat, requireAuth(authn, true, echoFields)))
 			h := observe(logDiscard(), false, 1<<20, mem, nil, route(mux, dispatch(mux)))
 
 			var rd io.Reader = strings.NewReader(body)
@@ -78,11 +70,12 @@ func TestBodiesWithinTheBufferedBound(t *testing.T) {
 			if mem.Used() != tc.others {
 				t.Errorf("%d bytes held after the request, want the others' %d", mem.Used(), tc.others)
 			}
-			if refused := int64(0); tc.status == 503 {
-				refused = 1
-				if mem.Refused() != refused {
-					t.Errorf("%d refusals counted, want 1", mem.Refused())
-				}
+			wantRefused := int64(0)
+			if tc.status == 503 {
+				wantRefused = 1
+			}
+			if mem.Refused() != wantRefused {
+				t.Errorf("%d refusals counted, want %d", mem.Refused(), wantRefused)
 			}
 		})
 	}
