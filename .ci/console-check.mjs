@@ -254,6 +254,20 @@ try {
   const budget = (await api('GET', '/api/ai/budget', userToken)).body;
   if (budget.limit !== 12.5) fail(`after Save the user's budget limit is ${budget.limit}`);
   ok(`an admin set ${cfg.user.email}'s monthly budget to $12.50`);
+  // A budget below a millionth of a dollar is shown in plain decimals, as it can be saved
+  // again: JavaScript's String() writes 1e-7, which the field refuses.
+  const adminToken = await login(cfg.admin);
+  const adminRow = (await api('GET', '/api/admin/users', adminToken)).body.find((u) => u.email === cfg.admin.email);
+  if ((await api('PUT', `/api/admin/users/${adminRow.id}/budget`, adminToken, { limit: 0.0000001 })).status !== 200) fail('could not set a budget of $0.0000001');
+  await page.reload();
+  const tinyRow = page.getByRole('row', { name: new RegExp(cfg.admin.email.replace(/[.+]/g, '\\$&')) });
+  await tinyRow.getByLabel(exact('Monthly budget')).waitFor();
+  const tinyShown = await tinyRow.getByLabel(exact('Monthly budget')).inputValue();
+  if (tinyShown !== '0.0000001') fail(`a budget of $0.0000001 is shown as ${JSON.stringify(tinyShown)}`);
+  await tinyRow.getByRole('button', { name: exact('Save') }).click();
+  await tinyRow.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+  if ((await api('PUT', `/api/admin/users/${adminRow.id}/budget`, adminToken, { limit: null })).status !== 200) fail('could not clear the admin\'s budget');
+  ok('a budget of $0.0000001 is shown as 0.0000001 and saves again as it is');
   await signOut(page);
 
   // The user sees it.

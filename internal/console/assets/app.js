@@ -23,6 +23,10 @@ export function money(v) {
   return Math.abs(v) >= 1 ? dollars2.format(v) : dollarsSmall.format(v);
 }
 
+/** A budget as the Monthly budget field takes it: plain decimals, never an exponent (String()
+ * writes 1e-7 for $0.0000001, which the field refuses). Budgets have at most 10 decimals. */
+export const amount = (v) => (v == null ? '' : v.toFixed(10).replace(/\.?0+$/, ''));
+
 const dateFmt = new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
 /** A date or time as "Nov 25, 2026" (UTC, as the API's days and months are). */
 export function day(value) {
@@ -329,7 +333,7 @@ function Budget({ token }) {
 // ---- users (admins) ---------------------------------------------------------------------
 
 function UserRow({ token, user, me, onChanged }) {
-  const [limit, setLimit] = useState(user.budget == null ? '' : String(user.budget));
+  const [limit, setLimit] = useState(amount(user.budget));
   const [note, setNote] = useState(null);
   // Show a budget changed elsewhere (a Save answered). Not on mount: effects run after paint,
   // and resetting then would wipe what was typed in the meantime.
@@ -337,7 +341,7 @@ function UserRow({ token, user, me, onChanged }) {
   useEffect(() => {
     if (shown.current === user.budget) return;
     shown.current = user.budget;
-    setLimit(user.budget == null ? '' : String(user.budget));
+    setLimit(amount(user.budget));
   }, [user.budget]);
   const save = async (e) => {
     e.preventDefault();
