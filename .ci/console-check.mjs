@@ -210,6 +210,35 @@ try {
   models = await api('GET', '/v1/models', secret);
   if (models.status !== 401) fail(`GET /v1/models with the revoked key: ${models.status}, want 401`);
   ok('revoked it: gone from the list, GET /v1/models with it answers 401');
+  // Each key's expiry is listed (a key made on the API may have one): its day, never, or
+  // expired, so that the user knows which keys no longer work. The list is answered with one
+  // key's expiry moved into the past, as no key can be made expired.
+  const stamp = Date.now();
+  const expiring = (await api('POST', '/api/keys', userToken, { name: 'expiring-' + stamp, expiresInDays: 30 })).body;
+  const lapsed = (await api('POST', '/api/keys', userToken, { name: 'lapsed-' + stamp, expiresInDays: 1 })).body;
+  const never = (await api('POST', '/api/keys', userToken, { name: 'lasting-' + stamp })).body;
+  const keyList = (url) => url.pathname === '/api/keys';
+  await page.route(keyList, async (route) => {
+    if (route.request().method() !== 'GET') return route.continue();
+    const res = await route.fetch();
+    const list = (await res.json()).map((k) => (k.id === lapsed.id ? { ...k, expiresAt: '2026-01-02T03:04:05.000Z' } : k));
+    return route.fulfill({ response: res, json: list });
+  });
+  await page.reload();
+  const expiresCell = async (k) => {
+    const r = page.getByRole('row', { name: new RegExp(k.name) });
+    await r.waitFor();
+    return (await r.getByRole('cell').nth(4).textContent()).trim();
+  };
+  const utcDay = new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
+  const want = [[expiring, utcDay.format(new Date(expiring.expiresAt))], [lapsed, 'expired Jan 2, 2026'], [never, 'never']];
+  for (const [k, text] of want) {
+    const shown = await expiresCell(k);
+    if (shown !== text) fail(`key ${k.name} shows the expiry ${JSON.stringify(shown)}, want ${JSON.stringify(text)}`);
+  }
+  await page.unroute(keyList);
+  for (const k of [expiring, lapsed, never]) await api('DELETE', `/api/keys/${k.id}`, userToken);
+  ok('each key\'s expiry is listed: its day, never, or expired');
 
   // Budget before, then sign out.
   await page.getByRole('link', { name: exact('Budget') }).click();

@@ -233,6 +233,13 @@ function Usage({ token }) {
 
 // ---- API keys ---------------------------------------------------------------------------
 
+/** A key's expiry: never, its day, or "expired" and its day once past (an expired key is
+ * refused, and still counts among the user's keys until it is revoked). */
+function expiry(expiresAt) {
+  if (!expiresAt) return 'never';
+  return new Date(expiresAt).getTime() <= Date.now() ? `expired ${day(expiresAt)}` : day(expiresAt);
+}
+
 function Keys({ token }) {
   const [state, reload] = useLoad(() => api(token, 'GET', '/api/keys'), [token]);
   const [name, setName] = useState('');
@@ -298,12 +305,13 @@ function Keys({ token }) {
       <div class="table-wrap">
         <table aria-labelledby="keys-title">
           <thead><tr><th scope="col">Name</th><th scope="col">Prefix</th><th scope="col">Created</th>
-            <th scope="col">Last used</th><th scope="col"><span class="skip">Actions</span></th></tr></thead>
+            <th scope="col">Last used</th><th scope="col">Expires</th><th scope="col"><span class="skip">Actions</span></th></tr></thead>
           <tbody>
             ${keys.map((k) => html`
               <tr key=${k.id}>
                 <td>${k.name}</td><td><code>${k.prefix}</code></td><td>${day(k.createdAt)}</td>
                 <td>${k.lastUsedAt ? day(k.lastUsedAt) : 'never'}</td>
+                <td>${expiry(k.expiresAt)}</td>
                 <td><button type="button" class="danger" onClick=${() => revoke(k)}>Revoke</button></td>
               </tr>`)}
           </tbody>
