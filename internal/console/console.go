@@ -31,10 +31,12 @@ const Prefix = "/console"
 const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// file is one asset, ready to send.
+// file is one asset, ready to send. Its plain and gzip forms are different representations,
+// so each has its own entity tag (RFC 9110, 8.8.3).
 type file struct {
-	body, gzipped []byte
-	ctype, etag   string
+	body, gzipped  []byte
+	ctype          string
+	etag, gzipETag string
 }
 
 // Handler serves GET /console (the page) and GET /console/<file>.
@@ -76,9 +78,10 @@ func (h *Handler) load() {
 		if ctype == "" {
 			ctype = "application/octet-stream"
 		}
-		f := &file{body: body, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		tag := hex.EncodeToString(sum[:12])
+		f := &file{body: body, ctype: ctype, etag: `"` + tag + `"`}
 		if buf.Len() < len(body) {
-			f.gzipped = buf.Bytes()
+			f.gzipped, f.gzipETag = buf.Bytes(), `"`+tag+`-gzip"`
 		}
 		h.files[strings.TrimPrefix(p, "assets/")] = f
 		return nil
@@ -110,24 +113,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	body, etag := f.body, f.etag
+	gzipped := f.gzipped != nil && acceptsGzip(r.Header.Get("Accept-Encoding"))
+	if gzipped {
+		body, etag = f.gzipped, f.gzipETag
+	}
 	hdr.Set("Content-Type", f.ctype)
 	hdr.Set("Cache-Control", "no-cache") // revalidated by ETag: a new binary serves new files at once
-	hdr.Set("ETag", f.etag)
+	hdr.Set("ETag", etag)
 	hdr.Add("Vary", "Accept-Encoding")
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, f.etag) {
+	if noneMatch(r.Header.Values("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	body := f.body
-	if f.gzipped != nil && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+	if gzipped {
 		hdr.Set("Content-Encoding", "gzip")
-		body = f.gzipped
 	}
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	if r.Method == http.MethodHead {
 		return
 	}
 	_, _ = w.Write(body)
+}
+
+// noneMatch reports whether If-None-Match fields name etag (compared weakly, as RFC 9110
+// 13.1.2 has it) or are "*".
+func noneMatch(fields []string, etag string) bool {
+	for _, field := range fields {
+		for _, tag := range strings.Split(field, ",") {
+			tag = strings.TrimSpace(tag)
+			if tag == "*" || strings.TrimPrefix(tag, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // acceptsGzip reports whether an Accept-Encoding header accepts gzip (not with q=0).

@@ -76,7 +76,7 @@ func TestHandler(t *testing.T) {
 			} else if len(plain) > 1024 {
 				t.Fatalf("a %d-byte file was not compressed", len(plain))
 			}
-			res, _ = get(t, srv.URL+ref, map[string]string{"If-None-Match": res.Header.Get("ETag")})
+			res, _ = get(t, srv.URL+ref, map[string]string{"If-None-Match": res.Header.Get("ETag"), "Accept-Encoding": "br, gzip"})
 			if res.StatusCode != http.StatusNotModified {
 				t.Fatalf("revalidation: %d", res.StatusCode)
 			}
@@ -132,5 +132,51 @@ func TestAcceptsGzip(t *testing.T) {
 		if got := acceptsGzip(header); got != want {
 			t.Errorf("acceptsGzip(%q) = %v, want %v", header, got, want)
 		}
+	}
+}
+
+// Ensure the gzip and the plain answer of a file carry different entity tags, each
+// revalidated by its own: they are different representations (RFC 9110, 8.8.3), and a cache
+// that took one for the other could answer gzip bytes to a client that does not accept them.
+func TestHandler_ETagPerEncoding(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(New())
+	t.Cleanup(srv.Close) // after the parallel subtests
+	const file = "/console/app.js"
+	gz := map[string]string{"Accept-Encoding": "gzip"}
+	plainRes, _ := get(t, srv.URL+file, nil)
+	gzipRes, _ := get(t, srv.URL+file, gz)
+	plainTag, gzipTag := plainRes.Header.Get("ETag"), gzipRes.Header.Get("ETag")
+	if gzipRes.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("%s was not answered gzip", file)
+	}
+	if plainTag == "" || plainTag == gzipTag {
+		t.Fatalf("ETag plain %s, gzip %s: want two different tags", plainTag, gzipTag)
+	}
+	for _, tc := range []struct {
+		name        string
+		header      map[string]string
+		wantStatus  int
+		wantGzipped bool
+	}{
+		{"PlainTagPlainClient", map[string]string{"If-None-Match": plainTag}, http.StatusNotModified, false},
+		{"GzipTagGzipClient", map[string]string{"If-None-Match": gzipTag, "Accept-Encoding": "gzip"}, http.StatusNotModified, true},
+		{"WeakGzipTag", map[string]string{"If-None-Match": "W/" + gzipTag, "Accept-Encoding": "gzip"}, http.StatusNotModified, true},
+		{"GzipTagPlainClient", map[string]string{"If-None-Match": gzipTag}, http.StatusOK, false},
+		{"PlainTagGzipClient", map[string]string{"If-None-Match": plainTag, "Accept-Encoding": "gzip"}, http.StatusOK, true},
+		{"OneOfSeveral", map[string]string{"If-None-Match": `"x", ` + plainTag}, http.StatusNotModified, false},
+		{"Any", map[string]string{"If-None-Match": "*"}, http.StatusNotModified, false},
+		{"OtherTag", map[string]string{"If-None-Match": `"0123"`}, http.StatusOK, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, _ := get(t, srv.URL+file, tc.header)
+			if got, want := res.StatusCode, tc.wantStatus; got != want {
+				t.Fatalf("status=%d, want %d", got, want)
+			}
+			if got, want := res.Header.Get("ETag"), map[bool]string{false: plainTag, true: gzipTag}[tc.wantGzipped]; got != want {
+				t.Errorf("ETag=%s, want %s", got, want)
+			}
+		})
 	}
 }
