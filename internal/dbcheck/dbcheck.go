@@ -373,10 +373,14 @@ func (s *Service) describe(err error, uri string, selection time.Duration) strin
 	sse, selectionFailed := selectionError(err)
 	switch {
 	case selectionFailed:
+		// Every server tried is named, also one whose first attempt had not ended when the
+		// time ran out (a loaded machine, a short serverSelectionTimeoutMS).
 		var parts []string
 		for _, srv := range sse.Desc.Servers {
 			if srv.LastError != nil {
 				parts = append(parts, fmt.Sprintf("%s: %v", srv.Addr, srv.LastError))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s: no answer", srv.Addr))
 			}
 		}
 		reason = fmt.Sprintf("no server could be reached within %s", selection)

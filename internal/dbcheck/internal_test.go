@@ -12,6 +12,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
+	"go.mongodb.org/mongo-driver/mongo/address"
+	"go.mongodb.org/mongo-driver/mongo/description"
+	"go.mongodb.org/mongo-driver/x/mongo/driver/topology"
 
 	"github.com/acme/app/internal/apperr"
 )
@@ -306,4 +309,21 @@ func javaScriptIn(v any, depth int) string {
 		return "a JavaScript value"
 	}
 	return ""
+}
+
+// Ensure a server selection failure names every server tried, also one whose first attempt
+// had not ended when the time ran out (its last error still unset), and redacts the password.
+func TestDescribe_SelectionNamesEveryServer(t *testing.T) {
+	t.Parallel()
+	s := &Service{}
+	const uri = "mongodb://u:hunter2hunter2@db1:27017,db2:27017/"
+	err := topology.ServerSelectionError{Wrapped: context.DeadlineExceeded, Desc: description.Topology{Servers: []description.Server{
+		{Addr: address.Address("db1:27017"), LastError: errors.New("connection refused")},
+		{Addr: address.Address("db2:27017")},
+	}}}
+	got := s.describe(err, uri, 500*time.Millisecond)
+	want := "no server could be reached within 500ms (db1:27017: connection refused; db2:27017: no answer)"
+	if got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
 }
