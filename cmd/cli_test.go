@@ -252,10 +252,11 @@ func TestLineGuard(t *testing.T) {
 	}
 }
 
-// Ensure serve answers /metrics on the metrics listener only, with the requests counted.
+// Ensure serve answers /metrics on the metrics listener only, with the requests counted, and
+// the health answer there without the rate limit that stops probes on the API's port.
 func TestServe_MetricsListener(t *testing.T) {
 	t.Parallel()
-	s := startServe(t, t.TempDir(), testEnv("APP_METRICS_ADDR", "127.0.0.1:0"))
+	s := startServe(t, t.TempDir(), testEnv("APP_METRICS_ADDR", "127.0.0.1:0", "APP_RATELIMIT_LIMIT", "3"))
 	var addr string
 	for _, line := range strings.Split(s.logs.String(), "\n") {
 		var l struct{ Msg, Addr string }
@@ -278,9 +279,23 @@ func TestServe_MetricsListener(t *testing.T) {
 	if code, _ := get("http://" + s.addr + "/metrics"); code != 404 {
 		t.Fatalf("/metrics on the API port = %d, want 404", code)
 	}
+	// The API's limit of 3 is spent (startServe's health request, /metrics, this one).
+	if code, _ := get("http://" + s.addr + "/api/health"); code != 200 {
+		t.Fatalf("the third request on the API port = %d, want 200", code)
+	}
+	if code, _ := get("http://" + s.addr + "/api/health"); code != 429 {
+		t.Fatalf("health on the API port past the limit = %d, want 429", code)
+	}
+	for range 5 {
+		code, body := get("http://" + addr + "/api/health")
+		var h struct{ Status, Service string }
+		if code != 200 || json.Unmarshal([]byte(body), &h) != nil || h.Status != "ok" || h.Service != "backend-api" {
+			t.Fatalf("health on the metrics listener = %d %s, want 200 ok", code, body)
+		}
+	}
 	code, body := get("http://" + addr + "/metrics")
 	// startServe made one health request.
-	if code != 200 || !strings.Contains(body, `app_http_requests_total{method="GET",route="GET /api/health",status="200"} 1`) ||
+	if code != 200 || !strings.Contains(body, `app_http_requests_total{method="GET",route="GET /api/health",status="200"} 2`) ||
 		!strings.Contains(body, `app_http_requests_total{method="GET",route="unmatched",status="404"} 1`) ||
 		!strings.Contains(body, "app_store_up 1") || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("scrape = %d:\n%s", code, body)

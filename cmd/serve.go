@@ -78,7 +78,7 @@ func runServe(ctx context.Context, f *factory) error {
 	// The metrics listener is bound first: a metrics.addr that cannot be bound stops serve
 	// before the API accepts anything. From here on every return stops the metrics server.
 	if cfg.Metrics.Addr != "" {
-		stopMetrics, err := serveMetrics(f, cfg.Metrics.Addr, m)
+		stopMetrics, err := serveMetrics(f, cfg.Metrics.Addr, m, httpapi.HealthHandler(svc.store, svc.usage, version.Version))
 		if err != nil {
 			return err
 		}
@@ -233,17 +233,19 @@ func (f *factory) listenOn(name, addr string) (net.Listener, error) {
 }
 
 // serveMetrics serves /metrics on its own listener at addr, so that the metrics are never
-// exposed on the API's public port by accident. The returned func stops it and returns once
+// exposed on the API's public port by accident, and health, the API's health answer without
+// its rate limit, at /api/health for probes. The returned func stops it and returns once
 // its listener is closed. Should the listener fail while serving, the failure is logged and the
 // API goes on: metrics observe the service, they are not part of it (a scrape fails, which is
 // what a scraper alerts on).
-func serveMetrics(f *factory, addr string, m *metrics.Metrics) (func(), error) {
+func serveMetrics(f *factory, addr string, m *metrics.Metrics, health http.Handler) (func(), error) {
 	ln, err := f.listenOn(listenerMetrics, addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	mux.Handle("GET /api/health", health)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	done := make(chan struct{})
 	go func() {

@@ -105,6 +105,14 @@ func handleHealth(db Pinger, rec RecorderHealth, version string) http.Handler {
 	})
 }
 
+// HealthHandler answers GET /api/health as the API does, without the API's middleware (no
+// rate limit, no access log, no request metrics): serve mounts it on the metrics listener,
+// for load balancers and orchestrators that probe more often than a client's rate limit
+// allows. rec may be nil.
+func HealthHandler(db Pinger, rec *usage.Service, version string) http.Handler {
+	return handleHealth(db, recorderHealth(rec), version)
+}
+
 func handleRoot() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		encode(w, http.StatusOK, map[string]string{"message": "Backend API is running. See /api/health."})
