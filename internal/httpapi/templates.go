@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acme/app/internal/apperr"
@@ -27,7 +29,7 @@ func answerTemplates(w http.ResponseWriter, r *http.Request, status int, v any, 
 
 func handleTemplatesList(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ts, src, err := svc.List(r.Context(), r.PathValue("spaceId"), r.URL.Query().Get("widgetType"))
+		ts, src, err := svc.List(r.Context(), r.PathValue("spaceId"), queryValues(r).Get("widgetType"))
 		answerTemplates(w, r, http.StatusOK, ts, src, err)
 	})
 }
@@ -91,9 +93,10 @@ func extendWriteDeadline(w http.ResponseWriter) {
 // handleTemplatesMigrate runs the migration; dryRun defaults to true (the safe choice).
 func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dry, err := queryBool(r, "dryRun", true)
+		q := queryValues(r)
+		dry, err := queryBool(q, "dryRun", true)
 		if err == nil {
-			err = onlyQuery(r, "dryRun")
+			err = onlyQuery(q, "dryRun")
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -112,9 +115,10 @@ func handleTemplatesMigrate(svc *templates.Service) http.Handler {
 // handleTemplatesCleanup deletes the space's verified copies; dryRun defaults to false.
 func handleTemplatesCleanup(svc *templates.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dry, err := queryBool(r, "dryRun", false)
+		q := queryValues(r)
+		dry, err := queryBool(q, "dryRun", false)
 		if err == nil {
-			err = onlyQuery(r, "dryRun")
+			err = onlyQuery(q, "dryRun")
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -138,25 +142,56 @@ func decodeTemplate(w http.ResponseWriter, r *http.Request) (templates.Input, er
 	return templates.DecodeInput(fields)
 }
 
-// queryBool reads a boolean query parameter ("true"/"false", also "1"/"0"); absent or empty
-// gives def.
-func queryBool(r *http.Request, name string, def bool) (bool, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
+// queryValues parses r's query string strictly as written: pairs are separated by "&" alone and
+// each name and value is percent-decoded, a malformed escape being kept as it is. net/http's
+// own parser (r.URL.Query) drops without a word a pair that holds ";" or a malformed escape, so
+// that "?dryRun=true;" read as no dryRun at all and a cleanup ran for real; here such a pair
+// reaches the checks below, which refuse it by name.
+func queryValues(r *http.Request) url.Values {
+	q := url.Values{}
+	for pair := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k = unescapeQuery(k)
+		q[k] = append(q[k], unescapeQuery(v))
+	}
+	return q
+}
+
+// unescapeQuery percent-decodes s ("+" is a space), or returns it as written when it holds a
+// malformed escape.
+func unescapeQuery(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// queryBool reads the boolean query parameter name ("true"/"false", also "1"/"0"); absent or
+// empty gives def. Given more than once it is refused, even with equal values: on a route that
+// deletes, which of two values counts must not be a guess.
+func queryBool(q url.Values, name string, def bool) (bool, error) {
+	vs := q[name]
+	switch {
+	case len(vs) > 1:
+		return false, apperr.Validation(validate.IsBoolean(name))
+	case len(vs) == 0 || vs[0] == "":
 		return def, nil
 	}
-	b, err := strconv.ParseBool(v)
+	b, err := strconv.ParseBool(vs[0])
 	if err != nil {
 		return false, apperr.Validation(validate.IsBoolean(name))
 	}
 	return b, nil
 }
 
-// onlyQuery refuses, naming each, the query parameters of r that are not in allowed: on a route
+// onlyQuery refuses, naming each, the query parameters of q that are not in allowed: on a route
 // that writes, a misspelt parameter (dryrun for dryRun) must not be ignored.
-func onlyQuery(r *http.Request, allowed ...string) error {
+func onlyQuery(q url.Values, allowed ...string) error {
 	var msgs []string
-	for name := range r.URL.Query() {
+	for name := range q {
 		if !slices.Contains(allowed, name) {
 			msgs = append(msgs, validate.NotAllowed(name))
 		}

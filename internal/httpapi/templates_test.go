@@ -423,6 +423,77 @@ func TestTemplates_AdminRoutesRefuseUnknownQueryParameters(t *testing.T) {
 	}
 }
 
+// Ensure a dryRun that cannot be read as exactly one boolean (written twice, holding ";" or a
+// malformed escape, which net/http's own parser drops without a word) is a 400 naming it on
+// migrate and cleanup, and that nothing is written or deleted: read as absent, it made a
+// cleanup run for real.
+func TestTemplates_AdminRoutesRefuseUnreadableDryRun(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	space, db := e.seedSpace(t, "a")
+	migrate := "/api/spaces/" + space + "/properties/migrate-templates-to-core"
+	cleanup := "/api/spaces/" + space + "/properties/cleanup-space-templates"
+	if got := e.do(t, "POST", migrate+"?dryRun=false", e.admin, ""); got.status != 200 {
+		t.Fatalf("migrate: %d %s", got.status, got.body)
+	}
+	if _, err := e.client.Database(db).Collection("property_templates").InsertOne(context.Background(),
+		bson.D{{Key: "id", Value: "b"}, {Key: "name", Value: "T b"}, {Key: "widgetType", Value: "text"}, {Key: "properties", Value: bson.A{}}}); err != nil {
+		t.Fatal(err)
+	}
+	const notBoolean = `["dryRun must be a boolean value"]`
+	tests := []struct {
+		name, method, path, wantMessage string
+	}{
+		{"CleanupSemicolon", "DELETE", cleanup + "?dryRun=true;", notBoolean},
+		{"CleanupBadEscape", "DELETE", cleanup + "?dryRun=tru%e", notBoolean},
+		{"CleanupTwice", "DELETE", cleanup + "?dryRun=false&dryRun=true", notBoolean},
+		{"CleanupTwiceSame", "DELETE", cleanup + "?dryRun=true&dryRun=true", notBoolean},
+		{"CleanupBadEscapeInName", "DELETE", cleanup + "?dry%zzRun=true", `["property dry%zzRun should not exist"]`},
+		{"CleanupSemicolonInName", "DELETE", cleanup + "?dryRun;x=true", `["property dryRun;x should not exist"]`},
+		{"MigrateSemicolon", "POST", migrate + "?dryRun=false;", notBoolean},
+		{"MigrateTwice", "POST", migrate + "?dryRun=true&dryRun=false", notBoolean},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := e.do(t, tt.method, tt.path, e.admin, "")
+			want := `{"statusCode":400,"message":` + tt.wantMessage + `,"error":"Bad Request"}`
+			if got.status != 400 || string(bytes.TrimSpace(got.body)) != want {
+				t.Fatalf("%d %s, want 400 %s", got.status, got.body, want)
+			}
+		})
+	}
+	if n := e.count(t, db, "property_templates"); n != 2 {
+		t.Fatalf("the space holds %d templates, want 2: a refused cleanup deleted", n)
+	}
+	if n := e.count(t, e.core, "core_property_templates"); n != 1 {
+		t.Fatalf("core holds %d templates, want 1: a refused migration wrote", n)
+	}
+}
+
+// Ensure the list's widgetType filter is read as written, also when it holds ";" (which
+// net/http's own parser drops, answering every template instead of the matching ones).
+func TestTemplates_ListFilterHoldingSemicolon(t *testing.T) {
+	t.Parallel()
+	e := newTplEnv(t, nil)
+	list := "/api/spaces/any/properties/templates"
+	for _, body := range []string{
+		`{"id":"a","name":"A","widgetType":"a;b","properties":[]}`,
+		`{"id":"b","name":"B","widgetType":"text","properties":[]}`,
+	} {
+		if got := e.do(t, "POST", list, e.user, body); got.status != 201 {
+			t.Fatalf("create: %d %s", got.status, got.body)
+		}
+	}
+	got := e.do(t, "GET", list+"?widgetType=a;b", e.user, "")
+	var ts []templates.Template
+	if err := json.Unmarshal(got.body, &ts); err != nil || got.status != 200 {
+		t.Fatalf("%d %s (%v)", got.status, got.body, err)
+	}
+	if len(ts) != 1 || ts[0].ID != "a" {
+		t.Fatalf("widgetType=a;b answered %s, want only template a", got.body)
+	}
+}
+
 // Ensure the answers write createdAt and updatedAt as JavaScript's toISOString does, with three
 // fractional digits ("…48.510Z", not "…48.51Z"), which clients of the replaced service parse.
 func TestTemplates_TimestampsAsToISOString(t *testing.T) {
