@@ -394,8 +394,13 @@ func (s *Service) findSpace(ctx context.Context, spaceID string) (space, error) 
 
 // numericIDs returns the numbers an _id may be stored as to read as id once stringified (see
 // stringOf): 7 as an int32, an int64 or a double for "7"; 7.5 as a double for "7.5". None
-// when id is not a number written as stringOf writes it ("07", "7.0" and "1e3" are not).
+// when id is not a number written as stringOf writes it ("07", "7.0" and "1e3" are not), nor
+// for "NaN": a NaN in a filter makes the embedded store drop the connection (a space whose
+// _id is a NaN, which only a direct write to MongoDB can store, cannot be named).
 func numericIDs(id string) bson.A {
+	if id == "NaN" {
+		return nil
+	}
 	if n, err := strconv.ParseInt(id, 10, 64); err == nil && strconv.FormatInt(n, 10) == id {
 		ids := bson.A{n}
 		if n >= math.MinInt32 && n <= math.MaxInt32 {

@@ -1077,6 +1077,44 @@ func TestService_NumericSpaceID(t *testing.T) {
 	}
 }
 
+// Ensure a space named "NaN" is looked up as the string it is: a NaN in a filter makes the
+// embedded store drop the connection, which answered 503 "the application database is
+// unavailable" for a space that merely does not exist.
+func TestService_SpaceIDNaN(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		seed    bool // a space whose _id is the string "NaN"
+		wantErr bool // NotFound
+	}{
+		{"ErrNotFound", false, true},
+		{"OKStringID", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			db := storetest.DBName(t)
+			if tt.seed {
+				if _, err := e.client.Database(e.app).Collection("spaces").InsertOne(ctx, bson.D{{Key: "_id", Value: "NaN"}, {Key: "database", Value: db}}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.client.Database(db).Collection("property_templates").InsertOne(ctx, tdoc("t", "T", time.Now())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: "NaN", DryRun: true})
+			if tt.wantErr && kind(err) != apperr.NotFound || !tt.wantErr && err != nil {
+				t.Fatalf("cleanup of space NaN: err=%v, want NotFound: %v", err, tt.wantErr)
+			}
+			if tt.seed && (rep.SpaceID != "NaN" || !slices.Equal(rep.KeptNotInCore, []string{"t"})) {
+				t.Fatalf("cleanup report %+v, want space NaN keeping t", rep)
+			}
+		})
+	}
+}
+
 // Ensure a template's createdAt and updatedAt are written as JavaScript's toISOString writes
 // them (UTC, always three fractional digits), whether the service set them or read them from a
 // space's ISO string, as property values are.
