@@ -157,6 +157,11 @@ func TestDecodeInput(t *testing.T) {
 			[]string{"id must be shorter than or equal to 256 characters"}},
 		// Bounded, so that no user can make the shared list too large to read.
 		{"OKLongestName", `{"name":"` + strings.Repeat("é", 256) + `","widgetType":"w","properties":[]}`, nil},
+		// Characters are counted, not bytes, as the messages say: 256 "é" (512 bytes) and 256
+		// "🎉" (1,024 bytes) are 256 characters.
+		{"OKLongestIDAndWidgetType", `{"id":"` + strings.Repeat("é", 256) + `","name":"n","widgetType":"` + strings.Repeat("🎉", 256) + `","properties":[]}`, nil},
+		{"ErrLongUnicodeIDAndWidgetType", `{"id":"` + strings.Repeat("é", 257) + `","name":"n","widgetType":"` + strings.Repeat("🎉", 257) + `","properties":[]}`,
+			[]string{"id must be shorter than or equal to 256 characters", "widgetType must be shorter than or equal to 256 characters"}},
 		{"ErrLongTexts", `{"name":"` + strings.Repeat("n", 257) + `","widgetType":"` + strings.Repeat("w", 257) +
 			`","description":"` + strings.Repeat("d", 4097) + `","properties":[]}`,
 			[]string{"name must be shorter than or equal to 256 characters", "widgetType must be shorter than or equal to 256 characters",

@@ -39,7 +39,8 @@ const (
 
 // Bounds of a template, so that one user cannot make the shared list too large to read: an
 // id travels in URL paths; a name and a description are labels; properties are widget
-// settings (a select's options included), measured as stored.
+// settings (a select's options included), measured as stored. Texts are measured in
+// characters (code points), as their messages say, not in bytes.
 const (
 	maxIDLength          = 256
 	maxNameLength        = 256
@@ -123,7 +124,7 @@ func (f inputFields) validate() (Input, []string) {
 		switch {
 		case id == "":
 			msgs = append(msgs, validate.NotEmpty("id"))
-		case len(id) > maxIDLength:
+		case utf8.RuneCountInString(id) > maxIDLength:
 			msgs = append(msgs, validate.MaxLength("id", maxIDLength))
 		}
 		in.ID = id
@@ -133,7 +134,7 @@ func (f inputFields) validate() (Input, []string) {
 		msgs = append(msgs, validate.MaxLength("name", maxNameLength))
 	}
 	in.WidgetType = required("widgetType")
-	if len(in.WidgetType) > maxIDLength {
+	if utf8.RuneCountInString(in.WidgetType) > maxIDLength {
 		msgs = append(msgs, validate.MaxLength("widgetType", maxIDLength))
 	}
 	if d, ok := optional("description"); ok {
