@@ -177,6 +177,13 @@ func TestDecodeInput(t *testing.T) {
 		// between stores: refused on every store.
 		{"ErrNestedArray", `{"name":"n","widgetType":"w","properties":[{"v":[[1]]},{"w":{"x":[1,{"y":[2,[]]}]}}]}`,
 			[]string{"properties.0.v.0 must not be an array: an array cannot hold arrays", "properties.1.w.x.1.y.1 must not be an array: an array cannot hold arrays"}},
+		// An object the database cannot hold is named with the reason, not reported as no object.
+		{"ErrUnreadableObjects", `{"name":"n","widgetType":"w","properties":[{"a\u0000b":1},{"n":[-1e400]},{"o":{"$oid":"zz"}},{"ok":1}]}`,
+			[]string{"properties.0 cannot be stored: a key must not contain a NUL character",
+				"properties.1 cannot be stored: a number is out of range",
+				"properties.2 cannot be stored: it holds a malformed Extended JSON value"}},
+		{"ErrUnreadableObjectAndNotObject", `{"name":"n","widgetType":"w","properties":[{"n":1e400},"x"]}`,
+			[]string{"properties.0 cannot be stored: a number is out of range", "each value in properties must be an object"}},
 		{"OKArraysInObjectsInArrays", `{"name":"n","widgetType":"w","properties":[{"v":[{"w":[1]},{"x":[]}]}]}`, nil},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,9 @@
 package templates
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -72,8 +74,15 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		f.properties = make([]bson.RawValue, len(props))
 		for i, p := range props {
 			var v Value
-			if err := v.UnmarshalJSON(p); err == nil {
+			err := v.UnmarshalJSON(p)
+			switch {
+			case err == nil:
 				f.properties[i] = v.raw
+			case bytes.HasPrefix(bytes.TrimSpace(p), []byte("{")):
+				// An object all the same: name why it cannot be stored, rather than report it
+				// as no object. It stands as an empty one for the rules that follow.
+				f.msgs = append(f.msgs, fmt.Sprintf("properties.%d cannot be stored: %s", i, unstorableReason(err)))
+				f.properties[i] = bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: emptyDocument}
 			}
 		}
 	}
@@ -82,6 +91,22 @@ func DecodeInput(fields map[string]json.RawMessage) (Input, error) {
 		return Input{}, validation(msgs...)
 	}
 	return in, nil
+}
+
+// emptyDocument is {} as BSON.
+var emptyDocument = []byte{5, 0, 0, 0, 0}
+
+// unstorableReason says, for a client, why a property object could not be read as a document
+// (err from Value.UnmarshalJSON).
+func unstorableReason(err error) string {
+	switch msg := err.Error(); {
+	case strings.Contains(msg, "null bytes"):
+		return "a key must not contain a NUL character"
+	case errors.Is(err, strconv.ErrRange) || strings.Contains(msg, "out of range"):
+		return "a number is out of range"
+	default:
+		return "it holds a malformed Extended JSON value"
+	}
 }
 
 // inputFields are a template's fields as validate reads them, from a request body (DecodeInput)
