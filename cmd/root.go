@@ -114,7 +114,7 @@ func run(ctx context.Context, f *factory, args []string) int {
 	case code == exitUsage:
 		fmt.Fprintln(f.stderr, "error:", err.Error())
 	default:
-		fmt.Fprintln(f.stderr, "error:", oneLine(err.Error()))
+		fmt.Fprintln(f.stderr, "error:", terminalSafe(oneLine(err.Error())))
 	}
 	return code
 }

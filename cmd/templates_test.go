@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,73 @@ func TestRunTemplates_OutOfRangeTimestamp(t *testing.T) {
 		if !strings.Contains(fx.out.String(), s) {
 			t.Fatalf("migrate summary lacks %q:\n%s", s, fx.out.String())
 		}
+	}
+}
+
+// Ensure the tables and cards of the templates commands show a stored text's control and
+// bidirectional characters escaped, never raw: a template id is any user's input (through the
+// API, or a space's data), and an escape sequence printed as is would act on the operator's
+// terminal (set its title, write its clipboard, rewrite the line) or reorder what it shows.
+// --json is unchanged: JSON escapes them itself.
+func TestRunTemplates_ControlCharactersEscaped(t *testing.T) {
+	t.Parallel()
+	ids := []string{"evil\x1b]0;pwned\x07", "cr\rOK", "rtl\u202egpj.exe", "c1\u009b31m"}
+	fx := newTemplatesFixture(t, ids...)
+	ctx := context.Background()
+	raw := []string{"\x1b", "\x07", "\r", "\u202e", "\u009b"}
+	shown := []string{`evil\x1b]0;pwned\x07`, `cr\rOK`, `rtl\u202egpj.exe`, `c1\u009b31m`}
+	runs := []struct {
+		name string
+		run  func() error
+	}{
+		{"MigrateDryRun", func() error {
+			return runTemplatesMigrate(ctx, fx.f, fx.svc, &templatesMigrateOptions{DryRun: true})
+		}},
+		{"CleanupBeforeMigration", func() error {
+			return runTemplatesCleanup(ctx, fx.f, fx.svc, &templatesCleanupOptions{SpaceID: fx.spaceID.Hex(), DryRun: true})
+		}},
+		{"ListAfterMigration", func() error {
+			if _, err := fx.svc.Migrate(ctx, templates.MigrateOptions{}); err != nil {
+				return err
+			}
+			return runTemplatesList(ctx, fx.f, fx.svc, &templatesListOptions{})
+		}},
+	}
+	for _, r := range runs {
+		fx.out.Reset()
+		if err := r.run(); err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		got := fx.out.String()
+		for _, c := range raw {
+			if strings.Contains(got, c) {
+				t.Fatalf("%s: output holds the raw character %q:\n%q", r.name, c, got)
+			}
+		}
+		if r.name == "MigrateDryRun" { // the summary names no template: nothing conflicts or fails
+			continue
+		}
+		for _, s := range shown {
+			if !strings.Contains(got, s) {
+				t.Fatalf("%s: output lacks %s:\n%s", r.name, s, got)
+			}
+		}
+	}
+	fx.out.Reset()
+	if err := runTemplatesList(ctx, fx.f, fx.svc, &templatesListOptions{JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	var list []templates.Template
+	if err := json.Unmarshal(fx.out.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	var gotIDs []string
+	for _, tpl := range list {
+		gotIDs = append(gotIDs, tpl.ID)
+	}
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	if d := cmp.Diff(want, gotIDs); d != "" {
+		t.Fatalf("list --json ids (-want +got):\n%s", d)
 	}
 }
