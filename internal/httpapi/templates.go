@@ -169,16 +169,17 @@ func unescapeQuery(s string) string {
 	return s
 }
 
-// queryBool reads the boolean query parameter name ("true"/"false", also "1"/"0"); absent or
-// empty gives def. Given more than once it is refused, even with equal values: on a route that
-// deletes, which of two values counts must not be a guess.
+// queryBool reads the boolean query parameter name ("true"/"false", also "1"/"0"); absent gives
+// def. Empty ("?dryRun=", or a bare "?dryRun", which reads as a request for a dry run) or given
+// more than once, even with equal values, it is refused: on a route that deletes, what the
+// caller meant must not be a guess.
 func queryBool(q url.Values, name string, def bool) (bool, error) {
-	vs := q[name]
+	vs, ok := q[name]
 	switch {
-	case len(vs) > 1:
-		return false, apperr.Validation(validate.IsBoolean(name))
-	case len(vs) == 0 || vs[0] == "":
+	case !ok:
 		return def, nil
+	case len(vs) != 1 || vs[0] == "":
+		return false, apperr.Validation(validate.IsBoolean(name))
 	}
 	b, err := strconv.ParseBool(vs[0])
 	if err != nil {

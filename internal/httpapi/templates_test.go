@@ -423,10 +423,10 @@ func TestTemplates_AdminRoutesRefuseUnknownQueryParameters(t *testing.T) {
 	}
 }
 
-// Ensure a dryRun that cannot be read as exactly one boolean (written twice, holding ";" or a
-// malformed escape, which net/http's own parser drops without a word) is a 400 naming it on
-// migrate and cleanup, and that nothing is written or deleted: read as absent, it made a
-// cleanup run for real.
+// Ensure a dryRun that cannot be read as exactly one boolean (written twice, empty as in a bare
+// "?dryRun", holding ";" or a malformed escape, which net/http's own parser drops without a
+// word) is a 400 naming it on migrate and cleanup, and that nothing is written or deleted: read
+// as absent, it made a cleanup run for real.
 func TestTemplates_AdminRoutesRefuseUnreadableDryRun(t *testing.T) {
 	t.Parallel()
 	e := newTplEnv(t, nil)
@@ -448,6 +448,9 @@ func TestTemplates_AdminRoutesRefuseUnreadableDryRun(t *testing.T) {
 		{"CleanupBadEscape", "DELETE", cleanup + "?dryRun=tru%e", notBoolean},
 		{"CleanupTwice", "DELETE", cleanup + "?dryRun=false&dryRun=true", notBoolean},
 		{"CleanupTwiceSame", "DELETE", cleanup + "?dryRun=true&dryRun=true", notBoolean},
+		{"CleanupEmpty", "DELETE", cleanup + "?dryRun=", notBoolean},
+		{"CleanupBare", "DELETE", cleanup + "?dryRun", notBoolean},
+		{"MigrateEmpty", "POST", migrate + "?dryRun=", notBoolean},
 		{"CleanupBadEscapeInName", "DELETE", cleanup + "?dry%zzRun=true", `["property dry%zzRun should not exist"]`},
 		{"CleanupSemicolonInName", "DELETE", cleanup + "?dryRun;x=true", `["property dryRun;x should not exist"]`},
 		{"MigrateSemicolon", "POST", migrate + "?dryRun=false;", notBoolean},
