@@ -58,13 +58,14 @@ type services struct {
 	memory *memlimit.Limit
 }
 
-// Memory returns the process's bound on buffered bytes, which the API reads request bodies
-// and the AI service providers' answers within; the metrics report it.
+// Memory returns the process's bound on buffered bytes, which the API reads request bodies,
+// the AI service providers' answers and MongoDB query answers within; the metrics report it,
+// whichever of the two is made first.
 func (s *services) Memory() *memlimit.Limit {
 	if s.memory == nil {
 		s.memory = memlimit.New(s.f.cfg.Server.MaxBufferedBytes)
-		if s.memory != nil {
-			s.Metrics().SetBufferedSource(s.memory)
+		if s.memory != nil && s.metrics != nil {
+			s.metrics.SetBufferedSource(s.memory)
 		}
 	}
 	return s.memory
@@ -262,7 +263,9 @@ func (s *services) DBCheck() (*dbcheck.Service, error) {
 	if s.dbcheck != nil {
 		return s.dbcheck, nil
 	}
-	d, err := dbcheck.New(dbcheckOptions(s.f.cfg, s.f.log, false))
+	opts := dbcheckOptions(s.f.cfg, s.f.log, false)
+	opts.Memory = s.Memory() // answers are held within server.max_buffered_bytes, as bodies are
+	d, err := dbcheck.New(opts)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -276,6 +279,9 @@ func (s *services) DBCheck() (*dbcheck.Service, error) {
 func (s *services) Metrics() *metrics.Metrics {
 	if s.metrics == nil {
 		s.metrics = metrics.New()
+		if s.memory != nil { // made before the metrics (by DBCheck): reported all the same
+			s.metrics.SetBufferedSource(s.memory)
+		}
 		s.built(builtMetrics)
 	}
 	return s.metrics

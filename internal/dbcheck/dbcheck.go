@@ -27,6 +27,7 @@ import (
 	"go.mongodb.org/mongo-driver/x/mongo/driver/topology"
 
 	"github.com/acme/app/internal/apperr"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/redact"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// Unrestricted turns reach control and the refused connection-string options off: the
 	// operator's own CLI. The HTTP API never sets it.
 	Unrestricted bool
+
+	// Memory is the process's bound on buffered bytes (server.max_buffered_bytes), which a
+	// query's answer is held within until it is written (QueryResult.Release); nil: no bound
+	// (the operator's CLI).
+	Memory *memlimit.Limit
 
 	CacheSize   int           // cached clients at most (32)
 	IdleTimeout time.Duration // a cached client unused this long is closed (5m)
@@ -141,6 +147,19 @@ type QueryResult struct {
 	Documents []json.RawMessage `json:"documents"`
 	Count     int               `json:"count"`
 	Truncated bool              `json:"truncated,omitempty"`
+
+	// held is what the answer took from mem (Options.Memory), given back by Release.
+	mem  *memlimit.Limit
+	held int64
+}
+
+// Release gives back the bytes the answer holds in the process's bound on buffered bytes:
+// call it once the answer is written (or dropped). Calling it again does nothing.
+func (r *QueryResult) Release() {
+	if r != nil {
+		r.mem.Give(r.held)
+		r.held = 0
+	}
 }
 
 // Test connects to in.ConnectionString, pings in.Database and reports the server's version,
@@ -293,7 +312,13 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 		_ = cur.Close(cctx)
 	}()
 
-	res := &QueryResult{Success: true, Documents: make([]json.RawMessage, 0, min(limit, 128))}
+	res := &QueryResult{Success: true, Documents: make([]json.RawMessage, 0, min(limit, 128)), mem: s.opts.Memory}
+	done := false
+	defer func() {
+		if !done { // failed: the answer is dropped
+			res.Release()
+		}
+	}()
 	total := 0
 	for len(res.Documents) < limit && cur.Next(ctx) { // a server may send more than it was asked
 		doc, err := documentJSON(cur.Current, secrets)
@@ -305,12 +330,21 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 			res.Truncated = true
 			break
 		}
+		// The document is held twice until the answer is written: here, and in the answer
+		// encoded from it. What does not fit beside the other answers and bodies fails the
+		// query at once, as a body that does not fit does.
+		n := 2 * int64(len(doc)+1)
+		if !s.opts.Memory.Take(n) {
+			return nil, memlimit.Refusal(memlimit.ErrFull)
+		}
+		res.held += n
 		res.Documents = append(res.Documents, doc)
 	}
 	if err := cur.Err(); err != nil {
 		return nil, s.queryError(e, in.ConnectionString, err)
 	}
 	res.Count = len(res.Documents)
+	done = true
 	return res, nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/dbcheck"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/store/storetest"
 )
 
@@ -649,5 +650,53 @@ func TestSRVLookupFailure(t *testing.T) {
 	wantKind(t, err, apperr.Upstream, "DNS lookup of _mongodb._tcp.nonexistent.invalid failed")
 	if strings.Contains(res.Error+err.Error(), "s3cretpw") {
 		t.Fatal("the password reached an answer")
+	}
+}
+
+// Ensure a query's answer is held within the process's bound on buffered bytes: its documents
+// and the answer encoded from them are taken from the bound until Release (after the answer is
+// written), a query whose answer does not fit beside the others' is refused at once (503,
+// overloaded, Retry-After) and gives back what it took, and Release gives back every byte.
+func TestQuery_WithinTheBufferedBound(t *testing.T) {
+	t.Parallel()
+	docs := make([]any, 20)
+	for i := range docs {
+		docs[i] = bson.M{"n": i, "pad": strings.Repeat("x", 1000)}
+	}
+	dbName := seed(t, docs...)
+	ctx := ctxT(t)
+	mem := memlimit.New(100 << 10)
+	s := newService(t, dbcheck.Options{Memory: mem})
+	in := dbcheck.QueryInput{ConnectionString: storeURI(t), Database: dbName, Collection: "items"}
+
+	first, err := s.Query(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := mem.Used()
+	size := 0
+	for _, d := range first.Documents {
+		size += len(d) + 1
+	}
+	if first.Count != 20 || held < int64(2*size) {
+		t.Fatalf("count=%d, %d bytes held, want 20 documents and at least %d (the documents and their answer)", first.Count, held, 2*size)
+	}
+	second, err := s.Query(ctx, in)
+	if err != nil {
+		t.Fatalf("a second answer fits beside the first: %v", err)
+	}
+	_, err = s.Query(ctx, in)
+	wantKind(t, err, apperr.Unavailable, "server.max_buffered_bytes")
+	if e := apperr.As(err); e.Code != memlimit.Overloaded || e.RetryAfter != 1 {
+		t.Fatalf("refusal code=%q retryAfter=%d, want %q and 1", e.Code, e.RetryAfter, memlimit.Overloaded)
+	}
+	if got := mem.Used(); got != 2*held {
+		t.Fatalf("%d bytes held after a refused query, want %d: it kept what it took", got, 2*held)
+	}
+	first.Release()
+	second.Release()
+	second.Release() // twice is harmless
+	if got := mem.Used(); got != 0 {
+		t.Fatalf("%d bytes held after Release, want 0", got)
 	}
 }

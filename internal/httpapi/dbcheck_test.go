@@ -17,6 +17,7 @@ import (
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/httpapi"
+	"github.com/acme/app/internal/memlimit"
 	"github.com/acme/app/internal/store/storetest"
 )
 
@@ -178,4 +179,63 @@ func TestStorageEndpoints(t *testing.T) {
 func jsonText(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// Ensure a query's answer is held within the process's bound on buffered bytes: given back
+// once written, and answered 503 with Retry-After (code overloaded) in the envelope when it
+// does not fit.
+func TestStorageQuery_WithinTheBufferedBound(t *testing.T) {
+	t.Parallel()
+	db := storetest.DB(t)
+	docs := make([]any, 10)
+	for i := range docs {
+		docs[i] = bson.M{"n": i, "pad": strings.Repeat("x", 2000)}
+	}
+	if _, err := db.Collection("items").InsertMany(context.Background(), docs); err != nil {
+		t.Fatal(err)
+	}
+	tokens := auth.NewTokens([]byte("test-secret-test-secret-test-secret"), time.Hour)
+	tok, err := tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "a@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"connectionString": storetest.Store(t).URI(), "database": db.Name(), "collection": "items"}
+	tests := []struct {
+		name       string
+		max        int64
+		wantStatus int
+	}{
+		{"OK", 1 << 20, 200},
+		{"ErrOverloaded", 16 << 10, 503}, // the body fits, the answer (10 × 2 KB, twice) does not
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := memlimit.New(tt.max)
+			svc, err := dbcheck.New(dbcheck.Options{AllowedHosts: []string{"127.0.0.1"}, Memory: mem})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = svc.Close(context.Background()) })
+			srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{Memory: mem}, httpapi.Deps{Tokens: tokens, DBCheck: svc}))
+			t.Cleanup(srv.Close)
+			status, out := post(t, srv, "/api/storage/mongodb/query", tok, body)
+			if status != tt.wantStatus {
+				t.Fatalf("status=%d %v, want %d", status, out, tt.wantStatus)
+			}
+			if status == 200 && out["count"] != 10.0 {
+				t.Fatalf("count=%v, want 10", out["count"])
+			}
+			if status == 503 && (out["error"] != "Service Unavailable" || !strings.Contains(out["message"].(string), "server.max_buffered_bytes")) {
+				t.Fatalf("body %v, want the overloaded envelope", out)
+			}
+			// The handler gives the bytes back as it returns, just after the client has read
+			// the answer.
+			for deadline := time.Now().Add(2 * time.Second); mem.Used() != 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			if got := mem.Used(); got != 0 {
+				t.Fatalf("%d bytes held once the answer was written, want 0", got)
+			}
+		})
+	}
 }
