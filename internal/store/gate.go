@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/bsontype"
+	"go.mongodb.org/mongo-driver/x/bsonx/bsoncore"
 )
 
 // The embedded store (FerretDB v1 on SQLite) applies an update as a read followed by a write,
@@ -21,8 +24,10 @@ import (
 // write commands of all connections one at a time. Reads pass concurrently. SQLite admits one
 // writer at a time anyway, so serializing writes costs no throughput.
 //
-// The gate reads the wire protocol's framing only: the 16-byte header and, for OP_MSG, the
-// name of the command (the first key of the body). It never rewrites a message.
+// The gate reads the wire protocol's framing: the 16-byte header and, for OP_MSG, the name of
+// the command (the first key of the body). It never rewrites a message. It also looks for a
+// NaN in a command's documents, on which the embedded store closes the connection, and
+// answers such a command with an error itself (see hasNaN).
 
 // Wire protocol constants (MongoDB's OP_MSG specification).
 const (
@@ -179,6 +184,17 @@ func (g *gate) serve(client net.Conn) error {
 		if req, err = readMessage(cr, req); err != nil {
 			return err
 		}
+		if hasNaN(req) {
+			// The embedded store closes the connection on a NaN (it can neither store nor
+			// match one): the client gets an error instead, and keeps its connection.
+			res = nanRefusal(req, res)
+			if flags(req)&flagMoreToCome == 0 {
+				if _, err := client.Write(res); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		write := isWrite(req)
 		if write {
 			g.writes.Lock()
@@ -300,4 +316,100 @@ func commandBody(msg []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// hasNaN reports whether an OP_MSG's body or document sequences hold a NaN double at any
+// depth. FerretDB v1 can neither store nor match a NaN and closes the connection on one (the
+// driver then reports "socket was unexpectedly closed" and clears its pool); MongoDB itself
+// takes them. A malformed message is left for the store to answer.
+func hasNaN(msg []byte) bool {
+	if len(msg) < headerLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
+		return false
+	}
+	end := len(msg)
+	if flags(msg)&flagChecksum != 0 {
+		end -= 4
+	}
+	for pos := headerLen + 4; pos < end; {
+		kind := msg[pos]
+		pos++
+		if pos+4 > end {
+			return false
+		}
+		size := int(int32(binary.LittleEndian.Uint32(msg[pos : pos+4])))
+		if size < 5 || pos+size > end {
+			return false
+		}
+		switch kind {
+		case 0:
+			if docHasNaN(msg[pos : pos+size]) {
+				return true
+			}
+		case 1: // int32 size, the identifier (a cstring), then documents to the section's end
+			seq := msg[pos+4 : pos+size]
+			i := 0
+			for i < len(seq) && seq[i] != 0 {
+				i++
+			}
+			for docs := seq[min(i+1, len(seq)):]; len(docs) > 0; {
+				doc, rest, ok := bsoncore.ReadDocument(docs)
+				if !ok {
+					return false
+				}
+				if docHasNaN(doc) {
+					return true
+				}
+				docs = rest
+			}
+		default:
+			return false
+		}
+		pos += size
+	}
+	return false
+}
+
+// docHasNaN reports whether a BSON document (or array) holds a NaN double at any depth.
+func docHasNaN(doc []byte) bool {
+	if len(doc) < 5 {
+		return false
+	}
+	for rem := doc[4 : len(doc)-1]; len(rem) > 0; {
+		elem, rest, ok := bsoncore.ReadElement(rem)
+		if !ok {
+			return false
+		}
+		switch v := elem.Value(); v.Type {
+		case bsontype.Double:
+			if f, ok := v.DoubleOK(); ok && math.IsNaN(f) {
+				return true
+			}
+		case bsontype.EmbeddedDocument, bsontype.Array:
+			if docHasNaN(v.Data) {
+				return true
+			}
+		}
+		rem = rest
+	}
+	return false
+}
+
+// nanRefusal is the store's error reply to req, a command holding a NaN, written into buf:
+// BadValue (code 2), as MongoDB answers a value it cannot take.
+func nanRefusal(req, buf []byte) []byte {
+	body, _ := bson.Marshal(bson.D{
+		{Key: "ok", Value: 0.0},
+		{Key: "errmsg", Value: "NaN values cannot be stored or matched by the embedded store"},
+		{Key: "code", Value: int32(2)},
+		{Key: "codeName", Value: "BadValue"},
+	})
+	n := headerLen + 4 + 1 + len(body)
+	buf = append(buf[:0], make([]byte, headerLen+5)...)
+	binary.LittleEndian.PutUint32(buf[0:4], uint32(n))
+	binary.LittleEndian.PutUint32(buf[4:8], 0)       // requestID
+	copy(buf[8:12], req[4:8])                        // responseTo: the request's id
+	binary.LittleEndian.PutUint32(buf[12:16], opMsg) // opCode
+	binary.LittleEndian.PutUint32(buf[16:20], 0)     // flagBits
+	buf[20] = 0                                      // section kind 0: the body
+	return append(buf, body...)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -84,5 +85,39 @@ func FuzzCommandName(f *testing.F) {
 		}
 		_ = flags(msg)
 		_ = isWrite(msg)
+	})
+}
+
+// Ensure hasNaN finds a NaN at any depth of the body, past a document sequence and beside a
+// checksum, and nothing in a message without one or in a malformed message; and that it never
+// panics on arbitrary bytes (the gate reads whatever a client sends).
+func FuzzHasNaN(f *testing.F) {
+	nan := math.NaN()
+	cases := []struct {
+		fl       uint32
+		seqFirst bool
+		doc      bson.D
+		want     bool
+	}{
+		{0, false, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "v", Value: nan}}}}, true},
+		{flagChecksum, true, bson.D{{Key: "update", Value: "c"}, {Key: "x", Value: bson.A{1, bson.A{bson.D{{Key: "y", Value: nan}}}}}}, true},
+		{0, true, bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "v", Value: math.Inf(1)}}}}, false},
+		{0, false, bson.D{{Key: "ping", Value: 1.0}}, false},
+	}
+	for _, tc := range cases {
+		msg := opMsgOf(f, tc.fl, tc.seqFirst, tc.doc)
+		if got := hasNaN(msg); got != tc.want {
+			f.Errorf("hasNaN(%v) = %v, want %v", tc.doc, got, tc.want)
+		}
+		if hasNaN(msg[:len(msg)-3]) {
+			f.Errorf("hasNaN of a message cut short found a NaN")
+		}
+		f.Add(msg)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		hasNaN(msg)
+		if len(msg) >= headerLen {
+			nanRefusal(msg, nil)
+		}
 	})
 }

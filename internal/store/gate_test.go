@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -287,5 +289,61 @@ func TestStore_UnacknowledgedWrites(t *testing.T) {
 	n, err := client.Database(name).Collection("c").CountDocuments(ctx, bson.D{})
 	if err != nil || n != 50 {
 		t.Fatalf("count after 50 unacknowledged inserts on one connection = %d, %v; want 50", n, err)
+	}
+}
+
+// Ensure a command holding a NaN, which the embedded store can neither store nor match (it
+// closed the connection on one: "socket was unexpectedly closed"), is answered with BadValue
+// for this process's client and an outside one alike, writes nothing, and leaves the
+// connection serving the next command.
+func TestStore_NaNIsRefusedWithAnError(t *testing.T) {
+	t.Parallel()
+	st := storetest.Store(t)
+	outside, err := store.Connect(ctxT(t), st.URI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = outside.Disconnect(context.Background()) })
+	for name, client := range map[string]*mongo.Client{"OwnClient": st.Client(), "OutsideClient": outside} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			coll := client.Database(storetest.DBName(t)).Collection("nan")
+			if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1.5}}); err != nil {
+				t.Fatal(err)
+			}
+			nan := math.NaN()
+			commands := map[string]func() error{
+				"Count": func() error { _, err := coll.CountDocuments(ctx, bson.D{{Key: "v", Value: nan}}); return err },
+				"FindNested": func() error {
+					return coll.FindOne(ctx, bson.D{{Key: "v", Value: bson.D{{Key: "$in", Value: bson.A{1, nan}}}}}).Err()
+				},
+				"InsertMany": func() error {
+					_, err := coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}, {Key: "a", Value: bson.A{bson.D{{Key: "x", Value: nan}}}}}})
+					return err
+				},
+				"Update": func() error {
+					_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: nan}}}})
+					return err
+				},
+			}
+			for cmd, run := range commands {
+				err := run()
+				var ce mongo.ServerError
+				if !errors.As(err, &ce) || !ce.HasErrorCode(2) || !strings.Contains(err.Error(), "NaN") {
+					t.Errorf("%s: err = %v, want BadValue naming NaN", cmd, err)
+				}
+			}
+			var doc struct {
+				V float64 `bson:"v"`
+			}
+			n, err := coll.CountDocuments(ctx, bson.D{})
+			if err == nil {
+				err = coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&doc)
+			}
+			if err != nil || n != 1 || doc.V != 1.5 {
+				t.Fatalf("after the refusals: %d documents, v %v, err %v; want the one document unchanged", n, doc.V, err)
+			}
+		})
 	}
 }
