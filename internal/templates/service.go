@@ -395,8 +395,8 @@ func (s *Service) findSpace(ctx context.Context, spaceID string) (space, error) 
 // numericIDs returns the numbers an _id may be stored as to read as id once stringified (see
 // stringOf): 7 as an int32, an int64 or a double for "7"; 7.5 as a double for "7.5". None
 // when id is not a number written as stringOf writes it ("07", "7.0" and "1e3" are not), nor
-// for "NaN": a NaN in a filter makes the embedded store drop the connection (a space whose
-// _id is a NaN, which only a direct write to MongoDB can store, cannot be named).
+// for "NaN": the embedded store refuses a filter holding a NaN (a space whose _id is a NaN,
+// which only a direct write to MongoDB can store, cannot be named).
 func numericIDs(id string) bson.A {
 	if id == "NaN" {
 		return nil

@@ -1089,9 +1089,9 @@ func TestService_NumericSpaceID(t *testing.T) {
 	}
 }
 
-// Ensure a space named "NaN" is looked up as the string it is: a NaN in a filter makes the
-// embedded store drop the connection, which answered 503 "the application database is
-// unavailable" for a space that merely does not exist.
+// Ensure a space named "NaN" is looked up as the string it is: the embedded store refuses a
+// filter holding a NaN, which answered 503 "the application database is unavailable" for a
+// space that merely does not exist.
 func TestService_SpaceIDNaN(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
