@@ -210,6 +210,19 @@ try {
   models = await api('GET', '/v1/models', secret);
   if (models.status !== 401) fail(`GET /v1/models with the revoked key: ${models.status}, want 401`);
   ok('revoked it: gone from the list, GET /v1/models with it answers 401');
+  // A name is up to 100 characters, as the API counts them: 60 emoji (120 UTF-16 code units,
+  // which an HTML maxlength would count) are typed and saved whole.
+  const emojiName = '\u{1F511}'.repeat(60);
+  await page.getByLabel(exact('Key name')).fill(emojiName);
+  if ((await page.getByLabel(exact('Key name')).inputValue()) !== emojiName) fail('the Key name field cut a name of 60 emoji');
+  await page.getByRole('button', { name: exact('Create key') }).click();
+  const emojiBox = page.getByRole('status').filter({ hasText: 'sk-app-' });
+  await emojiBox.waitFor();
+  if ((await emojiBox.locator('strong').textContent()) !== emojiName) fail('the key made from a name of 60 emoji has another name');
+  const emojiKey = (await api('GET', '/api/keys', userToken)).body.find((k) => k.name === emojiName);
+  if (!emojiKey || (await api('DELETE', `/api/keys/${emojiKey.id}`, userToken)).status !== 204) fail('could not find and revoke the key named with 60 emoji');
+  await emojiBox.getByRole('button', { name: exact('Done') }).click();
+  ok('a key name of 60 emoji (120 UTF-16 units) is typed and saved whole');
   // Each key's expiry is listed (a key made on the API may have one): its day, never, or
   // expired, so that the user knows which keys no longer work. The list is answered with one
   // key's expiry moved into the past, as no key can be made expired.

@@ -285,7 +285,7 @@ function Keys({ token }) {
     <form class="row" onSubmit=${create}>
       <div class="field">
         <label for="key-name">Key name</label>
-        <input id="key-name" required maxlength="100" value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
+        <input id="key-name" required value=${name} onInput=${(e) => setName(e.currentTarget.value)} />
       </div>
       <div class="field"><button type="submit">Create key</button></div>
     </form>
