@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -395,6 +396,20 @@ type messageStream struct {
 	block   int    // the open block's index (-1: none)
 	kind    string // the open block's type: text, tool_use
 	tool    int    // the open tool_use block's call index
+	args    []byte // the open tool_use block's arguments so far
+
+	// Anthropic streams one block after another; OpenAI may interleave the fragments of
+	// parallel calls. A call that starts while the open one's arguments are still incomplete
+	// JSON is held here, in order, and sent whole once the open block closes.
+	held    []*heldCall
+	heldIdx map[int]*heldCall
+	closed  map[int]bool // the calls whose block is closed
+}
+
+// heldCall is a tool call held back while another call's block is open.
+type heldCall struct {
+	id, name string
+	args     strings.Builder
 }
 
 // start sends message_start, naming the model the provider reported (reported), and a ping,
@@ -417,19 +432,30 @@ func (m *messageStream) delta(d ai.Delta) error {
 		return err
 	}
 	switch tc := d.ToolCall; {
-	case tc != nil && (m.kind != "tool_use" || m.tool != tc.Index):
+	case tc != nil && m.kind == "tool_use" && m.tool == tc.Index:
+		return m.toolDelta(tc.Arguments)
+	case tc != nil && m.heldIdx[tc.Index] != nil:
+		h := m.heldIdx[tc.Index]
+		h.id, h.name = cmp.Or(h.id, tc.ID), cmp.Or(h.name, tc.Name)
+		h.args.WriteString(tc.Arguments)
+		return nil
+	case tc != nil && m.closed[tc.Index]:
+		// A fragment of a call whose arguments were already a whole JSON value: nothing valid
+		// can follow them (whitespace at most), and its block is closed.
+		return nil
+	case tc != nil && (len(m.held) > 0 || m.kind == "tool_use" && !json.Valid(m.args)):
+		h := &heldCall{id: tc.ID, name: tc.Name}
+		h.args.WriteString(tc.Arguments)
+		if m.heldIdx == nil {
+			m.heldIdx = map[int]*heldCall{}
+		}
+		m.held, m.heldIdx[tc.Index] = append(m.held, h), h
+		return nil
+	case tc != nil:
 		if err := m.closeBlock(); err != nil {
 			return err
 		}
-		m.block, m.kind, m.tool = m.block+1, "tool_use", tc.Index
-		idx := m.block
-		if err := m.emit(&MessageEvent{Type: "content_block_start", Index: &idx,
-			ContentBlock: &ContentBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: json.RawMessage("{}")}}); err != nil {
-			return err
-		}
-		return m.toolDelta(tc.Arguments)
-	case tc != nil:
-		return m.toolDelta(tc.Arguments)
+		return m.toolBlock(tc.Index, tc.ID, tc.Name, tc.Arguments)
 	case d.Text != "" || d.Refusal != "":
 		text := d.Text + d.Refusal
 		if m.kind != "text" {
@@ -448,21 +474,59 @@ func (m *messageStream) delta(d ai.Delta) error {
 	return nil
 }
 
+// toolBlock opens the tool_use block of call index, with its first arguments.
+func (m *messageStream) toolBlock(index int, id, name, args string) error {
+	m.block, m.kind, m.tool, m.args = m.block+1, "tool_use", index, m.args[:0]
+	idx := m.block
+	if err := m.emit(&MessageEvent{Type: "content_block_start", Index: &idx,
+		ContentBlock: &ContentBlock{Type: "tool_use", ID: id, Name: name, Input: json.RawMessage("{}")}}); err != nil {
+		return err
+	}
+	return m.toolDelta(args)
+}
+
 func (m *messageStream) toolDelta(args string) error {
 	if args == "" {
 		return nil
 	}
+	m.args = append(m.args, args...)
 	idx := m.block
 	return m.emit(&MessageEvent{Type: "content_block_delta", Index: &idx, Delta: &EventDelta{Type: "input_json_delta", PartialJSON: &args}})
 }
 
+// closeBlock closes the open block, then sends the calls held meanwhile, each whole.
 func (m *messageStream) closeBlock() error {
 	if m.kind == "" {
 		return nil
 	}
+	if m.kind == "tool_use" {
+		if m.closed == nil {
+			m.closed = map[int]bool{}
+		}
+		m.closed[m.tool] = true
+	}
 	m.kind = ""
 	idx := m.block
-	return m.emit(&MessageEvent{Type: "content_block_stop", Index: &idx})
+	if err := m.emit(&MessageEvent{Type: "content_block_stop", Index: &idx}); err != nil {
+		return err
+	}
+	held := m.held
+	m.held = nil
+	for index := range m.heldIdx {
+		delete(m.heldIdx, index)
+		m.closed[index] = true
+	}
+	for _, h := range held {
+		if err := m.toolBlock(-1, h.id, h.name, h.args.String()); err != nil {
+			return err
+		}
+		m.kind = ""
+		idx := m.block
+		if err := m.emit(&MessageEvent{Type: "content_block_stop", Index: &idx}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // messageID is the answer's id: msg_ and the request id.

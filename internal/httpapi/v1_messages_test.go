@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -323,5 +324,84 @@ func TestV1Messages_MidStreamErrorKeepsItsType(t *testing.T) {
 	evs := events(t, rec.Body.String())
 	if len(evs) == 0 || evs[len(evs)-1][0] != "error" || !strings.Contains(evs[len(evs)-1][1], `"type":"overloaded_error"`) {
 		t.Errorf("stream %s: want it to end with an overloaded_error event", rec.Body)
+	}
+}
+
+// Ensure parallel tool calls streamed by OpenAI reach a /v1/messages client as Anthropic
+// streams them, one whole block after another, each tool_use block with its id, its name and
+// all its arguments, also when OpenAI's fragments of two calls interleave.
+func TestV1Messages_StreamParallelToolCalls(t *testing.T) {
+	t.Parallel()
+	chunk := func(index int, first bool, args string) string {
+		call := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
+		if first {
+			call["id"], call["type"] = []string{"call_a", "call_b"}[index], "function"
+			call["function"].(map[string]any)["name"] = []string{"get_weather", "get_time"}[index]
+		}
+		b, _ := json.Marshal(map[string]any{"id": "c", "choices": []any{map[string]any{"delta": map[string]any{"tool_calls": []any{call}}}}})
+		return string(b)
+	}
+	end := []string{`{"id":"c","choices":[{"delta":{},"finish_reason":"tool_calls"}]}`,
+		`{"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}}`, `[DONE]`}
+	tests := []struct {
+		name   string
+		chunks []string
+		// wantOrder is the blocks' events: s = start, d = delta, e = stop, and the block's index.
+		wantOrder string
+	}{
+		{name: "OneAfterTheOther", chunks: []string{chunk(0, true, ""), chunk(0, false, `{"city":`), chunk(0, false, `"Paris"}`),
+			chunk(1, true, `{"tz":`), chunk(1, false, `"CET"}`)}, wantOrder: "s0 d0 d0 e0 s1 d1 d1 e1"},
+		{name: "Interleaved", chunks: []string{chunk(0, true, ""), chunk(0, false, `{"city":`), chunk(1, true, `{"tz":`),
+			chunk(0, false, `"Paris"}`), chunk(1, false, `"CET"}`)}, wantOrder: "s0 d0 d0 e0 s1 d1 e1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newGWFixture(t, Options{}, aitest.Events(append(tt.chunks, end...)...))
+			_, tok := fx.user(t)
+			rec := do(fx.h, "POST", "/v1/messages", `{"model":"openai/gpt-4o-mini","max_tokens":50,"stream":true,
+				"messages":[{"role":"user","content":"Weather and time?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}},
+				{"name":"get_time","input_schema":{"type":"object"}}]}`, tok)
+			if got, want := rec.Code, 200; got != want {
+				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+			}
+			type block struct{ ID, Name, Args string }
+			var blocks []block
+			var order []string
+			for _, e := range events(t, rec.Body.String()) {
+				var v struct {
+					Index        int `json:"index"`
+					ContentBlock struct {
+						ID, Name string
+					} `json:"content_block"`
+					Delta struct {
+						PartialJSON string `json:"partial_json"`
+					} `json:"delta"`
+				}
+				if err := json.Unmarshal([]byte(e[1]), &v); err != nil {
+					t.Fatalf("event %s: %v", e[1], err)
+				}
+				switch e[0] {
+				case "content_block_start":
+					if v.Index != len(blocks) {
+						t.Fatalf("block %d started after %d blocks: %s", v.Index, len(blocks), rec.Body)
+					}
+					blocks = append(blocks, block{ID: v.ContentBlock.ID, Name: v.ContentBlock.Name})
+					order = append(order, "s"+strconv.Itoa(v.Index))
+				case "content_block_delta":
+					blocks[v.Index].Args += v.Delta.PartialJSON
+					order = append(order, "d"+strconv.Itoa(v.Index))
+				case "content_block_stop":
+					order = append(order, "e"+strconv.Itoa(v.Index))
+				}
+			}
+			want := []block{{"call_a", "get_weather", `{"city":"Paris"}`}, {"call_b", "get_time", `{"tz":"CET"}`}}
+			if diff := cmp.Diff(want, blocks); diff != "" {
+				t.Errorf("tool_use blocks (-want +got):\n%s\n%s", diff, rec.Body)
+			}
+			if got := strings.Join(order, " "); got != tt.wantOrder {
+				t.Errorf("block events %q, want %q", got, tt.wantOrder)
+			}
+		})
 	}
 }
