@@ -816,9 +816,13 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	case u.timeout:
 		return apperr.Wrap(apperr.UpstreamTimeout, u, fmt.Sprintf("%s did not answer within %s (ai.timeout)", name, s.timeout))
 	case u.authRejected:
-		return apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s refused the server's API key: check ai.%s.api_key", name, name))
+		e := apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s refused the server's API key: check ai.%s.api_key", name, name))
+		e.NoRetry = true // until an operator changes the key
+		return e
 	case u.billing:
-		return apperr.Wrap(apperr.Unavailable, u, fmt.Sprintf("%s refused the request: the server's account has reached its spending limit (%s)", name, msg))
+		e := apperr.Wrap(apperr.Unavailable, u, fmt.Sprintf("%s refused the request: the server's account has reached its spending limit (%s)", name, msg))
+		e.NoRetry = true // until an operator adds credit
+		return e
 	case u.blocked != "":
 		return apperr.Wrap(apperr.Invalid, u, fmt.Sprintf("%s blocked the prompt: %s", name, u.blocked))
 	case u.malformed:

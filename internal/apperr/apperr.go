@@ -37,6 +37,10 @@ type Error struct {
 	List bool
 	// RetryAfter, when positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// NoRetry says that sending the same request again soon cannot succeed (the server's
+	// provider key refused, its provider account out of credit); it is sent as the header
+	// X-Should-Retry: false, which the official OpenAI and Anthropic SDKs obey.
+	NoRetry bool
 	// Param names the request parameter the failure is about, as the request named it
 	// ("temperature", "messages[0].role"); "" when none or several. Formats that have the
 	// field (OpenAI's param) show it.

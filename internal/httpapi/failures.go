@@ -57,10 +57,14 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeFailure(w, formatFrom(r.Context()), err)
 }
 
-// writeFailure answers err in format f, with its Retry-After, without logging it.
+// writeFailure answers err in format f, with its Retry-After and X-Should-Retry, without
+// logging it.
 func writeFailure(w http.ResponseWriter, f errorFormat, err error) {
 	if e := apperr.As(err); e != nil && e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if e := apperr.As(err); e != nil && e.NoRetry {
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	status, body := f(w.Header(), err)
 	encode(w, status, body)

@@ -541,3 +541,49 @@ func TestBudgetConcurrentCalls(t *testing.T) {
 		t.Fatalf("recorded %+v for %d admitted calls, limit %g", sum, statuses[200], limit)
 	}
 }
+
+// Ensure a provider failure that retrying cannot cure (the server's provider key refused, its
+// provider account out of credit) is answered on /v1 and /v1/messages with X-Should-Retry:
+// false, so that the official SDKs do not send it twice more; one that may pass (a 5xx) is
+// left to the SDKs' retries.
+func TestV1_ProviderFailureRetryHint(t *testing.T) {
+	t.Parallel()
+	geminiBadKey := `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`
+	anthropicSpendLimit := `{"type":"error","error":{"type":"rate_limit_error","message":"spend limit","details":{"error_code":"enforced_spend_limit_reached"}}}`
+	tests := []struct {
+		name       string
+		model      string
+		fail       aitest.Responder
+		wantStatus int
+		wantHeader string // X-Should-Retry
+	}{
+		{"OpenAIKeyRefused", "openai/gpt-4o-mini", aitest.Error("openai", 401, "invalid_api_key", "Incorrect API key provided"), 502, "false"},
+		{"OpenAIInsufficientQuota", "openai/gpt-4o-mini", aitest.Error("openai", 429, "insufficient_quota", "You exceeded your current quota"), 503, "false"},
+		{"AnthropicBillingError", "anthropic/claude-haiku-4-5", aitest.Error("anthropic", 402, "billing_error", "Your credit balance is too low"), 503, "false"},
+		{"AnthropicSpendLimit", "anthropic/claude-haiku-4-5", aitest.JSON(429, json.RawMessage(anthropicSpendLimit)), 503, "false"},
+		{"GeminiKeyRefused", "gemini/gemini-2.5-flash", aitest.JSON(400, json.RawMessage(geminiBadKey)), 502, "false"},
+		{"OpenAIServerError", "openai/gpt-4o-mini", aitest.JSON(500, "<html>oops</html>"), 502, ""},
+	}
+	for _, tt := range tests {
+		for _, route := range []string{"/v1/chat/completions", "/v1/messages"} {
+			t.Run(tt.name+route, func(t *testing.T) {
+				t.Parallel()
+				fx := newGWFixture(t, Options{}, tt.fail)
+				_, tok := fx.user(t)
+				body := fmt.Sprintf(`{"model":%q,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, tt.model)
+				rec := do(fx.h, "POST", route, body, tok)
+				if got, want := rec.Code, tt.wantStatus; got != want {
+					t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+				}
+				if got, want := rec.Header().Get("X-Should-Retry"), tt.wantHeader; got != want {
+					t.Errorf("X-Should-Retry=%q, want %q", got, want)
+				}
+				if tt.wantHeader == "false" {
+					if got, want := len(fx.fakes[strings.Split(tt.model, "/")[0]].Calls()), 1; got != want {
+						t.Errorf("the provider received %d calls, want %d", got, want)
+					}
+				}
+			})
+		}
+	}
+}
