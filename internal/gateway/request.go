@@ -75,6 +75,7 @@ var accepted = map[string]bool{
 // neutral are parameters accepted only at the value that changes nothing (OpenAI's default).
 var neutral = map[string]string{
 	"n": "1", "presence_penalty": "0", "frequency_penalty": "0", "logprobs": "false",
+	"store": "false", // chat completions are not stored unless asked; some clients say so
 }
 
 // Parse reads a chat-completions body. Anything the gateway cannot honour is an Invalid

@@ -43,7 +43,7 @@ func TestParseAccepted(t *testing.T) {
 			{"role":"developer","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
 			{"role":"assistant","content":"ok"}],
 			"temperature":0.5,"top_p":0.9,"max_completion_tokens":50,"stop":["x","y"],"stream":true,
-			"stream_options":{"include_usage":true},"user":"u-1","n":1,"presence_penalty":0,"response_format":{"type":"text"},"tools":null}`,
+			"stream_options":{"include_usage":true},"user":"u-1","n":1,"presence_penalty":0,"store":false,"response_format":{"type":"text"},"tools":null}`,
 			Request{Provider: "openai", Model: "openai/gpt-4o-mini", Stream: true, IncludeUsage: true,
 				Input: ai.ChatInput{SystemAllowed: true, ProviderDefaults: true, Model: "gpt-4o-mini", Temperature: fptr(0.5), TopP: fptr(0.9), MaxTokens: iptr(50), Stop: []string{"x", "y"},
 					Messages: []ai.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "ab"}, {Role: "assistant", Content: "ok"}}}}},
@@ -92,6 +92,7 @@ func TestParseRefused(t *testing.T) {
 		body, param, code string
 	}{
 		{`{"model":"openai/gpt-4o-mini",` + msg + `,"n":2}`, "n", "unsupported_parameter"},
+		{`{"model":"openai/gpt-4o-mini",` + msg + `,"store":true}`, "store", "unsupported_parameter"},
 		// A field inside a part or a tool is refused like one at the top: never dropped.
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"text","text":"a","bogus":1}]}]}`, "messages[0].content[0].bogus", "unsupported_parameter"},
 		{`{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x.test/a.png","fidelity":"max"}}]}]}`, "messages[0].content[0].image_url.fidelity", "unsupported_parameter"},
