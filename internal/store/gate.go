@@ -289,40 +289,20 @@ func commandName(msg []byte) []byte {
 // commandBody returns an OP_MSG's body (the section of kind 0), a BSON document whose length
 // prefix fits msg, or nil when msg is not a well-formed OP_MSG.
 func commandBody(msg []byte) []byte {
-	if len(msg) < headerLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
-		return nil
-	}
-	end := len(msg)
-	if flags(msg)&flagChecksum != 0 {
-		end -= 4
-	}
-	for pos := headerLen + 4; pos < end; {
-		kind := msg[pos]
-		pos++
-		if pos+4 > end {
-			return nil
+	var body []byte
+	sections(msg, func(kind byte, sec []byte) bool {
+		if kind == 0 {
+			body = sec
 		}
-		size := int(int32(binary.LittleEndian.Uint32(msg[pos : pos+4])))
-		if size < 5 || pos+size > end {
-			return nil
-		}
-		switch kind {
-		case 0:
-			return msg[pos : pos+size]
-		case 1: // a document sequence: int32 size, identifier, documents
-			pos += size
-		default:
-			return nil
-		}
-	}
-	return nil
+		return kind != 0
+	})
+	return body
 }
 
-// hasNaN reports whether an OP_MSG's body or document sequences hold a NaN double at any
-// depth. FerretDB v1 can neither store nor match a NaN and closes the connection on one (the
-// driver then reports "socket was unexpectedly closed" and clears its pool); MongoDB itself
-// takes them. A malformed message is left for the store to answer.
-func hasNaN(msg []byte) bool {
+// sections calls fn with the kind and the bytes (size prefix included) of each section of an
+// OP_MSG, in order, until fn returns false. It stops at the first malformed section and calls
+// fn for nothing when msg is not an OP_MSG; it reports whether every section was read.
+func sections(msg []byte, fn func(kind byte, sec []byte) bool) bool {
 	if len(msg) < headerLen+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
 		return false
 	}
@@ -337,36 +317,48 @@ func hasNaN(msg []byte) bool {
 			return false
 		}
 		size := int(int32(binary.LittleEndian.Uint32(msg[pos : pos+4])))
-		if size < 5 || pos+size > end {
+		if size < 5 || pos+size > end || kind > 1 {
 			return false
 		}
-		switch kind {
-		case 0:
-			if docHasNaN(msg[pos : pos+size]) {
-				return true
-			}
-		case 1: // int32 size, the identifier (a cstring), then documents to the section's end
-			seq := msg[pos+4 : pos+size]
-			i := 0
-			for i < len(seq) && seq[i] != 0 {
-				i++
-			}
-			for docs := seq[min(i+1, len(seq)):]; len(docs) > 0; {
-				doc, rest, ok := bsoncore.ReadDocument(docs)
-				if !ok {
-					return false
-				}
-				if docHasNaN(doc) {
-					return true
-				}
-				docs = rest
-			}
-		default:
-			return false
+		if !fn(kind, msg[pos:pos+size]) {
+			return true
 		}
 		pos += size
 	}
-	return false
+	return true
+}
+
+// hasNaN reports whether an OP_MSG's body or document sequences hold a NaN double at any
+// depth. FerretDB v1 can neither store nor match a NaN and closes the connection on one (the
+// driver then reports "socket was unexpectedly closed" and clears its pool); MongoDB itself
+// takes them. A malformed message is left for the store to answer.
+func hasNaN(msg []byte) bool {
+	found := false
+	sections(msg, func(kind byte, sec []byte) bool {
+		if kind == 0 {
+			found = docHasNaN(sec)
+			return !found
+		}
+		// A document sequence: int32 size, the identifier (a cstring), then documents.
+		seq := sec[4:]
+		i := 0
+		for i < len(seq) && seq[i] != 0 {
+			i++
+		}
+		for docs := seq[min(i+1, len(seq)):]; len(docs) > 0; {
+			doc, rest, ok := bsoncore.ReadDocument(docs)
+			if !ok {
+				return false
+			}
+			if docHasNaN(doc) {
+				found = true
+				return false
+			}
+			docs = rest
+		}
+		return true
+	})
+	return found
 }
 
 // docHasNaN reports whether a BSON document (or array) holds a NaN double at any depth.
