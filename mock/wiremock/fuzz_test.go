@@ -1,6 +1,7 @@
 package wiremock
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 )
 
 // FuzzMapping checks that no mapping makes the loader panic, that a mapping it skips is
-// reported, and that a mapping it keeps answers any request (matched or not) without a panic.
+// reported on one of its lines, and that a mapping it keeps answers any request (matched or not) without a panic.
 func FuzzMapping(f *testing.F) {
 	for _, s := range [][3]string{
 		{`{"request":{"method":"GET","url":"/a"},"response":{"status":200,"body":"x"}}`, "GET", "/a"},
@@ -53,6 +54,12 @@ func FuzzMapping(f *testing.F) {
 		defer tm.Stop()
 		l := &loader{dir: dir, files: filepath.Join(dir, "__files"), rel: "mappings/m.json"}
 		l.mapping(mapping, "")
+		l.placeProblems(mapping, 0, mapping, l.problems)
+		for _, p := range l.problems {
+			if p.Line < 1 || p.Line > 1+bytes.Count(mapping, []byte{'\n'}) {
+				t.Fatalf("problem %v placed outside the mapping's lines: %q", p, mapping)
+			}
+		}
 		if len(l.stubs) == 0 {
 			if len(l.problems) == 0 {
 				t.Fatalf("skipped without a problem: %s", mapping)

@@ -33,6 +33,7 @@ const maxMappingFile = 16 << 20
 // Problem is a mapping, or a field of one, that cannot be served as WireMock would.
 type Problem struct {
 	File    string `json:"file"`              // relative to the directory
+	Line    int    `json:"line,omitempty"`    // 1-based: the field's line, else the mapping's, else the error's
 	Mapping string `json:"mapping,omitempty"` // name, else id, else its index in the file
 	Field   string `json:"field,omitempty"`   // e.g. response.transformers
 	Message string `json:"message"`
@@ -41,6 +42,9 @@ type Problem struct {
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
 	if p.Mapping != "" {
 		fmt.Fprintf(&b, ": mapping %s", p.Mapping)
 	}
@@ -98,21 +102,152 @@ func (l *loader) file(name string) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
-		l.problems = append(l.problems, Problem{File: l.rel, Message: "not a JSON object: " + err.Error()})
+		p := Problem{File: l.rel, Line: lineAt(b, skipSpace(b, 0)), Message: "not a JSON object (a mapping, or {\"mappings\": [...]})"}
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			p.Line, p.Message = lineAt(b, int(se.Offset)), "not a JSON object: "+err.Error()
+		}
+		l.problems = append(l.problems, p)
 		return
 	}
 	if raw, ok := top["mappings"]; ok && top["request"] == nil {
 		var list []json.RawMessage
 		if err := json.Unmarshal(raw, &list); err != nil {
-			l.problems = append(l.problems, Problem{File: l.rel, Field: "mappings", Message: "must be an array of mappings"})
+			l.problems = append(l.problems, Problem{File: l.rel, Line: lineAt(b, fieldOffsets(b)["mappings"]), Field: "mappings", Message: "must be an array of mappings"})
 			return
 		}
+		var starts []int // where each mapping starts in b, found only when one has problems
 		for i, m := range list {
+			before := len(l.problems)
 			l.mapping(m, fmt.Sprintf("#%d", i+1))
+			if len(l.problems) > before {
+				if starts == nil {
+					starts = elementOffsets(b, "mappings")
+				}
+				if i < len(starts) {
+					l.placeProblems(b, starts[i], m, l.problems[before:])
+				}
+			}
 		}
 		return
 	}
+	before := len(l.problems)
 	l.mapping(b, "")
+	l.placeProblems(b, 0, b, l.problems[before:])
+}
+
+// placeProblems gives each problem of the mapping raw, which starts at offset base in the
+// file b, the line of its field (or of the nearest field above it that the mapping writes,
+// else of the mapping itself), then sorts them by line, so the report reads down the file.
+func (l *loader) placeProblems(b []byte, base int, raw []byte, problems []Problem) {
+	if len(problems) == 0 {
+		return
+	}
+	offsets := fieldOffsets(raw)
+	for i := range problems {
+		off := skipSpace(raw, 0)
+		for f := problems[i].Field; f != ""; f = parentField(f) {
+			if o, ok := offsets[f]; ok {
+				off = o
+				break
+			}
+		}
+		problems[i].Line = lineAt(b, base+off)
+	}
+	sort.SliceStable(problems, func(i, j int) bool {
+		if problems[i].Line != problems[j].Line {
+			return problems[i].Line < problems[j].Line
+		}
+		return problems[i].Field < problems[j].Field
+	})
+}
+
+// parentField is the field that holds f ("request.bodyPatterns[0]" for
+// "request.bodyPatterns[0].equalToXml", "request.bodyPatterns" for "request.bodyPatterns[0]"),
+// or "" at the top.
+func parentField(f string) string {
+	i := strings.LastIndexAny(f, ".[")
+	if i < 0 {
+		return ""
+	}
+	return f[:i]
+}
+
+// lineAt is the 1-based line of offset off in b.
+func lineAt(b []byte, off int) int {
+	off = min(max(off, 0), len(b))
+	return 1 + bytes.Count(b[:off], []byte{'\n'})
+}
+
+// skipSpace is the offset of the first byte at or after off that is neither JSON white space
+// nor a separator: where the next key or value starts.
+func skipSpace(b []byte, off int) int {
+	for off < len(b) {
+		switch b[off] {
+		case ' ', '\t', '\n', '\r', ',', ':':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+// fieldOffsets maps the path of every key and array item of the JSON value b, written as
+// Problem.Field writes it (request.bodyPatterns[0].equalToXml), to the offset where it
+// starts in b. A duplicate key keeps its first place. It is called only for a mapping that
+// has problems, and stops at the first syntax error (b has parsed already).
+func fieldOffsets(b []byte) map[string]int {
+	out := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	_ = walkOffsets(dec, b, "", out)
+	return out
+}
+
+func walkOffsets(dec *json.Decoder, b []byte, path string, out map[string]int) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	for i := 0; dec.More(); i++ {
+		off := skipSpace(b, int(dec.InputOffset()))
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if d == '{' {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			p, _ = key.(string)
+			if path != "" {
+				p = path + "." + p
+			}
+		}
+		if _, seen := out[p]; !seen {
+			out[p] = off
+		}
+		if err := walkOffsets(dec, b, p, out); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	return err
+}
+
+// elementOffsets is where each item of the array under the top-level key starts in the JSON
+// object b.
+func elementOffsets(b []byte, key string) []int {
+	offsets := fieldOffsets(b)
+	var starts []int
+	for i := 0; ; i++ {
+		o, ok := offsets[fmt.Sprintf("%s[%d]", key, i)]
+		if !ok {
+			return starts
+		}
+		starts = append(starts, o)
+	}
 }
 
 func readBounded(name string, limit int64) ([]byte, error) {

@@ -228,20 +228,70 @@ func TestLoad_Problems(t *testing.T) {
 	}
 	text := strings.Join(all, "\n")
 	for _, want := range []string{
-		`mappings/bad.json: mapping "templated": response.transformers: not supported`,
-		`mappings/bad.json: mapping 0000-1: request.bodyPatterns[0].equalToXml: not supported`,
+		`mappings/bad.json:2: mapping "templated": response.transformers: not supported`,
+		`mappings/bad.json:3: mapping 0000-1: request.bodyPatterns[0].equalToXml: not supported`,
 		`mapping #3: request.queryParameters.q.hasExactly: not supported`,
 		`mapping #4: request.urlPathPattern: the regular expression does not compile`,
 		`mapping #5: response.bodyFileName: "../secret.txt" is outside __files`,
 		`mapping #6: postServeActions: not supported`,
 		`mapping #7: request.bodyPatterns[0].matchesJsonPath`,
 		`mapping #8: scenarioName: must be a string`,
-		`mappings/broken.json: not a JSON object`,
+		`mappings/broken.json:1: not a JSON object`,
 		`mapping #10: request.method: "get" never matches in WireMock, which compares methods case-sensitively; write "GET"`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("problems lack %q:\n%s", want, text)
 		}
+	}
+}
+
+// Ensure every problem names the line it is about, as a mock file's problems do: a syntax
+// error its position, a mapping's field the line that writes it (else the mapping's first
+// line), so a directory of long mapping files points at what to fix. Problems come out in a
+// stable order, whatever the order of the fields.
+func TestLoad_ProblemLines(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, content string
+		want          []string
+	}{
+		{"SyntaxError", "{\n \"request\": {\"method\": \"GET\",\n  \"url\": \"/a\",},\n \"response\": {}\n}",
+			[]string{`mappings/m.json:3: not a JSON object: invalid character '}' looking for beginning of object key string`}},
+		{"NotAnObject", "\n\n[1, 2]",
+			[]string{`mappings/m.json:3: not a JSON object`}},
+		{"SingleMappingField", "{\n \"request\": {\"url\": \"/a\"},\n \"response\": {\n  \"status\": 200,\n  \"transformers\": [\"response-template\"]\n }\n}",
+			[]string{`mappings/m.json:5: response.transformers: not supported`}},
+		{"ListFieldsInOrder", "{\"mappings\": [\n {\"request\": {\"url\": \"/ok\"}},\n {\"name\": \"two\",\n  \"request\": {\"method\": \"get\",\n   \"bodyPatterns\": [{\"equalTo\": \"x\"},\n     {\"equalToXml\": \"<a/>\"}]},\n  \"response\": {\"status\": 900}}\n]}",
+			[]string{
+				`mappings/m.json:4: mapping "two": request.method: "get" never matches`,
+				`mappings/m.json:6: mapping "two": request.bodyPatterns[1]: needs exactly one of`,
+				`mappings/m.json:6: mapping "two": request.bodyPatterns[1].equalToXml: not supported`,
+				`mappings/m.json:7: mapping "two": response.status: must be an HTTP status`,
+			}},
+		{"MappingNotAnObject", "{\"mappings\": [\n {\"request\": {\"url\": \"/ok\"}},\n\n 7]}",
+			[]string{`mappings/m.json:4: mapping #2: not a JSON object`}},
+		{"FieldMissingFromTheText", "{\"mappings\": [{},\n {\"scenarioName\": \"\",\n  \"requiredScenarioState\": \"x\"}]}",
+			[]string{`mappings/m.json:2: mapping #2: scenarioName: requiredScenarioState and newScenarioState need a scenarioName`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, problems, err := Load(writeDir(t, map[string]string{"mappings/m.json": tc.content}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.String())
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems:\n%s\nwant %d", strings.Join(got, "\n"), len(tc.want))
+			}
+			for i, want := range tc.want {
+				if !strings.HasPrefix(got[i], want) {
+					t.Errorf("problem %d:\n got %s\nwant %s…", i, got[i], want)
+				}
+			}
+		})
 	}
 }
 
