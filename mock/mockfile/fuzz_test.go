@@ -27,6 +27,7 @@ func FuzzParse(f *testing.F) {
 		`{"mocks": {"GET /a": {"status": 201, "headers": {"X-A": "{{uuid}}"}, "data": {"a": "{{int 1 9}}"}}}}`,
 		"mocks:\n  \"GET /r\":\n    body: \"{{range 3}}{{string 4}}{{end}}\"\n",
 		"mocks: [1, 2]\n", "config: 7\n", "&a [*a]\n",
+		"mocks:\n  \"GET /a\": {data: \"caf\xe9\"}\n", "mocks:\n  \"GET /a\": {data: \"\x01\"}\n", "\xff\xfem\x00",
 	} {
 		f.Add([]byte(s), false)
 	}

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -182,7 +183,7 @@ func Parse(data []byte, name string) (*Set, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &LoadError{File: name, Problems: []Problem{yamlProblem(err)}}
+		return nil, &LoadError{File: name, Problems: []Problem{yamlProblem(err, data)}}
 	}
 	if pr := tooManyValues(&root); pr != nil {
 		return nil, &LoadError{File: name, Problems: []Problem{*pr}}
@@ -205,7 +206,7 @@ func ParseMocks(data []byte) (*Set, error) {
 	p := &parser{set: &Set{Config: mock.DefaultConfig()}}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &LoadError{Problems: []Problem{yamlProblem(err)}}
+		return nil, &LoadError{Problems: []Problem{yamlProblem(err, data)}}
 	}
 	if pr := tooManyValues(&root); pr != nil {
 		return nil, &LoadError{Problems: []Problem{*pr}}
@@ -259,14 +260,55 @@ func tooManyValues(root *yaml.Node) *Problem {
 		Message: fmt.Sprintf("the document holds more than %d values once its aliases are expanded", maxValues)}
 }
 
-func yamlProblem(err error) Problem {
+func yamlProblem(err error, data []byte) Problem {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	pr := Problem{Code: CodeSyntax, Message: msg, Severity: mock.SeverityError}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		pr.Line, _ = strconv.Atoi(m[1])
 		pr.Message = strings.TrimPrefix(msg, m[0]+": ")
+		return pr
+	}
+	// The parser names no line for text it cannot read (a byte that is not UTF-8, as a file
+	// saved as Latin-1 holds, or a control character): find it, so the problem says where.
+	if off, r, ok := badTextAt(data); ok {
+		pr.Line = 1 + bytes.Count(data[:off], []byte("\n"))
+		switch {
+		case r < 0:
+			pr.Message = fmt.Sprintf("%s: byte 0x%02X is not UTF-8; save the file as UTF-8 text", msg, data[off])
+		case r < 0x80:
+			pr.Message = fmt.Sprintf("%s: byte 0x%02X", msg, r)
+		default:
+			pr.Message = fmt.Sprintf("%s: character %U", msg, r)
+		}
 	}
 	return pr
+}
+
+// badTextAt finds the first byte of data that YAML cannot read as text: one that is not
+// UTF-8 (r < 0), or a character YAML does not allow in a file (r). ok is false when there is
+// none, or when data is UTF-16 (it starts with a byte order mark), which the parser decodes
+// itself.
+func badTextAt(data []byte) (off int, r rune, ok bool) {
+	if bytes.HasPrefix(data, []byte{0xFF, 0xFE}) || bytes.HasPrefix(data, []byte{0xFE, 0xFF}) {
+		return 0, 0, false
+	}
+	for off < len(data) {
+		r, n := utf8.DecodeRune(data[off:])
+		if r == utf8.RuneError && n <= 1 {
+			return off, -1, true
+		}
+		if !yamlPrintable(r) {
+			return off, r, true
+		}
+		off += n
+	}
+	return 0, 0, false
+}
+
+// yamlPrintable reports whether YAML allows r in a file (YAML 1.2 §5.1, as the parser checks).
+func yamlPrintable(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0x7E || r == 0x85 ||
+		r >= 0xA0 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
 }
 
 // checkJSON reports a JSON syntax error with its line.

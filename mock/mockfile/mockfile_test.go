@@ -269,6 +269,9 @@ func TestParse_Problems(t *testing.T) {
 	}{
 		{"YAML syntax", "mocks: [\n", false, []problem{{1, "", mockfile.CodeSyntax, "did not find expected node content"}}},
 		{"JSON syntax with its line", "{\"mocks\": {\n\"GET /a\": {\"status\": 200,}}}", true, []problem{{2, "", mockfile.CodeSyntax, "invalid character"}}},
+		{"byte that is not UTF-8", "mocks:\n  \"GET /a\":\n    data: \"caf\xe9\"\n", false, []problem{{3, "", mockfile.CodeSyntax, "byte 0xE9 is not UTF-8"}}},
+		{"byte that is not UTF-8 in JSON", "{\"mocks\": {\n\"GET /a\": {\"data\": \"caf\xe9\"}}}", true, []problem{{2, "", mockfile.CodeSyntax, "byte 0xE9 is not UTF-8"}}},
+		{"control character", "mocks:\n  \"GET /a\":\n\n    data: \"x\x01y\"\n", false, []problem{{4, "", mockfile.CodeSyntax, "control characters are not allowed: byte 0x01"}}},
 		{"unknown top-level key", "mockz: {}\n", false, []problem{{1, "", mockfile.CodeUnknownKey, `"mockz" in the file (did you mean "mocks"?)`}}},
 		{"typo in a spec", "mocks:\n  \"GET /a\": {stauts: 200}\n", false, []problem{{2, "GET /a", mockfile.CodeUnknownKey, `(did you mean "status"?)`}}},
 		{"spec not a mapping", "mocks:\n  \"GET /a\": 7\n", false, []problem{{2, "GET /a", mockfile.CodeType, "must be a mapping"}}},
