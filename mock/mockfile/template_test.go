@@ -82,6 +82,31 @@ func TestTemplate_BodyParsedOnce(t *testing.T) {
 	}
 }
 
+// Ensure a query parameter's list of values prints as JSON, as the body's arrays do (Go's
+// [a b] could not be read back, and loses the values' spaces), and still works with index,
+// range, len and json; a parameter that is not sent is an empty list.
+func TestTemplate_QueryAllPrintsAsJSON(t *testing.T) {
+	t.Parallel()
+	query := url.Values{"tag": {"a b", "c"}}
+	for _, tc := range []struct{ text, want string }{
+		{`{{.QueryAll.tag}}`, `["a b","c"]`},
+		{`{"tags": {{.QueryAll.tag}}}`, `{"tags": ["a b","c"]}`},
+		{`{{index .QueryAll.tag 1}} {{len .QueryAll.tag}}`, `c 2`},
+		{`{{range .QueryAll.tag}}[{{.}}]{{end}}`, `[a b][c]`},
+		{`{{json .QueryAll.tag}}`, `["a b","c"]`},
+		{`{{.QueryAll.none}} {{len .QueryAll.none}}`, `[] 0`},
+	} {
+		tm, err := parseTemplate("t", tc.text)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.text, err)
+		}
+		got, err := tm.exec(newView(&mock.Request{Query: query}))
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.text, got, err, tc.want)
+		}
+	}
+}
+
 // Ensure objects and arrays of the body print as JSON, and still work with field access,
 // index, range, len and json.
 func TestTemplate_BodyObjectsPrintAsJSON(t *testing.T) {

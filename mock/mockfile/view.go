@@ -17,10 +17,11 @@ type reqView struct {
 	req    *mock.Request
 	Params map[string]string
 
-	query   map[string]string
-	headers map[string]string
-	body    any
-	hasBody bool // body is computed (it may be nil: a "null" body)
+	query    map[string]string
+	queryAll map[string]jsonStrings
+	headers  map[string]string
+	body     any
+	hasBody  bool // body is computed (it may be nil: a "null" body)
 }
 
 func newView(req *mock.Request) *reqView {
@@ -59,8 +60,27 @@ func (v *reqView) Query() map[string]string {
 	return v.query
 }
 
-// QueryAll holds every value of each query parameter.
-func (v *reqView) QueryAll() map[string][]string { return v.req.Query }
+// QueryAll holds every value of each query parameter, a list that prints as JSON
+// ({{.QueryAll.tag}} gives ["a","b"]) as the body's arrays do; a parameter not sent is [].
+func (v *reqView) QueryAll() map[string]jsonStrings {
+	if v.queryAll == nil {
+		v.queryAll = make(map[string]jsonStrings, len(v.req.Query))
+		for k, vs := range v.req.Query {
+			v.queryAll[k] = vs
+		}
+	}
+	return v.queryAll
+}
+
+// jsonStrings is a list of strings for index, range and len, printed as JSON.
+type jsonStrings []string
+
+func (s jsonStrings) String() string {
+	if s == nil {
+		return "[]"
+	}
+	return jsonText([]string(s))
+}
 
 // Headers holds the first value of each request header, under its canonical name
 // (Authorization) and its lower-case name (authorization).
