@@ -122,24 +122,34 @@ type loader struct {
 
 func (ld *loader) add(p Problem) { ld.problems = append(ld.problems, p) }
 
-// load reads one file (once) and the files its references name, transitively.
-func (ld *loader) load(path string) *document {
+// load reads one file (once) and the files its references name, transitively. from is the
+// $ref that names the file (nil for the description itself): a file that cannot be read is
+// reported there, at the $ref's file, line and pointer, while a file that does not parse is
+// reported in itself, at its own line.
+func (ld *loader) load(path string, from *Problem) *document {
+	cannot := func(msg string) *document {
+		if from != nil {
+			p := *from
+			p.Message += ": " + msg
+			ld.add(p)
+		} else {
+			ld.add(Problem{File: path, Message: msg})
+		}
+		return nil
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		ld.add(Problem{File: path, Message: err.Error()})
-		return nil
+		return cannot(err.Error())
 	}
 	if d, ok := ld.docs[abs]; ok {
 		return d
 	}
 	if len(ld.docs) >= maxFiles {
-		ld.add(Problem{File: path, Message: fmt.Sprintf("more than %d files referenced", maxFiles)})
-		return nil
+		return cannot(fmt.Sprintf("more than %d files referenced", maxFiles))
 	}
 	data, err := readFile(abs)
 	if err != nil {
-		ld.add(Problem{File: path, Message: err.Error()})
-		return nil
+		return cannot(err.Error())
 	}
 	root, perr := parse(data)
 	if perr != nil {
@@ -162,8 +172,9 @@ func (ld *loader) follow(d *document, l loc, depth int) {
 			if file != "" {
 				if u, err := url.Parse(file); err != nil || u.Scheme != "" && len(u.Scheme) > 1 {
 					ld.add(Problem{File: d.path, Line: x.lineOf("$ref"), Pointer: l.ptr, Message: fmt.Sprintf("$ref %q: only references to local files are followed", ref)})
-				} else if ld.load(filepath.Join(filepath.Dir(d.path), filepath.FromSlash(file))) == nil {
-					ld.problems[len(ld.problems)-1].Line, ld.problems[len(ld.problems)-1].Pointer = x.lineOf("$ref"), l.ptr
+				} else {
+					ld.load(filepath.Join(filepath.Dir(d.path), filepath.FromSlash(file)),
+						&Problem{File: d.path, Line: x.lineOf("$ref"), Pointer: l.ptr + "/$ref", Message: fmt.Sprintf("$ref %q", ref)})
 				}
 			}
 		}

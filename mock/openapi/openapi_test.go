@@ -157,7 +157,7 @@ func TestLoadProblems(t *testing.T) {
 		{"bad-parts.yaml", 14, "nobody"},
 		{"bad-parts.yaml", 16, "2000"},
 		{"bad-parts.yaml", 18, `path "/a b?c" must not hold spaces, a query or a fragment`},
-		{"missing-file.yaml", 14, "nowhere.yaml"},
+		{"missing-file.yaml", 14, `testdata/missing-file.yaml:14: /paths/~1a/get/responses/200/content/application~1json/schema/$ref: $ref "./nowhere.yaml#/Thing": `},
 		{"syntax.yaml", 0, "YAML"},
 		{"swagger2.yaml", 1, "OpenAPI 3"},
 		{"absent.yaml", 0, "no such file"},
@@ -177,6 +177,47 @@ func TestLoadProblems(t *testing.T) {
 				}
 			}
 			t.Errorf("no problem at line %d naming %q in %v", tt.wantLine, tt.wantText, le.Problems)
+		})
+	}
+}
+
+// Ensure a $ref to a file that cannot be used is reported where each part of the problem
+// is: a file that cannot be read at the $ref's own file, line and pointer; a file that does
+// not parse at its own line, in that file.
+func TestLoadProblems_RefToBadFile(t *testing.T) {
+	t.Parallel()
+	spec := "openapi: 3.1.0\ninfo: {title: t, version: \"1\"}\npaths:\n  /a:\n    get:\n      responses:\n        \"200\":\n          description: ok\n          content:\n            application/json:\n              schema:\n                $ref: \"./other.yaml#/Thing\"\n"
+	for _, tc := range []struct {
+		name  string
+		other string // "" for no such file
+		want  func(dir string) string
+	}{
+		{"Missing", "", func(dir string) string {
+			return filepath.Join(dir, "spec.yaml") + `:12: /paths/~1a/get/responses/200/content/application~1json/schema/$ref: $ref "./other.yaml#/Thing": `
+		}},
+		{"NotYAML", "Thing:\n  type: object\n  a: b: c\n", func(dir string) string {
+			return filepath.Join(dir, "other.yaml") + `:3: not well-formed YAML or JSON`
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "spec.yaml"), []byte(spec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.other != "" {
+				if err := os.WriteFile(filepath.Join(dir, "other.yaml"), []byte(tc.other), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := openapi.Load(filepath.Join(dir, "spec.yaml"))
+			var le *openapi.LoadError
+			if !errors.As(err, &le) || len(le.Problems) == 0 {
+				t.Fatalf("Load: %v, want a *LoadError", err)
+			}
+			if got, want := le.Problems[0].String(), tc.want(dir); !strings.HasPrefix(got, want) {
+				t.Errorf("problem\n got %s\nwant %s…", got, want)
+			}
 		})
 	}
 }

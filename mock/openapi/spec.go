@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -55,8 +56,15 @@ var methods = []string{"get", "put", "post", "delete", "options", "head", "patch
 // *LoadError listing each problem with its file, line and JSON pointer.
 func Load(path string) (*Spec, error) {
 	ld := &loader{docs: map[string]*document{}}
-	d := ld.load(path)
+	d := ld.load(path, nil)
 	if len(ld.problems) > 0 || d == nil {
+		if abs, err := filepath.Abs(path); err == nil {
+			for i := range ld.problems { // the description is named as it was given
+				if ld.problems[i].File == abs {
+					ld.problems[i].File = path
+				}
+			}
+		}
 		return nil, &LoadError{File: path, Problems: ld.problems}
 	}
 	s := &Spec{File: path, docs: ld.docs, main: d}
