@@ -76,7 +76,13 @@ func (p *parser) oneMiddleware(kind string, v *yaml.Node, what string) (mock.Mid
 		for k, c := range p.fields(v, "", what, "limit", "window") {
 			switch k {
 			case "limit":
-				o.Limit, _ = p.integer(c, "", what+".limit")
+				// Written in the file, 0 or less would read as "never" or "always" but mean the
+				// package's default of 100: refused rather than served differently.
+				if n, ok := p.integer(c, "", what+".limit"); ok && n < 1 {
+					p.fail(c, "", CodeConfig, "%s.limit must be at least 1 (leave it out for 100; a route with status: 429 answers every request 429)", what)
+				} else {
+					o.Limit = n
+				}
 			case "window":
 				o.Window, _ = p.duration(c, what+".window")
 			}

@@ -295,6 +295,8 @@ func TestParse_Problems(t *testing.T) {
 		{"data and body", "mocks:\n  \"GET /a\": {data: 1, body: x}\n", false, []problem{{2, "GET /a", mockfile.CodeConflict, "data and body"}}},
 		{"status beside a sequence", "mocks:\n  \"GET /a\": {status: 201, sequence: [{status: 200}]}\n", false, []problem{{2, "GET /a", mockfile.CodeConflict, "put it in each step"}}},
 		{"unknown storage", "config:\n  persistence: {storage: floppy}\nmocks: {}\n", false, []problem{{2, "", mockfile.CodeConfig, "config.persistence.storage"}}},
+		{"rate limit of zero", "config:\n  middleware:\n    - rateLimit: {limit: 0, window: 1s}\nmocks: {}\n", false, []problem{{3, "", mockfile.CodeConfig, "config.middleware[0].rateLimit.limit must be at least 1"}}},
+		{"negative rate limit", "config:\n  middleware:\n    - delay: 1\n    - rateLimit:\n        limit: -5\nmocks: {}\n", false, []problem{{5, "", mockfile.CodeConfig, "config.middleware[1].rateLimit.limit must be at least 1"}}},
 		{"unknown log level", "config:\n  logging: {level: loud}\nmocks: {}\n", false, []problem{{2, "", mockfile.CodeConfig, "config.logging.level"}}},
 		{"unknown method", "mocks:\n  \"FETCH /a\": {}\n", false, []problem{{2, "FETCH /a", mock.VInvalidMethod, `"FETCH"`}}},
 		{"empty path", "mocks:\n  \"GET\": {}\n", false, []problem{{2, "GET", mock.VEmptyPath, "empty path"}}},
