@@ -46,7 +46,7 @@ func (p *parser) config(n *yaml.Node) {
 		case "baseURL":
 			cfg.BaseURL, _ = p.str(v, "", "config.baseURL")
 		case "defaultHeaders":
-			m, _ := p.strMap(v, "", "config.defaultHeaders")
+			m, _ := p.headerMap(v, "", "config.defaultHeaders", "config.defaultHeaders header")
 			if m != nil {
 				// Merged over the default Content-Type: application/json.
 				for hk, hv := range m {

@@ -50,6 +50,7 @@ const (
 	CodeSequence   = "INVALID_SEQUENCE"   // an empty or nested sequence
 	CodeConflict   = "CONFLICTING_FIELDS" // fields that exclude each other (data and generate, …)
 	CodeConfig     = "INVALID_CONFIG"     // a bad value in the config section
+	CodeHeader     = "INVALID_HEADER"     // a header name HTTP does not allow, or a value with a line break
 )
 
 // Problem is one finding about a mock file: its route (empty for the config section or the

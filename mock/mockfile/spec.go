@@ -146,7 +146,7 @@ func (p *parser) response(key string, f map[string]*yaml.Node, at *yaml.Node) *r
 		}
 	}
 	if n, has := f["headers"]; has {
-		m, order := p.strMap(n, key, "headers")
+		m, order := p.headerMap(n, key, "headers", "header")
 		for _, name := range order {
 			hv := m[name]
 			h := header{name: name, static: hv.Value}
