@@ -42,9 +42,15 @@ func (m *mp) response(rs map[string]any, st *stub) {
 				continue
 			}
 			for name, hv := range obj {
+				if !validHeaderName(name) {
+					// The HTTP server would drop it without a word.
+					m.bad(field+"."+name, "%q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons)", name)
+					continue
+				}
+				var values []string
 				switch x := hv.(type) {
 				case string:
-					r.header.Add(name, x)
+					values = []string{x}
 				case []any:
 					for _, e := range x {
 						s, ok := e.(string)
@@ -52,10 +58,18 @@ func (m *mp) response(rs map[string]any, st *stub) {
 							m.bad(field+"."+name, "must be a string or an array of strings")
 							break
 						}
-						r.header.Add(name, s)
+						values = append(values, s)
 					}
 				default:
 					m.bad(field+"."+name, "must be a string or an array of strings")
+				}
+				for _, v := range values {
+					if strings.ContainsAny(v, "\r\n\x00") {
+						// The HTTP server would make the line break a space.
+						m.bad(field+"."+name, "the value holds a line break or NUL, which HTTP does not allow in a header")
+						break
+					}
+					r.header.Add(name, v)
 				}
 			}
 		case "body":
@@ -202,4 +216,18 @@ func (m *mp) bodyFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%q leads outside __files", name)
 	}
 	return readBounded(real, maxMappingFile)
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }

@@ -268,6 +268,11 @@ func TestLoad_ProblemLines(t *testing.T) {
 				`mappings/m.json:6: mapping "two": request.bodyPatterns[1].equalToXml: not supported`,
 				`mappings/m.json:7: mapping "two": response.status: must be an HTTP status`,
 			}},
+		{"HeaderHTTPRefuses", "{\"request\": {\"url\": \"/h\"},\n \"response\": {\"headers\": {\n  \"Content Type\": \"text/plain\",\n  \"X-A\": [\"ok\", \"two\\nlines\"]}}}",
+			[]string{
+				`mappings/m.json:3: response.headers.Content Type: "Content Type" is not a valid HTTP header name`,
+				`mappings/m.json:4: response.headers.X-A: the value holds a line break or NUL`,
+			}},
 		{"MappingNotAnObject", "{\"mappings\": [\n {\"request\": {\"url\": \"/ok\"}},\n\n 7]}",
 			[]string{`mappings/m.json:4: mapping #2: not a JSON object`}},
 		{"FieldMissingFromTheText", "{\"mappings\": [{},\n {\"scenarioName\": \"\",\n  \"requiredScenarioState\": \"x\"}]}",
