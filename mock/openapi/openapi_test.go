@@ -538,6 +538,43 @@ func TestSecuritySchemes(t *testing.T) {
 	}
 }
 
+// Ensure a response header HTTP cannot carry as written is not dropped or changed without a
+// word: a name HTTP does not allow is left out, a value's line breaks are sent as spaces,
+// and each comes with a warning at its line; the other headers are sent as written.
+func TestResponseHeadersHTTPRefuses(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "h.yaml")
+	desc := "openapi: 3.0.3\ninfo: {title: t, version: \"1\"}\npaths:\n  /a:\n    get:\n      responses:\n        \"200\":\n          description: ok\n          headers:\n" +
+		"            X Total: {schema: {type: integer}, example: 5}\n" +
+		"            X-Multi: {schema: {type: string}, example: \"a\\nb\"}\n" +
+		"            X-Fine: {schema: {type: string}, example: fine}\n" +
+		"          content:\n            application/json: {example: {ok: true}}\n"
+	if err := os.WriteFile(path, []byte(desc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := openapi.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range spec.Warnings() {
+		got = append(got, w.String())
+	}
+	for i, want := range []string{
+		path + `:10: /paths/~1a/get/responses/200/headers/X Total: "X Total" is not a valid HTTP header name`,
+		path + `:11: /paths/~1a/get/responses/200/headers/X-Multi: the value holds a line break`,
+	} {
+		if i >= len(got) || !strings.HasPrefix(got[i], want) {
+			t.Errorf("warnings:\n%s\nwant %d starting %s", strings.Join(got, "\n"), i, want)
+		}
+	}
+	srv := serve(t, path, openapi.Options{})
+	a := do(t, srv, "GET", "/a", nil, "")
+	if a.status != 200 || a.header.Get("X-Multi") != "a b" || a.header.Get("X-Fine") != "fine" || len(a.header.Values("X Total")) != 0 {
+		t.Errorf("GET /a: %d %v", a.status, a.header)
+	}
+}
+
 // Ensure no description makes an answer pass MaxAnswer: a schema asking for 1 GB (100 items
 // of 100 strings of 100,000 characters) loads at once and its route answers a 500 problem,
 // static or generated, while answers within the bound are served whole and valid, also past

@@ -490,8 +490,17 @@ func (s *Spec) response(code string, l loc) *response {
 		if strings.EqualFold(name, "Content-Type") {
 			continue
 		}
-		h := s.res(hs.child(name))
+		at := hs.child(name)
+		if !validHeaderName(name) {
+			s.warn(at, fmt.Sprintf("%q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons); the header is left out of answers", name))
+			continue
+		}
+		h := s.res(at)
 		if v, ok := s.headerValue(h); ok {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				s.warn(at, "the value holds a line break or NUL, which HTTP does not allow in a header; it is sent with spaces in their place")
+				v = strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ", "\x00", " ").Replace(v)
+			}
 			r.headers[http.CanonicalHeaderKey(name)] = v
 		}
 	}
@@ -530,12 +539,7 @@ func (s *Spec) response(code string, l loc) *response {
 		}
 		if m.static.tooLarge {
 			at := content.child(typ)
-			p := Problem{File: s.File, Line: at.line(), Pointer: at.ptr,
-				Message: fmt.Sprintf("the answer would pass %d MB; it is answered with a 500 problem (give this media type a smaller example)", MaxAnswer>>20)}
-			if at.d != nil && at.d != s.main {
-				p.File = at.d.path
-			}
-			s.warnings = append(s.warnings, p)
+			s.warn(at, fmt.Sprintf("the answer would pass %d MB; it is answered with a 500 problem (give this media type a smaller example)", MaxAnswer>>20))
 		}
 		r.media = append(r.media, m)
 	}
@@ -548,6 +552,29 @@ func (s *Spec) response(code string, l loc) *response {
 		m.headers["Content-Type"] = m.typ
 	}
 	return r
+}
+
+// warn records what the description asks for at l and is served otherwise.
+func (s *Spec) warn(l loc, msg string) {
+	p := Problem{File: s.File, Line: l.line(), Pointer: l.ptr, Message: msg}
+	if l.d != nil && l.d != s.main {
+		p.File = l.d.path
+	}
+	s.warnings = append(s.warnings, p)
+}
+
+// validHeaderName reports whether name is an HTTP field name (RFC 9110 token).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // headerValue is the value a declared response header is sent with: its example, else the
