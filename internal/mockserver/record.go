@@ -3,6 +3,7 @@ package mockserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,6 +45,21 @@ type recorder struct {
 
 func newRecorder(path string, target *url.URL, next http.RoundTripper, log *slog.Logger, secrets bool) (*recorder, error) {
 	r := &recorder{path: path, target: target, next: next, log: log, secrets: secrets, mocks: map[string]*yaml.Node{}}
+	// Checked at start, not at the first exchange, when a log line is easy to miss and the
+	// exchanges are lost: the file is written beside itself (a temporary file renamed over it).
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("--record %s: is a directory", path)
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), ".record-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("--record %s: cannot write in %s: %w", path, filepath.Dir(path), err)
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name())
 	// Keep what an earlier run recorded into the same file, in its order.
 	if b, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(b)) > 0 {
 		var doc yaml.Node

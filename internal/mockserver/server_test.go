@@ -351,6 +351,33 @@ func TestFallbackOffInFile(t *testing.T) {
 }
 
 // Ensure --record into a .json file writes JSON that replays.
+// Ensure --record names a file it cannot write at start, not at the first exchange (when
+// the log line is easy to miss and the clicks are lost): a directory that does not exist,
+// or a directory in the file's place.
+func TestRecord_RefusesAFileItCannotWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	target, _ := url.Parse("http://127.0.0.1:1")
+	for _, tc := range []struct{ name, path, want string }{
+		{"MissingDirectory", filepath.Join(dir, "nowhere", "rec.yaml"), "no such file or directory"},
+		{"ADirectory", dir, "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := newRecorder(tc.path, target, http.DefaultTransport, slog.Default(), false)
+			if err == nil || !strings.HasPrefix(err.Error(), "--record "+tc.path+": ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("newRecorder(%s) = %v, want an error naming --record and %q", tc.path, err, tc.want)
+			}
+		})
+	}
+	if _, err := newRecorder(filepath.Join(dir, "new.yaml"), target, http.DefaultTransport, slog.Default(), false); err != nil {
+		t.Errorf("a new file in a writable directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the check left files behind: %v", entries)
+	}
+}
+
 func TestRecordJSON(t *testing.T) {
 	t.Parallel()
 	_, target := upstream(t, func(w http.ResponseWriter, r *http.Request) {
