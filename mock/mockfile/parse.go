@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/acme/app/mock"
 )
@@ -155,27 +156,13 @@ func (p *parser) headerMap(n *yaml.Node, route, what, label string) (map[string]
 	n = resolve(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
-		if !validHeaderName(k.Value) {
+		if !httpguts.ValidHeaderFieldName(k.Value) {
 			p.fail(k, route, CodeHeader, "%s name %q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons)", label, k.Value)
 		} else if v.Kind == yaml.ScalarNode && strings.ContainsAny(v.Value, "\r\n\x00") {
 			p.fail(v, route, CodeHeader, "%s %s: the value holds a line break or NUL, which HTTP does not allow in a header", label, k.Value)
 		}
 	}
 	return m, order
-}
-
-// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // ParseDelay reads a delay: milliseconds ("200"), a range ("100-400"), or a Go duration

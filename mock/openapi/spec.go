@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pb33f/jsonschema/v6"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Spec is a loaded OpenAPI 3.0 or 3.1 description, checked and ready to answer requests.
@@ -491,7 +492,7 @@ func (s *Spec) response(code string, l loc) *response {
 			continue
 		}
 		at := hs.child(name)
-		if !validHeaderName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			s.warn(at, fmt.Sprintf("%q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons); the header is left out of answers", name))
 			continue
 		}
@@ -561,20 +562,6 @@ func (s *Spec) warn(l loc, msg string) {
 		p.File = l.d.path
 	}
 	s.warnings = append(s.warnings, p)
-}
-
-// validHeaderName reports whether name is an HTTP field name (RFC 9110 token).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // headerValue is the value a declared response header is sent with: its example, else the

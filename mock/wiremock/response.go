@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 func (m *mp) response(rs map[string]any, st *stub) {
@@ -42,7 +44,7 @@ func (m *mp) response(rs map[string]any, st *stub) {
 				continue
 			}
 			for name, hv := range obj {
-				if !validHeaderName(name) {
+				if !httpguts.ValidHeaderFieldName(name) {
 					// The HTTP server would drop it without a word.
 					m.bad(field+"."+name, "%q is not a valid HTTP header name (letters, digits and !#$%%&'*+-.^_`|~, no spaces or colons)", name)
 					continue
@@ -216,18 +218,4 @@ func (m *mp) bodyFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%q leads outside __files", name)
 	}
 	return readBounded(real, maxMappingFile)
-}
-
-// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
