@@ -43,18 +43,25 @@ func concurrently(t *testing.T, workers, each int, fn func(w, i int) error) {
 	}
 }
 
-// Ensure every single-document write is atomic on the store, for this process's client and
-// for an outside client on its URI alike (as an operator command, mongosh or a second tool
-// would connect): without the gate, the embedded store loses most of these.
-func TestStore_SingleDocumentWritesAreAtomic(t *testing.T) {
-	t.Parallel()
+// ownAndOutsideClients starts a store and returns two clients of it: the store's own and one
+// connected from outside on its URI (as an operator command, mongosh or a second tool would).
+func ownAndOutsideClients(t *testing.T) map[string]*mongo.Client {
+	t.Helper()
 	st := storetest.Store(t)
 	outside, err := store.Connect(ctxT(t), st.URI())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = outside.Disconnect(context.Background()) })
-	clients := map[string]*mongo.Client{"OwnClient": st.Client(), "OutsideClient": outside}
+	return map[string]*mongo.Client{"OwnClient": st.Client(), "OutsideClient": outside}
+}
+
+// Ensure every single-document write is atomic on the store, for this process's client and
+// for an outside client on its URI alike (as an operator command, mongosh or a second tool
+// would connect): without the gate, the embedded store loses most of these.
+func TestStore_SingleDocumentWritesAreAtomic(t *testing.T) {
+	t.Parallel()
+	clients := ownAndOutsideClients(t)
 
 	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
 	type counter struct {
@@ -298,13 +305,7 @@ func TestStore_UnacknowledgedWrites(t *testing.T) {
 // connection serving the next command.
 func TestStore_NaNIsRefusedWithAnError(t *testing.T) {
 	t.Parallel()
-	st := storetest.Store(t)
-	outside, err := store.Connect(ctxT(t), st.URI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = outside.Disconnect(context.Background()) })
-	for name, client := range map[string]*mongo.Client{"OwnClient": st.Client(), "OutsideClient": outside} {
+	for name, client := range ownAndOutsideClients(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := ctxT(t)
