@@ -563,11 +563,11 @@ func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c
 			return u
 		}
 		defer resp.Body.Close()
-		body, release, u := s.readAnswer(ctx, resp, maxAnswerBytes)
+		body, held, u := s.readAnswer(ctx, resp, maxAnswerBytes)
+		defer held.Close()
 		if u != nil {
 			return u
 		}
-		defer release()
 		r, err := ep.provider.parse(c, resp.Header, body)
 		if err != nil {
 			return asUpstream(err)
@@ -645,21 +645,22 @@ func (s *Service) backoff(n int) time.Duration {
 const maxAnswerBytes = 16 << 20
 
 // readAnswer reads at most limit bytes of resp's body, taking them from the process's bound
-// on buffered bytes (server.max_buffered_bytes); release gives them back once the answer is
-// parsed. An answer that does not fit is a failure of its own (full), not the provider's.
-func (s *Service) readAnswer(ctx context.Context, resp *http.Response, limit int64) (body []byte, release func(), u *upstreamError) {
-	rd := memlimit.NewReader(s.mem, io.LimitReader(resp.Body, limit))
-	body, err := io.ReadAll(rd)
+// on buffered bytes (server.max_buffered_bytes); closing held gives them back once the
+// answer is parsed (on a failure nothing stays held). An answer that does not fit is a
+// failure of its own (full), not the provider's.
+func (s *Service) readAnswer(ctx context.Context, resp *http.Response, limit int64) (body []byte, held *memlimit.Reader, u *upstreamError) {
+	held = memlimit.NewReader(s.mem, io.LimitReader(resp.Body, limit))
+	body, err := io.ReadAll(held)
 	if err != nil {
-		_ = rd.Close()
+		_ = held.Close()
 		if errors.Is(err, memlimit.ErrFull) {
-			return nil, nil, &upstreamError{full: true, status: resp.StatusCode, message: "the server's bound on buffered bytes was reached"}
+			return nil, held, &upstreamError{full: true, status: resp.StatusCode, message: "the server's bound on buffered bytes was reached"}
 		}
 		u := transportError(ctx, err)
 		u.status = resp.StatusCode
-		return nil, nil, u
+		return nil, held, u
 	}
-	return body, func() { _ = rd.Close() }, nil
+	return body, held, nil
 }
 
 // maxErrorBytes bounds what is read of a failure's body.

@@ -294,11 +294,11 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 				return u
 			}
 			defer resp.Body.Close()
-			body, release, u := s.readAnswer(ctx, resp, maxEmbedAnswerBytes+1)
+			body, held, u := s.readAnswer(ctx, resp, maxEmbedAnswerBytes+1)
+			defer held.Close()
 			if u != nil {
 				return u
 			}
-			defer release()
 			if len(body) > maxEmbedAnswerBytes {
 				return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
 			}
@@ -313,8 +313,8 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 		if uerr != nil {
 			if (uerr.canceled || uerr.timeout || uerr.full) && !uerr.between {
 				// The caller left, or ai.timeout passed, while the provider had this batch, or
-				// its answer did not fit in memory: it bills what it received, so the batch's estimate is charged with those
-				// answered before it.
+				// its answer did not fit in memory: it bills what it received, so the batch's
+				// estimate is charged with those answered before it.
 				if total == nil {
 					total = &result{}
 				}

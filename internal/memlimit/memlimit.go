@@ -66,14 +66,6 @@ func (l *Limit) Give(n int64) {
 	}
 }
 
-// Max is l's bound in bytes (0: none).
-func (l *Limit) Max() int64 {
-	if l == nil {
-		return 0
-	}
-	return l.max
-}
-
 // Used is the number of bytes taken from l and not given back.
 func (l *Limit) Used() int64 {
 	if l == nil {
