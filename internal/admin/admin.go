@@ -128,7 +128,10 @@ func (s *Service) Grant(ctx context.Context, userID, role string) (*User, error)
 }
 
 // Revoke takes a known role from the user and returns them. An administrator cannot take
-// admin from themselves (Invalid): the last one would lock everyone out of this page.
+// admin from themselves (Invalid): the last one would lock everyone out of this page. Nor can
+// admin be taken from the last user holding it (Conflict): two admins revoking each other at
+// once would otherwise leave none. The role is taken first and given back when no admin is
+// left, so that of two such requests at least one is refused whichever store writes first.
 func (s *Service) Revoke(ctx context.Context, actorID, userID, role string) (*User, error) {
 	if id, err := auth.ParseUserID(userID); err == nil && role == "admin" && id.Hex() == actorID {
 		return nil, apperr.E(apperr.Invalid, "you cannot revoke your own admin role; another admin can")
@@ -137,7 +140,26 @@ func (s *Service) Revoke(ctx context.Context, actorID, userID, role string) (*Us
 	if err != nil {
 		return nil, err
 	}
+	if role == "admin" {
+		n, err := s.auth.CountWithRole(ctx, role)
+		if err != nil {
+			return nil, s.giveBack(ctx, userID, role, err)
+		}
+		if n == 0 {
+			return nil, s.giveBack(ctx, userID, role,
+				apperr.E(apperr.Conflict, "this user is the last admin: grant admin to another user first"))
+		}
+	}
 	return s.withMoney(ctx, v)
+}
+
+// giveBack grants role to the user again after a revocation that must not stand, and returns
+// why (cause), or why it could not be given back.
+func (s *Service) giveBack(ctx context.Context, userID, role string, cause error) error {
+	if _, err := s.auth.GrantByID(ctx, userID, role); err != nil {
+		return fmt.Errorf("admin: give %s back to %s after %v: %w", role, userID, cause, err)
+	}
+	return cause
 }
 
 // withMoney adds the user's month spend and own budget.

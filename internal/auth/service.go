@@ -346,6 +346,15 @@ func (s *Service) UserByID(ctx context.Context, userID string) (*UserView, error
 	return &v, nil
 }
 
+// CountWithRole returns how many users hold role.
+func (s *Service) CountWithRole(ctx context.Context, role string) (int64, error) {
+	n, err := s.users.CountDocuments(ctx, bson.M{"roles": role})
+	if err != nil {
+		return 0, fmt.Errorf("auth: count users with role %s: %w", role, err)
+	}
+	return n, nil
+}
+
 // GrantByID gives the user with the id a known role (a no-op when they have it). Returns
 // Invalid for a malformed id or an unknown role, NotFound for an unknown user.
 func (s *Service) GrantByID(ctx context.Context, userID, role string) (*UserView, error) {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/bson"
 
 	"github.com/acme/app/internal/admin"
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/usage"
 )
@@ -328,5 +329,55 @@ func TestAdminRoles(t *testing.T) {
 	}
 	if a, err := fx.auth.UserByID(context.Background(), adminID); err != nil || !strings.Contains(strings.Join(a.Roles, ","), "admin") {
 		t.Fatalf("the admin lost admin: %+v %v", a, err)
+	}
+}
+
+// Ensure admin is never taken from the last user holding it: two admins revoking each other at
+// once leave at least one (the other request answers 409), and a revocation whose actor lost
+// admin meanwhile (the service is called for them) is refused with the role given back.
+func TestAdminRevokeLastAdmin(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{})
+	ctx := context.Background()
+	aID, aTok := fx.adminOf(t)
+	bID, bTok := fx.adminOf(t)
+	admins := func() int64 {
+		n, err := fx.db.Collection("users").CountDocuments(ctx, bson.M{"roles": "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for round := range 20 {
+		codes := make(chan int, 2)
+		for _, r := range []struct{ tok, target string }{{aTok, bID}, {bTok, aID}} {
+			go func() { codes <- do(fx.h, "DELETE", "/api/admin/users/"+r.target+"/roles/admin", "", r.tok).Code }()
+		}
+		c1, c2 := <-codes, <-codes
+		if n := admins(); n != 1 && n != 2 {
+			t.Fatalf("round %d: %d admins left (answers %d, %d)", round, n, c1, c2)
+		}
+		for _, c := range []int{c1, c2} {
+			if c != 200 && c != 403 && c != 409 {
+				t.Fatalf("round %d: answers %d, %d", round, c1, c2)
+			}
+		}
+		for _, id := range []string{aID, bID} {
+			if _, err := fx.auth.GrantByID(ctx, id, "admin"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	if _, err := fx.auth.RevokeByID(ctx, bID, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	svc := admin.New(fx.auth, fx.budget, fx.usage, nil)
+	_, err := svc.Revoke(ctx, bID, aID, "admin")
+	if apperr.KindOf(err) != apperr.Conflict {
+		t.Fatalf("revoking the last admin: %v, want a Conflict", err)
+	}
+	if n := admins(); n != 1 {
+		t.Fatalf("%d admins after a refused revocation, want 1", n)
 	}
 }
