@@ -21,6 +21,12 @@ type Completer interface {
 	Stream(ctx context.Context, userID, provider string, in ai.ChatInput, onDelta func(ai.Delta) error) (*ai.Completion, error)
 }
 
+// TokenCounter is the AI service's token counting, as the gateway uses it. The Completer
+// given as Options.AI counts when it implements TokenCounter (*ai.Service does).
+type TokenCounter interface {
+	CountTokens(ctx context.Context, provider string, in ai.ChatInput) (int64, error)
+}
+
 // Options configure the service.
 type Options struct {
 	AI     Completer

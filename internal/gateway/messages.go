@@ -27,7 +27,14 @@ var messagesAccepted = map[string]bool{
 
 // ParseMessages reads a Messages request. Anything the gateway cannot honour is an Invalid
 // *apperr.Error naming the parameter.
-func (s *Service) ParseMessages(body []byte) (*Request, error) {
+func (s *Service) ParseMessages(body []byte) (*Request, error) { return s.parseMessages(body, false) }
+
+// ParseCountTokens reads a token-count request (POST /v1/messages/count_tokens): a Messages
+// request whose max_tokens is not required (nor used); its errors are ParseMessages'.
+func (s *Service) ParseCountTokens(body []byte) (*Request, error) { return s.parseMessages(body, true) }
+
+// parseMessages is ParseMessages; count leaves max_tokens optional.
+func (s *Service) parseMessages(body []byte, count bool) (*Request, error) {
 	var fields chatRequest
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		return nil, invalid("", "", "The request body is not one JSON object.")
@@ -43,7 +50,7 @@ func (s *Service) ParseMessages(body []byte) (*Request, error) {
 	}
 	in := &req.Input
 	in.SystemAllowed, in.ProviderDefaults = true, true
-	if validate.IsNull(fields["max_tokens"]) {
+	if validate.IsNull(fields["max_tokens"]) && !count {
 		return nil, invalid("max_tokens", "", "max_tokens: Field required")
 	}
 	var err error
@@ -359,6 +366,36 @@ func (s *Service) CompleteMessage(ctx context.Context, userID string, req *Reque
 		m.Content = append(m.Content, ContentBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: toolInput(tc.Arguments)})
 	}
 	return m, nil
+}
+
+// TokenCount is Anthropic's answer to POST /v1/messages/count_tokens.
+type TokenCount struct {
+	InputTokens int64 `json:"input_tokens"`
+}
+
+// CountMessageTokens answers a token-count request with the count of the model's provider
+// (Anthropic's count_tokens, Gemini's countTokens). A count is not recorded and costs no
+// budget. A model of a provider without a counting endpoint (OpenAI) is Invalid, naming the
+// parameter model; the other errors are the AI service's.
+func (s *Service) CountMessageTokens(ctx context.Context, req *Request) (*TokenCount, error) {
+	if !ai.CountsTokens(req.Provider) {
+		names := ai.TokenCounters()
+		for i, n := range names {
+			names[i] = n + "/…"
+		}
+		return nil, &apperr.Error{Kind: apperr.Invalid, Param: "model", Code: "model_not_supported", Messages: []string{fmt.Sprintf(
+			"Token counting is not available for the model '%s': %s has no token counting endpoint; count with a %s model.",
+			req.Model, req.Provider, strings.Join(names, " or "))}}
+	}
+	tc, ok := s.ai.(TokenCounter)
+	if !ok {
+		return nil, apperr.E(apperr.Unavailable, "token counting is not served here")
+	}
+	n, err := tc.CountTokens(ctx, req.Provider, req.Input)
+	if err != nil {
+		return nil, err
+	}
+	return &TokenCount{InputTokens: n}, nil
 }
 
 // StreamMessage answers a streamed Messages request as Anthropic streams it: message_start

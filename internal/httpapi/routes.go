@@ -79,6 +79,7 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 		mux.Handle("GET /v1/models/{model}", v1(handleV1Model(gw))) // the model's slashes escaped, as the SDKs send it
 		// Anthropic's Messages API, in Anthropic's error format.
 		mux.Handle("POST /v1/messages", withFormat(anthropicFormat, protectAI(withMaxBody(opts.MaxAIBodyBytes, handleV1Messages(gw)))))
+		mux.Handle("POST /v1/messages/count_tokens", withFormat(anthropicFormat, protectAI(withMaxBody(opts.MaxAIBodyBytes, handleV1CountTokens(gw)))))
 	}
 
 	// MongoDB utilities (dbcheck).

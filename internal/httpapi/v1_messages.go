@@ -33,6 +33,25 @@ func handleV1Messages(gw *gateway.Service) http.Handler {
 	})
 }
 
+// handleV1CountTokens answers POST /v1/messages/count_tokens: a Messages request (max_tokens
+// not required) in, Anthropic's {"input_tokens": N} out, counted by the model's provider.
+// Nothing is recorded and no budget is charged; failures are in Anthropic's error format.
+func handleV1CountTokens(gw *gateway.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, req, ok := v1Request(w, r, gw.ParseCountTokens)
+		if !ok {
+			return
+		}
+		w.Header().Set("Request-Id", req.Input.RequestID)
+		n, err := gw.CountMessageTokens(r.Context(), req)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		encode(w, http.StatusOK, n)
+	})
+}
+
 // anthropicFormat is the error format of /v1/messages, Anthropic's {"type": "error",
 // "error": {"type", "message"}}, with its types: invalid_request_error 400,
 // authentication_error 401, permission_error 403, not_found_error 404, request_too_large

@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/acme/app/internal/ai/aitest"
 	"github.com/acme/app/internal/gateway"
 	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/usage"
 )
 
 // events reads a server-sent event stream as (name, data) pairs.
@@ -401,6 +403,167 @@ func TestV1Messages_StreamParallelToolCalls(t *testing.T) {
 			}
 			if got := strings.Join(order, " "); got != tt.wantOrder {
 				t.Errorf("block events %q, want %q", got, tt.wantOrder)
+			}
+		})
+	}
+}
+
+// countTokensReq is POST /v1/messages/count_tokens as Anthropic's SDK sends it
+// (client.messages.countTokens), the key in x-api-key.
+func countTokensReq(h http.Handler, body, key string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", "/v1/messages/count_tokens", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	if key != "" {
+		req.Header.Set("X-Api-Key", key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// Ensure /v1/messages/count_tokens answers Anthropic's {"input_tokens": N}, counted by the
+// model's provider (Anthropic's count_tokens, Gemini's countTokens), refuses an OpenAI model
+// in Anthropic's error shape, is authenticated and validated as /v1/messages is (max_tokens
+// not required), and neither records usage nor needs budget.
+func TestV1Messages_CountTokens(t *testing.T) {
+	t.Parallel()
+	const msgs = `"system":"Be brief.","messages":[{"role":"user","content":"Weather?"}],
+		"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]`
+	tests := []struct {
+		name       string
+		body       string
+		noKey      bool
+		spent      bool // the caller's monthly budget is spent
+		fake       aitest.Responder
+		wantStatus int
+		wantTokens int64  // on 200
+		wantType   string // Anthropic's error type otherwise
+		wantInMsg  string // in the error's message
+		provider   string // the provider that must have been asked, "" for none
+		wantPath   string
+		wantSent   map[string]any // fields of the provider's request body, by their dotted path
+	}{
+		{name: "Anthropic", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`,
+			fake:       aitest.JSON(200, `{"input_tokens":42}`, "request-id", "req_count"),
+			wantStatus: 200, wantTokens: 42, provider: "anthropic", wantPath: "/v1/messages/count_tokens",
+			wantSent: map[string]any{"model": "claude-haiku-4-5", "system": "Be brief.", "max_tokens": nil, "stream": nil}},
+		{name: "AnthropicSpentBudget", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`, spent: true,
+			fake:       aitest.JSON(200, `{"input_tokens":42}`),
+			wantStatus: 200, wantTokens: 42, provider: "anthropic", wantPath: "/v1/messages/count_tokens"},
+		{name: "Gemini", body: `{"model":"gemini/gemini-2.5-flash",` + msgs + `}`,
+			fake:       aitest.CountTokens(17),
+			wantStatus: 200, wantTokens: 17, provider: "gemini", wantPath: "/v1beta/models/gemini-2.5-flash:countTokens",
+			wantSent: map[string]any{"generateContentRequest.model": "models/gemini-2.5-flash", "contents": nil,
+				"generateContentRequest.systemInstruction.parts.0.text":      "Be brief.",
+				"generateContentRequest.tools.0.functionDeclarations.0.name": "get_weather"}},
+		{name: "MaxTokensAccepted", body: `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,` + msgs + `}`,
+			fake:       aitest.JSON(200, `{"input_tokens":9}`),
+			wantStatus: 200, wantTokens: 9, provider: "anthropic", wantPath: "/v1/messages/count_tokens",
+			wantSent: map[string]any{"max_tokens": nil}},
+		{name: "OpenAIHasNoCounting", body: `{"model":"openai/gpt-4o-mini",` + msgs + `}`,
+			wantStatus: 400, wantType: "invalid_request_error", wantInMsg: "Token counting is not available for the model 'openai/gpt-4o-mini'"},
+		{name: "NoKey", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`, noKey: true,
+			wantStatus: 401, wantType: "authentication_error"},
+		{name: "MalformedJSON", body: `{"model":`, wantStatus: 400, wantType: "invalid_request_error"},
+		{name: "NoMessages", body: `{"model":"anthropic/claude-haiku-4-5"}`, wantStatus: 400, wantType: "invalid_request_error", wantInMsg: "messages"},
+		{name: "UnsupportedField", body: `{"model":"anthropic/claude-haiku-4-5","thinking":{"type":"enabled"},` + msgs + `}`,
+			wantStatus: 400, wantType: "invalid_request_error", wantInMsg: "thinking"},
+		{name: "AnthropicRateLimited", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`,
+			fake:       aitest.Error("anthropic", 429, "rate_limit_error", "Number of requests has exceeded your rate limit", "retry-after", "30"),
+			wantStatus: 429, wantType: "rate_limit_error", provider: "anthropic", wantPath: "/v1/messages/count_tokens"},
+		{name: "AnthropicAnswersNoCount", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`,
+			fake:       aitest.JSON(200, `{"type":"message"}`),
+			wantStatus: 502, wantType: "api_error", wantInMsg: "without input_tokens", provider: "anthropic", wantPath: "/v1/messages/count_tokens"},
+		{name: "AnthropicAnswersTooMuch", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`,
+			fake:       aitest.JSON(200, `{"input_tokens":1,"pad":"`+strings.Repeat("x", 100<<10)+`"}`),
+			wantStatus: 502, wantType: "api_error", wantInMsg: "larger than", provider: "anthropic", wantPath: "/v1/messages/count_tokens"},
+		{name: "GeminiRefuses", body: `{"model":"gemini/gemini-2.5-flash",` + msgs + `}`,
+			fake:       aitest.Error("gemini", 400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
+			wantStatus: 400, wantType: "invalid_request_error", wantInMsg: "invalid argument", provider: "gemini", wantPath: "/v1beta/models/gemini-2.5-flash:countTokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var script []aitest.Responder
+			if tt.fake != nil {
+				script = append(script, tt.fake)
+			}
+			fx := newGWFixture(t, Options{}, script...)
+			uid, tok := fx.user(t)
+			if tt.spent {
+				tok = fx.spentUser(t)
+			}
+			key := ""
+			if !tt.noKey {
+				k, err := fx.keys.Create(context.Background(), uid, "", keys.CreateInput{Name: "sdk"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key = k.Key
+			}
+			var rec *httptest.ResponseRecorder
+			if tt.spent {
+				rec = do(fx.h, "POST", "/v1/messages/count_tokens", tt.body, tok)
+			} else {
+				rec = countTokensReq(fx.h, tt.body, key)
+			}
+			if got, want := rec.Code, tt.wantStatus; got != want {
+				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+			}
+			if tt.wantStatus == 200 {
+				var got map[string]any
+				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+					t.Fatalf("decode %s: %v", rec.Body, err)
+				}
+				if diff := cmp.Diff(map[string]any{"input_tokens": float64(tt.wantTokens)}, got); diff != "" {
+					t.Errorf("answer (-want +got):\n%s", diff)
+				}
+			} else {
+				e := decodeJSON[gateway.AnthropicErrorBody](t, rec.Body.Bytes())
+				if e.Type != "error" || e.Error.Type != tt.wantType || !strings.Contains(e.Error.Message, tt.wantInMsg) {
+					t.Errorf("error %s, want type %q and a message with %q", rec.Body, tt.wantType, tt.wantInMsg)
+				}
+			}
+			for p, f := range fx.fakes {
+				calls := f.Calls()
+				if p != tt.provider {
+					if len(calls) != 0 {
+						t.Errorf("%s received %d requests, want none", p, len(calls))
+					}
+					continue
+				}
+				if len(calls) == 0 {
+					t.Fatalf("%s received no request", p)
+				}
+				last := calls[len(calls)-1]
+				if last.Path != tt.wantPath {
+					t.Errorf("%s was asked %s, want %s", p, last.Path, tt.wantPath)
+				}
+				for k, want := range tt.wantSent {
+					var got any = last.Body
+					for _, step := range strings.Split(k, ".") {
+						switch v := got.(type) {
+						case map[string]any:
+							got = v[step]
+						case []any:
+							i, _ := strconv.Atoi(step)
+							got = nil
+							if i < len(v) {
+								got = v[i]
+							}
+						}
+					}
+					if !cmp.Equal(got, want) {
+						t.Errorf("%s received %s=%v, want %v: %s", p, k, got, want, last.Raw)
+					}
+				}
+			}
+			// A count is no call: nothing is recorded (give the recorder time to flush).
+			time.Sleep(20 * time.Millisecond)
+			sum := decodeJSON[usage.Summary](t, do(fx.h, "GET", "/api/ai/usage?days=1", "", tok).Body.Bytes())
+			if sum.TotalRequests != 0 || sum.TotalCost != 0 {
+				t.Errorf("usage after a count: %+v, want none", sum)
 			}
 		})
 	}

@@ -52,6 +52,9 @@ func (s *Server) Last() Call {
 // OK answers a success in the server's own format (fakeprovider.OK).
 func OK(text string) Responder { return fakeprovider.OK(text) }
 
+// CountTokens answers a token count in the server's own format (fakeprovider.CountTokens).
+func CountTokens(n int) Responder { return fakeprovider.CountTokens(n) }
+
 // Answer answers as the provider does when all goes well (fakeprovider.Answer).
 func Answer() Responder { return fakeprovider.Answer() }
 

@@ -145,11 +145,11 @@ func (s *Server) pathOK(r *http.Request) bool {
 	case "openai":
 		return r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/embeddings"
 	case "anthropic":
-		return r.URL.Path == "/v1/messages"
+		return r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens"
 	case "gemini":
 		return strings.HasPrefix(r.URL.Path, "/v1beta/models/") &&
 			(strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent") ||
-				strings.HasSuffix(r.URL.Path, ":batchEmbedContents"))
+				strings.HasSuffix(r.URL.Path, ":batchEmbedContents") || strings.HasSuffix(r.URL.Path, ":countTokens"))
 	}
 	return false
 }
@@ -158,7 +158,7 @@ func (s *Server) pathOK(r *http.Request) bool {
 func (c Call) Model() string {
 	if strings.HasPrefix(c.Path, "/v1beta/models/") {
 		m := strings.TrimPrefix(c.Path, "/v1beta/models/")
-		m = strings.TrimSuffix(m, ":batchEmbedContents")
+		m = strings.TrimSuffix(strings.TrimSuffix(m, ":batchEmbedContents"), ":countTokens")
 		return strings.TrimSuffix(strings.TrimSuffix(m, ":generateContent"), ":streamGenerateContent")
 	}
 	m, _ := c.Body["model"].(string)
@@ -225,9 +225,30 @@ func Reset() Responder {
 	}
 }
 
+// CountedTokens is the count CountTokens answers, the prompt tokens of OK's answers.
+const CountedTokens = 11
+
+// isCount reports whether path is a token count: Anthropic's count_tokens, Gemini's
+// countTokens.
+func isCount(path string) bool {
+	return path == "/v1/messages/count_tokens" || strings.HasSuffix(path, ":countTokens")
+}
+
+// CountTokens answers a token count in the server's own format: Anthropic's
+// {"input_tokens": n}, Gemini's {"totalTokens": n, "promptTokensDetails": [...]}.
+func CountTokens(n int) Responder {
+	return func(w http.ResponseWriter, r *http.Request, c Call) {
+		body := map[string]any{"input_tokens": n}
+		if strings.HasSuffix(r.URL.Path, ":countTokens") {
+			body = map[string]any{"totalTokens": n, "promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": n}}}
+		}
+		JSON(http.StatusOK, body)(w, r, c)
+	}
+}
+
 // OK answers a success in the server's own format: text (default "Hello from the fake") with
 // 11 prompt and 7 completion tokens, the model echoed (OpenAI as a dated snapshot); an
-// embeddings request as Embeddings does.
+// embeddings request as Embeddings does, a token count as CountTokens(CountedTokens).
 func OK(text string) Responder {
 	if text == "" {
 		text = "Hello from the fake"
@@ -237,6 +258,9 @@ func OK(text string) Responder {
 		switch {
 		case isEmbeddings(r.URL.Path):
 			Embeddings()(w, r, c)
+			return
+		case isCount(r.URL.Path):
+			CountTokens(CountedTokens)(w, r, c)
 			return
 		case r.URL.Path == "/v1/chat/completions":
 			body = OpenAIAnswer(c.Model()+"-2024-07-18", text, 11, 7, 0)
