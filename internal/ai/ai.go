@@ -803,6 +803,15 @@ func transportReason(err error) string {
 // toAppErr maps a classified failure to the answer the client gets; msg is describe's text
 // of it.
 func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
+	err := s.appErrOf(name, u, msg)
+	if e, ok := err.(*apperr.Error); ok && u.errType != "" {
+		e.UpstreamType = u.errType // the provider's own word, for a surface speaking its dialect
+	}
+	return err
+}
+
+// appErrOf is toAppErr without the provider's error type.
+func (s *Service) appErrOf(name string, u *upstreamError, msg string) error {
 	switch {
 	case u.canceled:
 		return apperr.Wrap(apperr.Unavailable, u, "the request was canceled")
@@ -830,7 +839,7 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 		return apperr.Wrap(apperr.Upstream, u, msg)
 	case u.midStream:
 		e := apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s failed mid-stream: %s", name, msg))
-		e.Code = u.eventType // the provider's own error type, for a surface speaking its dialect
+		e.Code = u.errType
 		return e
 	case u.status == http.StatusTooManyRequests:
 		e := apperr.Wrap(apperr.RateLimited, u, fmt.Sprintf("%s rate limit reached: %s", name, msg))

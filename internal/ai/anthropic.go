@@ -361,7 +361,7 @@ type anthropicError struct {
 func (anthropic) failure(status int, header http.Header, body []byte) *upstreamError {
 	var e anthropicError
 	_ = json.Unmarshal(body, &e)
-	u := &upstreamError{status: status, message: e.Error.Message,
+	u := &upstreamError{status: status, message: e.Error.Message, errType: e.Error.Type,
 		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
 	switch {
 	case status == http.StatusUnauthorized || e.Error.Type == "authentication_error":
@@ -504,7 +504,7 @@ func (s *anthropicStream) event(_ string, data []byte, out []Delta) ([]Delta, bo
 	case "error":
 		u := &upstreamError{status: http.StatusOK, message: "mid-stream error"}
 		if e.Error != nil {
-			u.message, u.eventType = e.Error.Type+": "+e.Error.Message, e.Error.Type
+			u.message, u.errType = e.Error.Type+": "+e.Error.Message, e.Error.Type
 		}
 		return out, false, u
 	}

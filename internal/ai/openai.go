@@ -307,7 +307,7 @@ func (s *openAIStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 		return out, false, err
 	}
 	if c.Error != nil {
-		return out, false, &upstreamError{status: http.StatusOK, message: c.Error.Message, eventType: c.Error.Type,
+		return out, false, &upstreamError{status: http.StatusOK, message: c.Error.Message, errType: c.Error.Type,
 			billing: c.Error.Type == "insufficient_quota"}
 	}
 	if c.ID != "" {

@@ -211,7 +211,7 @@ type upstreamError struct {
 	full         bool          // the answer did not fit in the process's bound on buffered bytes
 	between      bool          // … while waiting between two attempts (the provider had no request)
 	midStream    bool          // the failure came after the stream had started
-	eventType    string        // the error type a provider reported in its stream (OpenAI's, Anthropic's)
+	errType      string        // the error type the provider reported: in its stream (OpenAI's, Anthropic's) or its error answer (Anthropic's)
 	unbuilt      bool          // the request could not be built: nothing was sent
 	cause        error         // the transport's or request builder's error, if any
 }

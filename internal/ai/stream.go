@@ -69,10 +69,10 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 		}
 		u.message = s.redact(u.message)
 		switch {
-		case u.eventType != "" && !sent:
+		case u.errType != "" && !sent:
 			// The provider refused the call in its stream before any piece, as an error answer
 			// would have: classified as that answer (a 400 stays a 400).
-			u.status = statusOfEvent(u.eventType)
+			u.status = statusOfEvent(u.errType)
 		default:
 			u.midStream = true
 		}

@@ -49,6 +49,11 @@ type Error struct {
 	// "model_not_found"); "" when the kind says all. Formats that have the field (OpenAI's
 	// code) show it.
 	Code string
+	// UpstreamType is the error type a provider reported for the failure, in its error answer
+	// or its stream ("overloaded_error", "server_error"); "" when it reported none. It is the
+	// provider's word, not a Code: only a format that speaks that provider's dialect (Anthropic's
+	// on /v1/messages) shows it.
+	UpstreamType string
 	// Err is the cause, for logs only.
 	Err error
 }

@@ -619,14 +619,15 @@ var anthropicErrorTypes = map[string]bool{"invalid_request_error": true, "authen
 
 // AnthropicErrorOf is err as Anthropic's error answer: its status and body. Budgets spent
 // are billing_error (402), timeouts timeout_error (504), a request refused for the server's
-// bound on buffered bytes overloaded_error (503). A provider's failure that came with
-// one of Anthropic's error types (code: an error event in its stream, overloaded_error) keeps
-// that type.
-func AnthropicErrorOf(status int, kind apperr.Kind, code, message string) (int, AnthropicErrorBody) {
+// bound on buffered bytes (code memlimit.Overloaded) overloaded_error (503). A provider's
+// failure that came with one of Anthropic's error types (upstreamType: in its error answer or
+// an error event of its stream: overloaded_error) keeps that type; the status stays the
+// kind's (502).
+func AnthropicErrorOf(status int, kind apperr.Kind, code, upstreamType, message string) (int, AnthropicErrorBody) {
 	typ := "api_error"
 	switch {
-	case kind == apperr.Upstream && anthropicErrorTypes[code]:
-		typ = code
+	case kind == apperr.Upstream && anthropicErrorTypes[upstreamType]:
+		typ = upstreamType
 	case kind == apperr.PaymentRequired:
 		typ = "billing_error"
 	case kind == apperr.UpstreamTimeout:

@@ -132,34 +132,38 @@ func TestToolInput(t *testing.T) {
 func TestAnthropicErrorOf(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		status     int
-		kind       apperr.Kind
-		code       string
-		wantStatus int
-		wantType   string
+		status       int
+		kind         apperr.Kind
+		code         string
+		upstreamType string
+		wantStatus   int
+		wantType     string
 	}{
-		{402, apperr.PaymentRequired, "", 402, "billing_error"},
-		{504, apperr.UpstreamTimeout, "", 504, "timeout_error"},
-		{422, apperr.Invalid, "", 400, "invalid_request_error"},
-		{400, apperr.Invalid, "", 400, "invalid_request_error"},
-		{401, apperr.Unauthorized, "", 401, "authentication_error"},
-		{403, apperr.Forbidden, "", 403, "permission_error"},
-		{404, apperr.NotFound, "", 404, "not_found_error"},
-		{413, apperr.TooLarge, "", 413, "request_too_large"},
-		{429, apperr.RateLimited, "", 429, "rate_limit_error"},
-		{502, apperr.Upstream, "", 502, "api_error"},
-		{500, apperr.Internal, "", 500, "api_error"},
-		// A provider's failure with Anthropic's own type keeps it; another code does not.
-		{502, apperr.Upstream, "overloaded_error", 502, "overloaded_error"},
-		{502, apperr.Upstream, "server_error", 502, "api_error"},
-		{400, apperr.Invalid, "overloaded_error", 400, "invalid_request_error"},
+		{402, apperr.PaymentRequired, "", "", 402, "billing_error"},
+		{504, apperr.UpstreamTimeout, "", "", 504, "timeout_error"},
+		{422, apperr.Invalid, "", "", 400, "invalid_request_error"},
+		{400, apperr.Invalid, "", "", 400, "invalid_request_error"},
+		{401, apperr.Unauthorized, "", "", 401, "authentication_error"},
+		{403, apperr.Forbidden, "", "", 403, "permission_error"},
+		{404, apperr.NotFound, "", "", 404, "not_found_error"},
+		{413, apperr.TooLarge, "", "", 413, "request_too_large"},
+		{429, apperr.RateLimited, "", "", 429, "rate_limit_error"},
+		{429, apperr.RateLimited, "", "rate_limit_error", 429, "rate_limit_error"},
+		{502, apperr.Upstream, "", "", 502, "api_error"},
+		{500, apperr.Internal, "", "", 500, "api_error"},
+		// A provider's failure with Anthropic's own type keeps it; another type does not, nor
+		// does a code of ours that happens to be spelled as one.
+		{502, apperr.Upstream, "", "overloaded_error", 502, "overloaded_error"},
+		{502, apperr.Upstream, "", "server_error", 502, "api_error"},
+		{502, apperr.Upstream, "overloaded_error", "", 502, "api_error"},
+		{400, apperr.Invalid, "", "overloaded_error", 400, "invalid_request_error"},
 		// The server's own bound on buffered bytes; another unavailability stays api_error.
-		{503, apperr.Unavailable, "overloaded", 503, "overloaded_error"},
-		{503, apperr.Unavailable, "", 503, "api_error"},
+		{503, apperr.Unavailable, "overloaded", "", 503, "overloaded_error"},
+		{503, apperr.Unavailable, "", "", 503, "api_error"},
 	} {
-		status, body := AnthropicErrorOf(tc.status, tc.kind, tc.code, "m")
+		status, body := AnthropicErrorOf(tc.status, tc.kind, tc.code, tc.upstreamType, "m")
 		if status != tc.wantStatus || body.Type != "error" || body.Error.Type != tc.wantType || body.Error.Message != "m" {
-			t.Errorf("AnthropicErrorOf(%d, %v) = %d %+v, want %d %s", tc.status, tc.kind, status, body, tc.wantStatus, tc.wantType)
+			t.Errorf("AnthropicErrorOf(%d, %v, %q, %q) = %d %+v, want %d %s", tc.status, tc.kind, tc.code, tc.upstreamType, status, body, tc.wantStatus, tc.wantType)
 		}
 	}
 }

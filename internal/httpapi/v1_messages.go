@@ -56,18 +56,19 @@ func handleV1CountTokens(gw *gateway.Service) http.Handler {
 // "error": {"type", "message"}}, with its types: invalid_request_error 400,
 // authentication_error 401, permission_error 403, not_found_error 404, request_too_large
 // 413, rate_limit_error 429, billing_error 402 (a spent budget, with X-Should-Retry: false),
-// timeout_error 504, api_error for the other failures.
+// timeout_error 504, api_error for the other failures, except a provider's failure that
+// came with one of Anthropic's types (overloaded_error, …), which keeps it.
 func anthropicFormat(h http.Header, err error) (int, any) {
 	status, msgs, _ := clientMessages(err)
 	msg := strings.Join(msgs, "; ")
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	var code string
+	var code, upstreamType string
 	if e := apperr.As(err); e != nil {
-		code = e.Code
+		code, upstreamType = e.Code, e.UpstreamType
 	}
-	status, body := gateway.AnthropicErrorOf(status, apperr.KindOf(err), code, msg)
+	status, body := gateway.AnthropicErrorOf(status, apperr.KindOf(err), code, upstreamType, msg)
 	if body.Error.Type == "billing_error" && h != nil {
 		h.Set("X-Should-Retry", "false")
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -312,20 +313,64 @@ func TestV1_Refusal(t *testing.T) {
 	}
 }
 
-// Ensure an error Anthropic sends mid-stream reaches a /v1/messages client with its own type
-// (overloaded_error, which the SDK retries as such), not as a generic api_error.
-func TestV1Messages_MidStreamErrorKeepsItsType(t *testing.T) {
+// Ensure an error Anthropic reports reaches a /v1/messages client with its own type
+// (overloaded_error, rate_limit_error, which the SDKs handle as such), not as a generic
+// api_error: in an error event after text has been sent, as the answer when the error event
+// comes right after message_start (nothing was sent yet), and as the answer to an error answer.
+func TestV1Messages_ProviderErrorKeepsItsType(t *testing.T) {
 	t.Parallel()
-	fx := newGWFixture(t, Options{}, aitest.Events(
-		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`,
-		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
-		`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`,
-		`error|{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
-	_, tok := fx.user(t)
-	rec := do(fx.h, "POST", "/v1/messages", `{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"x"}]}`, tok)
-	evs := events(t, rec.Body.String())
-	if len(evs) == 0 || evs[len(evs)-1][0] != "error" || !strings.Contains(evs[len(evs)-1][1], `"type":"overloaded_error"`) {
-		t.Errorf("stream %s: want it to end with an overloaded_error event", rec.Body)
+	const (
+		start = `message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`
+		text  = `content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+		delta = `content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`
+	)
+	errorEvent := func(typ string) string {
+		return `error|{"type":"error","error":{"type":"` + typ + `","message":"Something happened"}}`
+	}
+	tests := []struct {
+		name       string
+		stream     bool
+		fake       aitest.Responder
+		wantStatus int
+		wantEvent  bool // the error ends a stream (event: error) rather than being the answer
+		wantType   string
+	}{
+		{name: "OverloadedAfterText", stream: true, fake: aitest.Events(start, text, delta, errorEvent("overloaded_error")),
+			wantStatus: 200, wantEvent: true, wantType: "overloaded_error"},
+		{name: "RateLimitedAfterText", stream: true, fake: aitest.Events(start, text, delta, errorEvent("rate_limit_error")),
+			wantStatus: 200, wantEvent: true, wantType: "rate_limit_error"},
+		{name: "OverloadedAfterMessageStart", stream: true, fake: aitest.Events(start, errorEvent("overloaded_error")),
+			wantStatus: 502, wantType: "overloaded_error"},
+		{name: "RateLimitedAfterMessageStart", stream: true, fake: aitest.Events(start, errorEvent("rate_limit_error")),
+			wantStatus: 429, wantType: "rate_limit_error"},
+		{name: "APIErrorAfterMessageStart", stream: true, fake: aitest.Events(start, errorEvent("api_error")),
+			wantStatus: 502, wantType: "api_error"},
+		{name: "OverloadedAnswer", fake: aitest.Error("anthropic", 529, "overloaded_error", "Overloaded", "x-should-retry", "false"),
+			wantStatus: 502, wantType: "overloaded_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newGWFixture(t, Options{}, tt.fake)
+			_, tok := fx.user(t)
+			rec := do(fx.h, "POST", "/v1/messages", fmt.Sprintf(`{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"stream":%t,
+				"messages":[{"role":"user","content":"x"}]}`, tt.stream), tok)
+			if got, want := rec.Code, tt.wantStatus; got != want {
+				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+			}
+			body := rec.Body.Bytes()
+			if tt.wantEvent {
+				evs := events(t, rec.Body.String())
+				if len(evs) == 0 || evs[len(evs)-1][0] != "error" {
+					t.Fatalf("stream %s: want it to end with an error event", rec.Body)
+				}
+				body = []byte(evs[len(evs)-1][1])
+			}
+			e := decodeJSON[gateway.AnthropicErrorBody](t, body)
+			if e.Type != "error" || e.Error.Type != tt.wantType || e.Error.Message == "" {
+				t.Errorf("error %s, want type %q", body, tt.wantType)
+			}
+		})
 	}
 }
 
