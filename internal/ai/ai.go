@@ -663,6 +663,9 @@ func (s *Service) readAnswer(ctx context.Context, resp *http.Response, limit int
 	return body, held, nil
 }
 
+// maxParamBytes bounds the parameter name a provider's refusal may pass on to the client.
+const maxParamBytes = 256
+
 // maxErrorBytes bounds what is read of a failure's body.
 const maxErrorBytes = 64 << 10
 
@@ -689,6 +692,9 @@ func (s *Service) send(ctx context.Context, p provider, cfg ProviderConfig, c *c
 	}
 	u := p.failure(resp.StatusCode, resp.Header, body)
 	u.message = s.redact(u.message)
+	if u.param = s.redact(u.param); len(u.param) > maxParamBytes {
+		u.param = "" // no parameter is named so long: not shown
+	}
 	return nil, u
 }
 
@@ -804,13 +810,16 @@ func transportReason(err error) string {
 // of it.
 func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 	err := s.appErrOf(name, u, msg)
-	if e, ok := err.(*apperr.Error); ok && u.errType != "" {
+	if e, ok := err.(*apperr.Error); ok {
 		e.UpstreamType = u.errType // the provider's own word, for a surface speaking its dialect
+		if e.Kind == apperr.Invalid && u.param != "" {
+			e.Param = u.param // the provider's refusal names the parameter as OpenAI's request does
+		}
 	}
 	return err
 }
 
-// appErrOf is toAppErr without the provider's error type.
+// appErrOf is toAppErr without what the provider named: its error type and parameter.
 func (s *Service) appErrOf(name string, u *upstreamError, msg string) error {
 	switch {
 	case u.canceled:
@@ -838,9 +847,7 @@ func (s *Service) appErrOf(name string, u *upstreamError, msg string) error {
 	case u.malformed:
 		return apperr.Wrap(apperr.Upstream, u, msg)
 	case u.midStream:
-		e := apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s failed mid-stream: %s", name, msg))
-		e.Code = u.errType
-		return e
+		return apperr.Wrap(apperr.Upstream, u, fmt.Sprintf("%s failed mid-stream: %s", name, msg))
 	case u.status == http.StatusTooManyRequests:
 		e := apperr.Wrap(apperr.RateLimited, u, fmt.Sprintf("%s rate limit reached: %s", name, msg))
 		if u.retryAfter > 0 {

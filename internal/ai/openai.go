@@ -245,7 +245,7 @@ func (openAI) failure(status int, header http.Header, body []byte) *upstreamErro
 	var e openAIError
 	_ = json.Unmarshal(body, &e)
 	code, _ := e.Error.Code.(string)
-	u := &upstreamError{status: status, message: e.Error.Message, retryable: defaultRetryable(status, header),
+	u := &upstreamError{status: status, message: e.Error.Message, param: e.Error.Param, retryable: defaultRetryable(status, header),
 		retryAfter: retryAfter(header, time.Now())}
 	switch {
 	case status == http.StatusUnauthorized:

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.mongodb.org/mongo-driver/bson"
 	"go.mongodb.org/mongo-driver/bson/primitive"
 	"go.mongodb.org/mongo-driver/mongo"
@@ -263,6 +264,90 @@ func TestV1StreamFailure(t *testing.T) {
 		t.Fatalf("%d %q", rec.Code, data)
 	}
 	openAIErr(t, rec, []byte(data[len(data)-1]))
+}
+
+// Ensure a provider's refusal on /v1/chat/completions keeps the parameter OpenAI named
+// (param null when the provider named none), streamed or not; and that a failure in the
+// middle of a stream carries the same fields with the same meaning as the error answer of
+// that failure: type server_error, code null (the provider's own type is not our code).
+func TestV1Chat_ProviderErrorFields(t *testing.T) {
+	t.Parallel()
+	const (
+		openAIBadTopP = `{"error":{"message":"Invalid value for 'top_p': expected a number at most 1.","type":"invalid_request_error","param":"top_p","code":"invalid_value"}}`
+		openAINoParam = `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":null,"code":"context_length_exceeded"}}`
+		openAIPiece   = `{"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`
+		openAIFailure = `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`
+		anthropicText = `content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`
+	)
+	anthropicStart := []string{
+		`message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`,
+		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`, anthropicText,
+	}
+	tests := []struct {
+		name       string
+		model      string
+		stream     bool
+		fake       aitest.Responder
+		wantStatus int
+		wantEvent  bool // the error ends a stream rather than being the answer
+		want       gateway.ErrorObject
+	}{
+		{name: "ParamOfOpenAIsRefusal", model: "openai/gpt-4o-mini", fake: aitest.JSON(400, openAIBadTopP),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("top_p")}},
+		{name: "ParamOfOpenAIsRefusalStreamed", model: "openai/gpt-4o-mini", stream: true, fake: aitest.JSON(400, openAIBadTopP),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("top_p")}},
+		{name: "OverlongParamDropped", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, strings.Replace(openAIBadTopP, `"param":"top_p"`, `"param":"`+strings.Repeat("p", 300)+`"`, 1)),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
+		{name: "NoParamNamed", model: "openai/gpt-4o-mini", fake: aitest.JSON(400, openAINoParam),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
+		{name: "AnthropicNamesNoParam", model: "anthropic/claude-haiku-4-5",
+			fake:       aitest.Error("anthropic", 400, "invalid_request_error", "messages: text content blocks must be non-empty"),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
+		{name: "OpenAIFailsMidStream", model: "openai/gpt-4o-mini", stream: true, fake: aitest.Events(openAIPiece, openAIFailure),
+			wantStatus: 200, wantEvent: true, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "AnthropicOverloadedMidStream", model: "anthropic/claude-haiku-4-5", stream: true,
+			fake:       aitest.Events(append(anthropicStart, `error|{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)...),
+			wantStatus: 200, wantEvent: true, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "OpenAIFailsAnswer", model: "openai/gpt-4o-mini", fake: aitest.JSON(500, openAIFailure, "x-should-retry", "false"),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newGWFixture(t, Options{}, tt.fake)
+			_, tok := fx.user(t)
+			rec := do(fx.h, "POST", "/v1/chat/completions", fmt.Sprintf(`{"model":%q,"stream":%t,"top_p":0.5,
+				"messages":[{"role":"user","content":"hi"}]}`, tt.model, tt.stream), tok)
+			if got, want := rec.Code, tt.wantStatus; got != want {
+				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+			}
+			body := rec.Body.Bytes()
+			if tt.wantEvent {
+				data := readSSE(t, rec.Body.String())
+				if len(data) < 2 || data[len(data)-1] == "[DONE]" {
+					t.Fatalf("stream %s: want it to end with an error chunk", rec.Body)
+				}
+				body = []byte(data[len(data)-1])
+			}
+			var raw struct {
+				Error map[string]json.RawMessage `json:"error"`
+			}
+			if err := json.Unmarshal(body, &raw); err != nil {
+				t.Fatalf("decode %s: %v", body, err)
+			}
+			for _, field := range []string{"message", "type", "param", "code"} {
+				if _, ok := raw.Error[field]; !ok {
+					t.Errorf("error %s has no %s, which OpenAI's error object always has", body, field)
+				}
+			}
+			got := openAIErr(t, rec, body)
+			got.Message = ""
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error object (-want +got):\n%s\n%s", diff, body)
+			}
+		})
+	}
 }
 
 func openAIErr(t testing.TB, rec interface {
