@@ -383,9 +383,14 @@ func (s *Service) CountMessageTokens(ctx context.Context, req *Request) (*TokenC
 		for i, n := range names {
 			names[i] = n + "/…"
 		}
+		models := strings.Join(names, " or ")
+		article := "a"
+		if models != "" && strings.ContainsRune("aeiou", rune(models[0])) {
+			article = "an"
+		}
 		return nil, &apperr.Error{Kind: apperr.Invalid, Param: "model", Code: "model_not_supported", Messages: []string{fmt.Sprintf(
-			"Token counting is not available for the model '%s': %s has no token counting endpoint; count with a %s model.",
-			req.Model, req.Provider, strings.Join(names, " or "))}}
+			"Token counting is not available for the model '%s': %s has no token counting endpoint; count with %s %s model.",
+			req.Model, req.Provider, article, models)}}
 	}
 	tc, ok := s.ai.(TokenCounter)
 	if !ok {

@@ -507,7 +507,7 @@ func TestV1Messages_CountTokens(t *testing.T) {
 			wantStatus: 200, wantTokens: 9, provider: "anthropic", wantPath: "/v1/messages/count_tokens",
 			wantSent: map[string]any{"max_tokens": nil}},
 		{name: "OpenAIHasNoCounting", body: `{"model":"openai/gpt-4o-mini",` + msgs + `}`,
-			wantStatus: 400, wantType: "invalid_request_error", wantInMsg: "Token counting is not available for the model 'openai/gpt-4o-mini'"},
+			wantStatus: 400, wantType: "invalid_request_error", wantInMsg: "Token counting is not available for the model 'openai/gpt-4o-mini': openai has no token counting endpoint; count with an anthropic/… or gemini/… model."},
 		{name: "NoKey", body: `{"model":"anthropic/claude-haiku-4-5",` + msgs + `}`, noKey: true,
 			wantStatus: 401, wantType: "authentication_error"},
 		{name: "MalformedJSON", body: `{"model":`, wantStatus: 400, wantType: "invalid_request_error"},
