@@ -17,6 +17,7 @@ var userinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)([^\s"'<>]*)@`)
 // error message), keeping the user name: "mongodb://u:****@host". A URI without a password
 // is left as it is.
 func Userinfo(s string) string {
+	s = options(s)
 	if !strings.Contains(s, "://") {
 		return s
 	}
@@ -33,7 +34,9 @@ func Userinfo(s string) string {
 // URI hides the password of uri, which is one URI and nothing else (a configuration value, a
 // connection string), whatever the password holds (a space, a quote, "/" or "@"): everything
 // between the user name's ":" and the last "@" goes. A URI without a password is left as it is.
+// The secrets of its options are hidden too (options).
 func URI(uri string) string {
+	uri = options(uri)
 	scheme, rest, ok := strings.Cut(uri, "://")
 	if !ok {
 		return uri
@@ -55,18 +58,45 @@ func URI(uri string) string {
 func Text(text string, uris ...string) string {
 	text = Userinfo(text)
 	for _, uri := range uris {
-		pw := password(uri)
-		forms := []string{pw}
-		if dec, err := url.PathUnescape(pw); err == nil {
-			forms = append(forms, dec, url.QueryEscape(dec))
-		}
-		for _, f := range forms {
-			if len(f) >= 3 { // shorter ones would hide ordinary text and protect little
-				text = strings.ReplaceAll(text, f, "****")
+		for _, secret := range append([]string{password(uri)}, optionValues(uri)...) {
+			forms := []string{secret}
+			if dec, err := url.PathUnescape(secret); err == nil {
+				forms = append(forms, dec, url.QueryEscape(dec))
+			}
+			for _, f := range forms {
+				if len(f) >= 3 { // shorter ones would hide ordinary text and protect little
+					text = strings.ReplaceAll(text, f, "****")
+				}
 			}
 		}
 	}
 	return text
+}
+
+// A connection string holds secrets outside its user info too: the options that hold a
+// password (MongoDB's tlsCertificateKeyFilePassword and sslClientCertificateKeyPassword, a
+// proxy's proxyPassword; option names are case-insensitive) and an AWS session token among
+// authMechanismProperties ("AWS_SESSION_TOKEN:…", its ":" maybe escaped).
+var (
+	passwordOption = regexp.MustCompile(`(?i)([?&][a-z_]*password=)([^&#\s"'<>]+)`)
+	sessionToken   = regexp.MustCompile(`(?i)(AWS_SESSION_TOKEN(?::|%3A))([^,&#\s"'<>]+)`)
+)
+
+// options hides the values of those options wherever s quotes them.
+func options(s string) string {
+	s = passwordOption.ReplaceAllString(s, "${1}****")
+	return sessionToken.ReplaceAllString(s, "${1}****")
+}
+
+// optionValues are the values options hides in uri, as written.
+func optionValues(uri string) []string {
+	var out []string
+	for _, re := range []*regexp.Regexp{passwordOption, sessionToken} {
+		for _, m := range re.FindAllStringSubmatch(uri, -1) {
+			out = append(out, m[2])
+		}
+	}
+	return out
 }
 
 // password is what URI hides: the text between the user name's ":" and the last "@".

@@ -121,3 +121,37 @@ func FuzzURI(f *testing.F) {
 		}
 	})
 }
+
+// Ensure a connection string's other secrets, its options that hold a password or a token,
+// are hidden like its password, wherever the URI is quoted.
+func TestOptionSecrets(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ in, want string }{
+		{"mongodb://h/?tlsCertificateKeyFilePassword=TopSecretPw&w=1", "mongodb://h/?tlsCertificateKeyFilePassword=****&w=1"},
+		{"mongodb://h/?w=1&TLSCERTIFICATEKEYFILEPASSWORD=TopSecretPw", "mongodb://h/?w=1&TLSCERTIFICATEKEYFILEPASSWORD=****"},
+		{"mongodb://h/?sslClientCertificateKeyPassword=TopSecretPw", "mongodb://h/?sslClientCertificateKeyPassword=****"},
+		{"mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=TopSecretPw", "mongodb://h/?proxyHost=p&proxyUsername=u&proxyPassword=****"},
+		{"mongodb://k:s@h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:TopSecretTok",
+			"mongodb://k:****@h/?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:****"},
+		{"mongodb://h/?authMechanismProperties=SERVICE_NAME:db,AWS_SESSION_TOKEN:TopSecretTok,X:y",
+			"mongodb://h/?authMechanismProperties=SERVICE_NAME:db,AWS_SESSION_TOKEN:****,X:y"},
+		{"mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN%3ATopSecretTok", "mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN%3A****"},
+		{"mongodb://h/?replicaSet=rs0&appName=passwordless", "mongodb://h/?replicaSet=rs0&appName=passwordless"},
+	} {
+		if got := URI(tt.in); got != tt.want {
+			t.Errorf("URI(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		text := `store: ping "` + tt.in + `": server selection error`
+		want := `store: ping "` + tt.want + `": server selection error`
+		if got := Userinfo(text); got != want {
+			t.Errorf("Userinfo(%q) = %q, want %q", text, got, want)
+		}
+		if got := Text(text, tt.in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", text, got, want)
+		}
+	}
+	// A parser quoting the option's value alone.
+	if got := Text("bad value TopSecretPw", "mongodb://h/?tlsCertificateKeyFilePassword=TopSecretPw"); got != "bad value ****" {
+		t.Errorf("Text kept the option's value: %q", got)
+	}
+}
