@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -270,7 +272,10 @@ func (e *Error) Error() string {
 func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 	v := viper.New()
 	if fs != nil {
-		if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+		if f := fs.Lookup("config"); f != nil && (f.Changed || f.Value.String() != "") {
+			if err := checkConfigFile(f.Value.String()); err != nil {
+				return nil, err
+			}
 			v.SetConfigFile(f.Value.String())
 			if err := v.ReadInConfig(); err != nil {
 				return nil, &Error{Key: "--config", Reason: f.Value.String() + ": " + oneLine(err.Error())}
@@ -306,6 +311,23 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		raw["core.uri"] = raw["mongodb.uri"]
 	}
 	return parse(raw)
+}
+
+// checkConfigFile refuses a --config that names no file viper could read, with a reason that
+// says why: an empty one (`--config "$CONFIG"` with the variable unset, which would otherwise
+// run on the defaults), a directory, or a name whose extension is no format viper reads
+// (viper says `Unsupported Config Type ""` for the first two).
+func checkConfigFile(file string) error {
+	if strings.TrimSpace(file) == "" {
+		return &Error{Key: "--config", Reason: "is empty; give a YAML, JSON or TOML file, or leave --config out"}
+	}
+	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
+		return &Error{Key: "--config", Reason: file + ": is a directory, not a file"}
+	}
+	if ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(file), ".")); !slices.Contains(viper.SupportedExts, ext) {
+		return &Error{Key: "--config", Reason: file + ": the name must end in the extension of its format: YAML (.yaml, .yml), JSON (.json) or TOML (.toml)"}
+	}
+	return nil
 }
 
 // checkFileType refuses a config file value of a type k's kind does not take, before it is

@@ -536,3 +536,28 @@ func TestLoad_FileNumbers(t *testing.T) {
 		t.Errorf("limit 5.5: err = %v, want not a whole number", err)
 	}
 }
+
+// Ensure a --config that names no file is refused with a reason that says so: given empty
+// (`--config "$CONFIG"` with the variable unset would otherwise run on the defaults), a
+// directory (viper reports a directory without an extension as an "Unsupported Config Type
+// """), or a file whose extension names no format viper reads.
+func TestLoad_ConfigNamesNoFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	txt := filepath.Join(dir, "app.txt")
+	if err := os.WriteFile(txt, []byte("addr: \":1\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ arg, want string }{
+		{"", "is empty"},
+		{"  ", "is empty"},
+		{dir, "is a directory"},
+		{txt, "YAML (.yaml, .yml), JSON (.json) or TOML (.toml)"},
+	} {
+		_, err := Load(flags(t, "--config", tt.arg), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != "--config" || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("--config %q: err = %v, want a config.Error on --config saying %q", tt.arg, err, tt.want)
+		}
+	}
+}
