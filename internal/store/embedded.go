@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -95,6 +96,8 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 		return nil, "", fmt.Errorf("store: %w", err)
 	}
 	listener := backendListener(abs)
+	// Read before FerretDB opens them: opening an emptied file writes SQLite's header to it.
+	damaged := damagedFiles(abs)
 	ferretNewMu.Lock() // ferretdb.New writes a package-level variable (the version's package name)
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  listener,
@@ -105,6 +108,10 @@ func openEmbedded(ctx context.Context, opts Options, log *slog.Logger) (*embedde
 	ferretNewMu.Unlock()
 	if err != nil {
 		unlock(lock)
+		if len(damaged) > 0 {
+			return nil, "", fmt.Errorf("store: start embedded store: %s: not an SQLite database (damaged, emptied or replaced): restore it from a backup, or move it out of %s to start without that database: %w",
+				strings.Join(damaged, ", "), abs, err)
+		}
 		return nil, "", fmt.Errorf("store: start embedded store: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -305,4 +312,28 @@ func (e errorsOnly) resolved() slog.Handler {
 		h = h.WithGroup(g)
 	}
 	return h
+}
+
+// sqliteHeader begins every SQLite database file.
+const sqliteHeader = "SQLite format 3\x00"
+
+// damagedFiles lists the database files of dir (FerretDB's *.sqlite) that do not begin with
+// SQLite's header, for the error of a store that cannot start: FerretDB's names none of its
+// files ("file is not a database (26)", or a missing table of an emptied one).
+func damagedFiles(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sqlite"))
+	var bad []string
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		head := make([]byte, len(sqliteHeader))
+		n, _ := io.ReadFull(f, head)
+		_ = f.Close()
+		if string(head[:n]) != sqliteHeader {
+			bad = append(bad, name)
+		}
+	}
+	return bad
 }

@@ -344,3 +344,43 @@ func TestEmbedded_CommandsTakeTurns(t *testing.T) {
 		})
 	}
 }
+
+// Ensure a store whose database file is damaged (not SQLite, or emptied) is refused with the
+// file named: FerretDB's own error ("file is not a database (26)") names none of the files.
+func TestEmbedded_DamagedFileNamed(t *testing.T) {
+	for _, damage := range []struct {
+		name    string
+		content []byte
+	}{
+		{"garbage", []byte(strings.Repeat("not a database ", 600))},
+		{"empty", nil},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			dir := t.TempDir()
+			st, err := store.Open(ctx, store.Options{DataDir: dir})
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			for _, db := range []string{"alpha", "bravo"} {
+				if _, err := st.DB(db).Collection("c").InsertOne(ctx, bson.M{"n": 1}); err != nil {
+					t.Fatalf("insert: %v", err)
+				}
+			}
+			if err := st.Close(context.Background()); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			bad := filepath.Join(dir, "db", "bravo.sqlite")
+			for _, f := range []string{bad + "-wal", bad + "-shm"} {
+				_ = os.Remove(f)
+			}
+			if err := os.WriteFile(bad, damage.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = store.Open(ctx, store.Options{DataDir: dir})
+			if err == nil || !strings.Contains(err.Error(), bad) || strings.Contains(err.Error(), "alpha.sqlite") {
+				t.Fatalf("open of a store with a damaged %s: err = %v, want one that names it (and only it)", bad, err)
+			}
+		})
+	}
+}
