@@ -23,6 +23,7 @@ import (
 	"github.com/acme/app/internal/budget"
 	"github.com/acme/app/internal/redact"
 	"github.com/acme/app/internal/suggest"
+	"github.com/acme/app/internal/validate"
 )
 
 // Config is the typed configuration shared by every command.
@@ -596,8 +597,8 @@ func parse(raw map[string]string) (*Config, error) {
 	c := &Config{
 		Addr:    p.str("addr"),
 		DataDir: p.str("data_dir"),
-		MongoDB: Mongo{URI: p.str("mongodb.uri"), Database: p.str("mongodb.database")},
-		Core:    Mongo{URI: p.str("core.uri"), Database: p.str("core.database")},
+		MongoDB: Mongo{URI: p.str("mongodb.uri"), Database: p.database("mongodb.database")},
+		Core:    Mongo{URI: p.str("core.uri"), Database: p.database("core.database")},
 		JWT:     JWT{Secret: p.secret("jwt.secret"), TTL: p.dur("jwt.ttl")},
 		RateLimit: RateLimit{
 			Limit: p.int("ratelimit.limit"), Window: p.dur("ratelimit.window"),
@@ -751,6 +752,16 @@ func (p *parser) str(name string) string {
 			return strings.ToLower(val)
 		}
 		p.fail(name, "must be text or json")
+	}
+	return val
+}
+
+// database is a MongoDB database name, checked as MongoDB checks it: a name it refuses would
+// otherwise fail the first query, without the key named.
+func (p *parser) database(name string) string {
+	val := strings.TrimSpace(p.raw[name])
+	if reason := validate.DatabaseName(val); reason != "" {
+		p.fail(name, reason)
 	}
 	return val
 }

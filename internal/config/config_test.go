@@ -141,6 +141,12 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "1_0"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "0x10"},
 		{"APP_AI_DEFAULT_MONTHLY_BUDGET", "1e-12"},
+		// Names MongoDB refuses: found here, not by the first query (exit 1, no key named).
+		{"APP_MONGODB_DATABASE", "a/b"},
+		{"APP_MONGODB_DATABASE", "app.prod"},
+		{"APP_MONGODB_DATABASE", strings.Repeat("a", 64)},
+		{"APP_CORE_DATABASE", "core db"},
+		{"APP_CORE_DATABASE", "core$"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.val, func(t *testing.T) {
@@ -559,5 +565,19 @@ func TestLoad_ConfigNamesNoFile(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Key != "--config" || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("--config %q: err = %v, want a config.Error on --config saying %q", tt.arg, err, tt.want)
 		}
+	}
+}
+
+// Ensure a database name written empty in a config file is refused, not used as "".
+func TestLoad_EmptyDatabaseInFile(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(file, []byte("core:\n  database: \"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(flags(t, "--config", file), env(nil))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "core.database" {
+		t.Fatalf("err = %v, want a config.Error on core.database", err)
 	}
 }

@@ -148,13 +148,8 @@ func (in *QueryInput) validate(maxLimit int) []string {
 
 // databaseRules checks a database name as MongoDB does on Unix.
 func databaseRules(name string) []string {
-	switch {
-	case name == "":
-		return []string{validate.NotEmpty("database")}
-	case len(name) >= 64:
-		return []string{"database must be shorter than 64 characters"}
-	case strings.ContainsAny(name, "/\\. \"$\x00"):
-		return []string{`database must not contain any of / \ . " $ space or NUL`}
+	if reason := validate.DatabaseName(name); reason != "" {
+		return []string{"database " + reason}
 	}
 	return nil
 }

@@ -196,3 +196,18 @@ func Hidden(r rune) bool {
 	}
 	return r == 0x2800
 }
+
+// DatabaseName checks a MongoDB database name as MongoDB does on Unix. It returns what is
+// wrong with it, to follow the name of the property or key that holds it ("should not be
+// empty"), or "" when MongoDB takes it.
+func DatabaseName(name string) string {
+	switch {
+	case name == "":
+		return "should not be empty"
+	case len(name) >= 64:
+		return "must be shorter than 64 characters"
+	case strings.ContainsAny(name, "/\\. \"$\x00"):
+		return `must not contain any of / \ . " $ space or NUL`
+	}
+	return ""
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -154,6 +155,20 @@ func TestDisplayable(t *testing.T) {
 	} {
 		if got := Displayable(tc.s); got != tc.want {
 			t.Errorf("Displayable(%+q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
+
+// Ensure DatabaseName takes what MongoDB takes on Unix and names what it refuses.
+func TestDatabaseName(t *testing.T) {
+	t.Parallel()
+	for name, ok := range map[string]bool{
+		"backend": true, "space_65f0": true, "a-b": true, strings.Repeat("a", 63): true,
+		"": false, strings.Repeat("a", 64): false, "a/b": false, `a\b`: false, "a.b": false,
+		"a b": false, `a"b`: false, "a$b": false, "a\x00b": false,
+	} {
+		if got := DatabaseName(name) == ""; got != ok {
+			t.Errorf("DatabaseName(%q) = %q, want ok=%v", name, DatabaseName(name), ok)
 		}
 	}
 }
