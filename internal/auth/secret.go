@@ -24,7 +24,7 @@ func LoadOrCreateSecret(dataDir string) (secret []byte, created bool, err error)
 		}
 		return nil, false, fmt.Errorf("auth: %s holds a secret shorter than 32 characters", path)
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, false, fmt.Errorf("auth: read %s: %w", path, err)
+		return nil, false, fmt.Errorf("auth: %w", err) // os.ReadFile says "read PATH: …"
 	}
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -402,6 +404,21 @@ func TestLoadOrCreateSecret(t *testing.T) {
 	b, created, err := LoadOrCreateSecret(dir)
 	if err != nil || created || string(a) != string(b) {
 		t.Fatalf("second: created=%v same=%v err=%v", created, string(a) == string(b), err)
+	}
+}
+
+// Ensure a secret file that cannot be read is named once in the error: os.ReadFile's error
+// already says "read PATH".
+func TestLoadOrCreateSecret_UnreadableNamedOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, SecretFile)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := LoadOrCreateSecret(dir)
+	if err == nil || strings.Count(err.Error(), path) != 1 {
+		t.Fatalf("err = %v, want one naming %s once", err, path)
 	}
 }
 
