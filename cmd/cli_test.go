@@ -94,6 +94,16 @@ func TestCLIConventions(t *testing.T) {
 		{"empty --user of keys list", testEnv(), []string{"keys", "list", "--user=", "--data-dir", dir}, exitUsage, "", "--user must not be empty"},
 		{"blank --user of usage report", testEnv(), []string{"usage", "report", "--user", "\t", "--data-dir", dir}, exitUsage, "", "--user must not be empty"},
 		{"empty key id", testEnv(), []string{"keys", "revoke", "", "--data-dir", dir}, exitUsage, "", "ID must not be empty"},
+		// A flag given empty names nothing: `--uri "$URI"` with the variable unset must not read the
+		// app's own database instead, nor `--filter "$F"` every document.
+		{"empty --uri of mongo test", testEnv(), []string{"mongo", "test", "--uri", "", "--data-dir", dir}, exitUsage, "", "--uri must not be empty"},
+		{"blank --database of mongo test", testEnv(), []string{"mongo", "test", "--database", " ", "--data-dir", dir}, exitUsage, "", "--database must not be empty"},
+		{"empty --uri of mongo query", testEnv(), []string{"mongo", "query", "--collection", "users", "--uri=", "--data-dir", dir}, exitUsage, "", "--uri must not be empty"},
+		{"empty --database of mongo query", testEnv(), []string{"mongo", "query", "--collection", "users", "--database", "", "--data-dir", dir}, exitUsage, "", "--database must not be empty"},
+		{"empty --filter of mongo query", testEnv(), []string{"mongo", "query", "--collection", "users", "--filter", "", "--data-dir", dir}, exitUsage, "", "--filter must not be empty"},
+		{"empty --space of templates list", testEnv(), []string{"templates", "list", "--space", "", "--data-dir", dir}, exitUsage, "", "--space must not be empty"},
+		{"empty --widget-type of templates list", testEnv(), []string{"templates", "list", "--widget-type", "", "--data-dir", dir}, exitUsage, "", "--widget-type must not be empty"},
+		{"empty --config", testEnv(), []string{"users", "list", "--config", "", "--data-dir", dir}, exitUsage, "", "config: --config: is empty"},
 		{"blank key id", testEnv(), []string{"keys", "revoke", "  ", "--data-dir", dir}, exitUsage, "", "ID must not be empty"},
 		{"negative key expiry", testEnv(), []string{"keys", "create", "--user", "a@example.com", "--name", "x", "--expires-days", "-1", "--data-dir", dir}, exitUsage, "", "--expires-days must be 0 (never) or from 1 to 3650"},
 		{"one day", testEnv(), []string{"usage", "report", "--days", "1", "--data-dir", dir}, exitOK, "(UTC, 1 day)", ""},

@@ -76,7 +76,7 @@ func newMongoTestCmd(f *factory, runF func(context.Context, *mongoTestOptions) e
 			"Without --uri it tests the app's own database (mongodb.uri, else the embedded store of a running\n" +
 			"`app serve` on the same --data-dir, which the command never starts itself). Exit 1 when the test\n" +
 			"fails or there is nothing to test.",
-		Args: cobra.NoArgs,
+		Args: cobra.MatchAll(cobra.NoArgs, nonBlankFlags("uri", "database")),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -136,7 +136,7 @@ func newMongoQueryCmd(f *factory, runF func(context.Context, *mongoQueryOptions)
 		Example: `  app mongo query --collection users --filter '{"email": "a@example.com"}'
   app mongo query --uri mongodb://db.example.com --database shop --collection orders \
     --filter '{"createdAt": {"$gte": {"$date": "2026-01-01T00:00:00Z"}}}' --limit 10 --json`,
-		Args: cobra.NoArgs,
+		Args: cobra.MatchAll(cobra.NoArgs, nonBlankFlags("uri", "database", "filter")),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("limit") {
 				opts.Limit = &limit

@@ -248,7 +248,7 @@ func newTemplatesListCmd(f *factory, runF func(context.Context, *templatesListOp
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the templates in core (or a space's own, with --space, when core is down)",
-		Args:  cobra.NoArgs,
+		Args:  cobra.MatchAll(cobra.NoArgs, nonBlankFlags("space", "widget-type")),
 		RunE:  templatesRunE(f, opts, nil, runF, runTemplatesList),
 	}
 	cmd.Flags().StringVar(&opts.WidgetType, "widget-type", "", "only templates of this widget type")

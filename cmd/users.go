@@ -199,12 +199,20 @@ func nonBlankFirst(name string) cobra.PositionalArgs {
 // nonBlankEmail refuses an empty or blank EMAIL argument.
 var nonBlankEmail = nonBlankFirst("EMAIL")
 
-// nonBlankUserFlag refuses a --user flag given empty or blank as a usage error, as
-// nonBlankEmail does the argument: `--user "$EMAIL"` with the variable unset names no user
-// to look for, and on a listing it must not quietly mean every user.
-func nonBlankUserFlag(cmd *cobra.Command, _ []string) error {
-	if fl := cmd.Flags().Lookup("user"); fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
-		return usageError{errors.New("--user must not be empty")}
+// nonBlankFlags refuses any of the flags names given empty or blank, as a usage error, as
+// nonBlankEmail does the argument: a flag given a variable that expanded to nothing names
+// nothing, and must not quietly mean its default: `--user "$EMAIL"` every user of a listing,
+// `--uri "$URI"` the app's own database, `--filter "$F"` every document.
+func nonBlankFlags(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, _ []string) error {
+		for _, name := range names {
+			if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+				return usageError{errors.New("--" + name + " must not be empty")}
+			}
+		}
+		return nil
 	}
-	return nil
 }
+
+// nonBlankUserFlag refuses a --user flag given empty or blank.
+var nonBlankUserFlag = nonBlankFlags("user")
