@@ -387,6 +387,9 @@ func (s *services) Budget(ctx context.Context) (*budget.Service, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rebuild the usage rollup after an unclean stop: %w", err)
 		}
+		if err := st.RepairedUncleanStop(ctx); err != nil {
+			return nil, err
+		}
 		s.f.log.Warn("the last run stopped uncleanly: usage rollup of the last 2 days rebuilt from the request log",
 			"days_changed", len(res.Changes))
 	}

@@ -27,14 +27,18 @@ const (
 
 // markOwner records in the embedded store that this process owns it, and notes whether the
 // previous owner stopped without saying so (markStopped): killed, or its machine lost power.
+// An unclean stop stays recorded (unrepaired) until an owner says it repaired what it may have
+// left (RepairedUncleanStop): an operator command that opens the store after the crash and
+// closes it in order repairs nothing, and must not hide the crash from the next server.
 func (s *Store) markOwner(ctx context.Context, dataDir string) error {
 	coll := s.client.Database(markerDB).Collection(markerColl)
 	var prev struct {
-		StoppedAt *time.Time `bson:"stoppedAt"`
+		StoppedAt  *time.Time `bson:"stoppedAt"`
+		Unrepaired bool       `bson:"unrepaired"`
 	}
 	switch err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: markerID}}).Decode(&prev); {
 	case err == nil:
-		s.unclean = prev.StoppedAt == nil
+		s.unclean = prev.StoppedAt == nil || prev.Unrepaired
 	case !errors.Is(err, mongo.ErrNoDocuments):
 		return fmt.Errorf("store: read the embedded store's last owner: %w", err)
 	}
@@ -42,7 +46,7 @@ func (s *Store) markOwner(ctx context.Context, dataDir string) error {
 	_, err := coll.ReplaceOne(ctx,
 		bson.D{{Key: "_id", Value: markerID}},
 		bson.D{{Key: "pid", Value: os.Getpid()}, {Key: "host", Value: host}, {Key: "dataDir", Value: dataDir},
-			{Key: "startedAt", Value: time.Now().UTC()}},
+			{Key: "startedAt", Value: time.Now().UTC()}, {Key: "unrepaired", Value: s.unclean}},
 		options.Replace().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("store: mark the embedded store's owner: %w", err)
@@ -64,6 +68,22 @@ func (s *Store) markStopped(ctx context.Context) error {
 	_, err := s.client.Database(markerDB).Collection(markerColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: markerID}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "stoppedAt", Value: time.Now().UTC()}}}})
 	return err
+}
+
+// RepairedUncleanStop records that this owner repaired what an unclean stop may have left
+// (serve rebuilt the usage rollup from the log), so that the owners after it are told of no
+// unclean stop until another one.
+func (s *Store) RepairedUncleanStop(ctx context.Context) error {
+	if s.embedded == nil || s.standalone {
+		return nil
+	}
+	_, err := s.client.Database(markerDB).Collection(markerColl).UpdateOne(ctx, bson.D{{Key: "_id", Value: markerID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "unrepaired", Value: false}}}})
+	if err != nil {
+		return fmt.Errorf("store: record the repair of an unclean stop: %w", err)
+	}
+	s.unclean = false
+	return nil
 }
 
 // UncleanStop reports whether the embedded store this process owns was last owned by a
