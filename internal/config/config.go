@@ -663,6 +663,11 @@ func parse(raw map[string]string) (*Config, error) {
 	if c.Metrics.Addr != "" {
 		if err := CheckAddr(c.Metrics.Addr); err != nil {
 			p.fail("metrics.addr", err.Error()+", e.g. 127.0.0.1:9464")
+		} else if samePort(c.Addr, c.Metrics.Addr) {
+			// Found at bind time it would read "address already in use", as if another
+			// process held the port.
+			_, port, _ := net.SplitHostPort(c.Addr)
+			p.fail("metrics.addr", fmt.Sprintf("must not be addr's port (:%s): the two listeners cannot share it; give it a port of its own, e.g. 127.0.0.1:9464", port))
 		}
 	}
 	for _, uriKey := range []string{"mongodb.uri", "core.uri"} {
@@ -696,6 +701,27 @@ func CheckAddr(addr string) error {
 		return errors.New("must be host:port with a port from 0 to 65535")
 	}
 	return nil
+}
+
+// samePort reports whether listeners on a and b (valid [host]:port addresses) would take the
+// same port: the same port number, not 0 (a free port for each), on the same host or where
+// either listens on every address.
+func samePort(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	na, _ := strconv.Atoi(pa)
+	nb, _ := strconv.Atoi(pb)
+	if na == 0 || na != nb {
+		return false
+	}
+	wildcard := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || (ip != nil && ip.IsUnspecified())
+	}
+	return strings.EqualFold(ha, hb) || wildcard(ha) || wildcard(hb)
 }
 
 // checkPort refuses a port that is not a decimal number from 0 to 65535.

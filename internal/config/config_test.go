@@ -329,6 +329,11 @@ func TestLoad_BadListenAddress(t *testing.T) {
 		"PORTTooLarge": {nil, map[string]string{"PORT": "70000"}, "PORT", `config: PORT="70000": must be a port number`},
 		"PORTWithHost": {nil, map[string]string{"PORT": "127.0.0.1:80"}, "PORT", "must be a port number"},
 		"BadMetrics":   {nil, map[string]string{"APP_METRICS_ADDR": "bogus"}, "metrics.addr", `config: metrics.addr="bogus": must be host:port`},
+		// The metrics listener on the API's own port: refused here, not as "address already in use"
+		// at bind time, which reads as another process holding it.
+		"MetricsOnAddr":     {[]string{"--addr", "127.0.0.1:3000"}, map[string]string{"APP_METRICS_ADDR": "127.0.0.1:3000"}, "metrics.addr", "must not be addr's port"},
+		"MetricsOnAnyHost":  {nil, map[string]string{"APP_METRICS_ADDR": "127.0.0.1:3000"}, "metrics.addr", `config: metrics.addr="127.0.0.1:3000": must not be addr's port (:3000)`},
+		"MetricsOnWildcard": {[]string{"--addr", "127.0.0.1:9464"}, map[string]string{"APP_METRICS_ADDR": "0.0.0.0:9464"}, "metrics.addr", "must not be addr's port"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -338,6 +343,12 @@ func TestLoad_BadListenAddress(t *testing.T) {
 				t.Fatalf("err = %v, want a config.Error on %s saying %q", err, tc.key, tc.want)
 			}
 		})
+	}
+	// Two hosts may share a port, and port 0 is a new free port for each listener.
+	for _, pair := range [][2]string{{"127.0.0.1:3000", "10.0.0.1:3000"}, {":0", ":0"}, {"127.0.0.1:3000", "127.0.0.1:9464"}} {
+		if _, err := Load(flags(t, "--addr", pair[0]), env(map[string]string{"APP_METRICS_ADDR": pair[1]})); err != nil {
+			t.Errorf("addr %s, metrics.addr %s: %v", pair[0], pair[1], err)
+		}
 	}
 	// A PORT that is a port number is used; one is not read when addr is set otherwise.
 	if c, err := Load(flags(t), env(map[string]string{"PORT": "0"})); err != nil || c.Addr != ":0" {
