@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -265,7 +266,23 @@ func (e *Error) Error() string {
 	if e.Value == "" || strings.HasSuffix(e.Key, "secret") || strings.HasSuffix(e.Key, "api_key") {
 		return fmt.Sprintf("config: %s: %s", e.Key, reason)
 	}
-	return fmt.Sprintf("config: %s=%q: %s", e.Key, redact.URI(e.Value), reason)
+	return fmt.Sprintf("config: %s=%s: %s", e.Key, shown(redact.URI(e.Value)), reason)
+}
+
+// maxShown bounds the bytes of a value an error quotes: past it the value is cut, and its
+// length named, so that the error stays one readable line.
+const maxShown = 120
+
+// shown quotes val, cut to maxShown bytes (at a rune boundary) when longer.
+func shown(val string) string {
+	if len(val) <= maxShown {
+		return strconv.Quote(val)
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(val[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(val[:cut]), len(val))
 }
 
 // Load resolves every key with precedence flag > environment (APP_*, then the conventional

@@ -592,3 +592,22 @@ func TestLoad_EmptyDatabaseInFile(t *testing.T) {
 		t.Fatalf("err = %v, want a config.Error on core.database", err)
 	}
 }
+
+// Ensure a very long bad value is shown cut, with its length: the error stays one readable
+// line instead of echoing 100 kB (a file's contents pasted into a variable, say).
+func TestError_LongValueCut(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("1", 100000) + "s"
+	_, err := Load(flags(t), env(map[string]string{"APP_JWT_TTL": long}))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Key != "jwt.ttl" {
+		t.Fatalf("err = %v, want a config.Error on jwt.ttl", err)
+	}
+	if msg := err.Error(); len(msg) > 300 || !strings.Contains(msg, "100001 bytes") || !strings.Contains(msg, "not a duration") {
+		t.Fatalf("error of %d bytes: %.400q; want a short line naming the value's length and the reason", len(msg), msg)
+	}
+	// Short values are shown whole.
+	if _, err := Load(flags(t), env(map[string]string{"APP_JWT_TTL": "forever"})); err == nil || !strings.Contains(err.Error(), `jwt.ttl="forever"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
