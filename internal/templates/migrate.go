@@ -80,8 +80,9 @@ func (c *candidate) better(cur *candidate) bool {
 // Migrate copies the templates of every space database into core, deduplicated by identifier.
 // A template core already holds is never overwritten; when spaces hold different versions of
 // one identifier the newest by updatedAt is kept (else the first seen in `spaces` order) and
-// the conflict is listed. Space databases are only read. A space whose database is missing or
-// unreadable is listed in Errors and the rest goes on; so is, with its identifier, a template
+// the conflict is listed. Space databases are only read. A space whose database is missing,
+// unreadable or invalidly named, or whose _id cannot name a space (its database is then not
+// read), is listed in Errors and the rest goes on; so is, with its identifier, a template
 // that cannot be migrated (see migratable: not copied, nor counted in UniqueTemplates) or that
 // core refuses to store. Returns Unavailable if the application database (spaces) or core
 // cannot be read, or core cannot be written at all.
@@ -220,7 +221,8 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 	return rep, nil
 }
 
-// listSpaces reads `spaces`; a space with an unusable database name is reported in rep.
+// listSpaces reads `spaces`; a space with an invalid database name, or an _id that cannot name
+// a space, is reported in rep and left out.
 func (s *Service) listSpaces(ctx context.Context, rep *MigrationReport) ([]space, error) {
 	cur, err := s.app.Collection(SpacesCollection).Find(ctx, bson.D{},
 		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "database", Value: 1}}))

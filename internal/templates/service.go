@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -353,20 +354,47 @@ type space struct {
 // dbName matches the database names MongoDB accepts (and keeps clear of path tricks).
 var dbName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,63}$`)
 
+// spaceFromRaw reads a record of `spaces`. It fails, with the space as far as it could be read,
+// when the record's _id cannot name a space (see unusableID) or its database name is invalid.
 func spaceFromRaw(doc bson.Raw) (space, error) {
 	idv := doc.Lookup("_id")
 	id, ok := stringOf(idv)
 	if !ok {
 		id = idv.String()
 	}
+	named, hasDB := doc.Lookup("database").StringValueOK()
+	hasDB = hasDB && named != ""
+	if why := unusableID(idv, id, ok); why != "" {
+		scanned := "no database is scanned for it"
+		if hasDB {
+			scanned = fmt.Sprintf("its database %q is not scanned", named)
+		}
+		return space{ID: id}, fmt.Errorf("the space's _id %s; %s", why, scanned)
+	}
 	sp := space{ID: id, Database: "space_" + id}
-	if v, ok := doc.Lookup("database").StringValueOK(); ok && v != "" {
-		sp.Database = v
+	if hasDB {
+		sp.Database = named
 	}
 	if !dbName.MatchString(sp.Database) {
 		return sp, fmt.Errorf("invalid database name %q", sp.Database)
 	}
 	return sp, nil
+}
+
+// unusableID says why a space's _id v, stringified as id (ok: by stringOf), cannot name the
+// space in a request, a command or a report ("is blank, which cannot name a space"), or "" if
+// it can. A space that can be named only
+// through its _id's type is not migrated under a name its templates cannot be traced back to.
+func unusableID(v bson.RawValue, id string, ok bool) string {
+	switch {
+	case !ok:
+		return fmt.Sprintf("is of type %s, which cannot name a space (a string, an ObjectId or a number can)", v.Type)
+	case id == "":
+		return "is an empty string, which cannot name a space"
+	case strings.TrimSpace(id) == "":
+		return "is blank, which cannot name a space"
+	}
+	return ""
 }
 
 // findSpace returns the space spaceID: its _id as an ObjectId, a string or a number, whichever
@@ -387,7 +415,7 @@ func (s *Service) findSpace(ctx context.Context, spaceID string) (space, error) 
 	}
 	sp, err := spaceFromRaw(raw)
 	if err != nil {
-		return space{}, apperr.E(apperr.Conflict, fmt.Sprintf("space %q has an %v", spaceID, err))
+		return space{}, apperr.E(apperr.Conflict, fmt.Sprintf("space %q: %v", spaceID, err))
 	}
 	return sp, nil
 }

@@ -1188,3 +1188,65 @@ func deadClient(t *testing.T) *mongo.Client {
 	t.Cleanup(func() { _ = dead.Disconnect(context.Background()) })
 	return dead
 }
+
+// Ensure a space whose _id cannot name a space (empty, blank, or neither a string, an ObjectId
+// nor a number) is listed in errors with its database unscanned, in a dry run as in a real run,
+// while the other spaces are migrated.
+func TestService_MigrateReportsUnusableSpaceIDs(t *testing.T) {
+	t.Parallel()
+	const other = "(a string, an ObjectId or a number can)"
+	tests := []struct {
+		name     string
+		id       any
+		database bool // the space names a database holding a template ("orphan")
+		wantID   string
+		wantMsg  string // %[1]q: that database, when named
+	}{
+		{"ErrEmptyString", "", true, "", `the space's _id is an empty string, which cannot name a space; its database %[1]q is not scanned`},
+		{"ErrEmptyStringNoDatabase", "", false, "", `the space's _id is an empty string, which cannot name a space; no database is scanned for it`},
+		{"ErrBlankString", " \t", true, " \t", `the space's _id is blank, which cannot name a space; its database %[1]q is not scanned`},
+		{"ErrNull", primitive.Null{}, true, "null", `the space's _id is of type null, which cannot name a space ` + other + `; its database %[1]q is not scanned`},
+		{"ErrNullNoDatabase", primitive.Null{}, false, "null", `the space's _id is of type null, which cannot name a space ` + other + `; no database is scanned for it`},
+		{"ErrBoolean", true, true, "true", `the space's _id is of type boolean, which cannot name a space ` + other + `; its database %[1]q is not scanned`},
+		{"ErrDocument", bson.D{{Key: "a", Value: "b"}}, true, `{"a": "b"}`, `the space's _id is of type embedded document, which cannot name a space ` + other + `; its database %[1]q is not scanned`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := context.Background()
+			now := time.Now().Truncate(time.Millisecond)
+			e.seedSpace(t, "", tdoc("good", "G", now))
+			orphans := storetest.DBName(t)
+			if _, err := e.client.Database(orphans).Collection("property_templates").InsertOne(ctx, tdoc("orphan", "O", now)); err != nil {
+				t.Fatal(err)
+			}
+			sp := bson.D{{Key: "_id", Value: tt.id}}
+			if tt.database {
+				sp = append(sp, bson.E{Key: "database", Value: orphans})
+			}
+			if _, err := e.client.Database(e.app).Collection("spaces").InsertOne(ctx, sp); err != nil {
+				t.Fatal(err)
+			}
+			for _, dry := range []bool{true, false} {
+				rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{DryRun: dry})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep.DurationMs = 0
+				msg := tt.wantMsg
+				if tt.database {
+					msg = fmt.Sprintf(msg, orphans)
+				}
+				want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1,
+					Migrated: 1, Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{{SpaceID: tt.wantID, Message: msg}}}
+				if d := cmp.Diff(want, rep); d != "" {
+					t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
+				}
+			}
+			if d := cmp.Diff([]string{"good"}, slices.Sorted(maps.Keys(e.docs(t, e.core, "core_property_templates")))); d != "" {
+				t.Fatalf("core holds (-want +got):\n%s", d)
+			}
+		})
+	}
+}
