@@ -139,6 +139,14 @@ func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service
 		}
 		p.table([]string{"id", "chosen from", "spaces"}, rows)
 	}
+	if len(rep.SharedDatabases) > 0 {
+		p.title("Shared databases (several spaces name one; it is scanned once)")
+		rows := make([][]string, len(rep.SharedDatabases))
+		for i, d := range rep.SharedDatabases {
+			rows[i] = []string{d.Database, strings.Join(d.Spaces, ", ")}
+		}
+		p.table([]string{"database", "spaces"}, rows)
+	}
 	if len(rep.Errors) > 0 {
 		p.title("Errors (spaces not scanned, templates not migrated)")
 		rows := make([][]string, len(rep.Errors))

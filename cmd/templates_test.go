@@ -122,7 +122,7 @@ func TestRunTemplatesMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.DurationMs = 0
-	want := templates.MigrationReport{DryRun: true, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1, Migrated: 1,
+	want := templates.MigrationReport{SharedDatabases: []templates.SharedDatabase{}, DryRun: true, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1, Migrated: 1,
 		Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{}}
 	if d := cmp.Diff(want, rep); d != "" {
 		t.Fatalf("--json report (-want +got):\n%s", d)

@@ -22,7 +22,8 @@ import (
 type MigrateOptions struct {
 	// DryRun reports what a real run would do and writes nothing.
 	DryRun bool
-	// Progress, when set, is told after each space database is scanned (never concurrently).
+	// Progress, when set, is told after each space database is scanned (never concurrently);
+	// total is the number of databases, each scanned once however many spaces name it.
 	Progress func(done, total int)
 }
 
@@ -36,7 +37,16 @@ type MigrationReport struct {
 	AlreadyInCore   int          `json:"alreadyInCore"`   // identifiers core already held
 	Conflicts       []Conflict   `json:"conflicts"`       // identifiers whose versions differ
 	Errors          []SpaceError `json:"errors"`          // spaces that could not be read, templates refused
-	DurationMs      int64        `json:"durationMs"`
+	// SharedDatabases are the databases several spaces name, each read once for all of them.
+	SharedDatabases []SharedDatabase `json:"sharedDatabases"`
+	DurationMs      int64            `json:"durationMs"`
+}
+
+// SharedDatabase is a database that several spaces name. It is scanned once: its templates
+// count once in TemplatesFound, and one it refuses is listed once, under the first of them.
+type SharedDatabase struct {
+	Database string   `json:"database"`
+	Spaces   []string `json:"spaces"` // in `spaces` order
 }
 
 // Conflict is an identifier held in different versions by several spaces.
@@ -61,7 +71,7 @@ type candidate struct {
 	updated    int64 // ms since epoch
 	order      [2]int
 	chosenFrom string
-	spaces     []int  // indexes of the spaces holding the identifier
+	spaces     []int  // indexes of the databases (scans) holding the identifier
 	hash       digest // content of the first version seen
 	conflict   bool
 }
@@ -88,7 +98,7 @@ func (c *candidate) better(cur *candidate) bool {
 // cannot be read, or core cannot be written at all.
 func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationReport, error) {
 	start := time.Now()
-	rep := &MigrationReport{DryRun: opts.DryRun, Conflicts: []Conflict{}, Errors: []SpaceError{}}
+	rep := &MigrationReport{DryRun: opts.DryRun, Conflicts: []Conflict{}, Errors: []SpaceError{}, SharedDatabases: []SharedDatabase{}}
 	if err := s.pingCore(ctx, "nothing was migrated"); err != nil {
 		return nil, err
 	}
@@ -109,12 +119,13 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 		<-coreCh
 		return nil, err
 	}
+	dbs := byDatabase(spaces, rep)
 	var (
 		mu       sync.Mutex
 		found    = map[string]*candidate{}
 		done     int
-		scanErrs = make([]error, len(spaces))
-		refused  = make([][]SpaceError, len(spaces))
+		scanErrs = make([]error, len(dbs))
+		refused  = make([][]SpaceError, len(dbs))
 	)
 	merge := func(c *candidate, id string) { // c nil: a document found but not migrated
 		mu.Lock()
@@ -141,23 +152,22 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup
-	for range min(s.opts.Concurrency, max(len(spaces), 1)) {
+	for range min(s.opts.Concurrency, max(len(dbs), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				sp := spaces[i]
-				refused[i], scanErrs[i] = s.scanSpace(ctx, i, sp, merge)
+				refused[i], scanErrs[i] = s.scanSpace(ctx, i, spaces[dbs[i][0]], merge)
 				mu.Lock()
 				done++
 				if opts.Progress != nil {
-					opts.Progress(done, len(spaces))
+					opts.Progress(done, len(dbs))
 				}
 				mu.Unlock()
 			}
 		}()
 	}
-	for i := range spaces {
+	for i := range dbs {
 		if ctx.Err() != nil {
 			break
 		}
@@ -174,9 +184,11 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 	}
 	for i, err := range scanErrs {
 		if err != nil {
-			rep.Errors = append(rep.Errors, SpaceError{SpaceID: spaces[i].ID, Message: err.Error()})
+			for _, sp := range dbs[i] { // each space naming the database could not be read
+				rep.Errors = append(rep.Errors, SpaceError{SpaceID: spaces[sp].ID, Message: err.Error()})
+			}
 		} else {
-			rep.SpacesScanned++
+			rep.SpacesScanned += len(dbs[i])
 		}
 		rep.Errors = append(rep.Errors, refused[i]...)
 	}
@@ -192,9 +204,13 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 			missing = append(missing, id)
 		}
 		if c.conflict {
-			slices.Sort(c.spaces)
-			names := make([]string, len(c.spaces))
-			for i, idx := range c.spaces {
+			var holders []int // every space naming a database that holds the identifier
+			for _, db := range c.spaces {
+				holders = append(holders, dbs[db]...)
+			}
+			slices.Sort(holders)
+			names := make([]string, len(holders))
+			for i, idx := range holders {
 				names[i] = spaces[idx].ID
 			}
 			rep.Conflicts = append(rep.Conflicts, Conflict{ID: id, Spaces: names, ChosenFrom: c.chosenFrom})
@@ -245,6 +261,33 @@ func (s *Service) listSpaces(ctx context.Context, rep *MigrationReport) ([]space
 	return spaces, nil
 }
 
+// byDatabase groups spaces by the database they name, in the order each database is first
+// named: the indexes (into spaces, in order) of the spaces naming each one. A database that
+// several spaces name is listed in rep.SharedDatabases.
+func byDatabase(spaces []space, rep *MigrationReport) [][]int {
+	var dbs [][]int
+	index := map[string]int{}
+	for i, sp := range spaces {
+		if j, ok := index[sp.Database]; ok {
+			dbs[j] = append(dbs[j], i)
+			continue
+		}
+		index[sp.Database] = len(dbs)
+		dbs = append(dbs, []int{i})
+	}
+	for _, db := range dbs {
+		if len(db) < 2 {
+			continue
+		}
+		names := make([]string, len(db))
+		for i, idx := range db {
+			names[i] = spaces[idx].ID
+		}
+		rep.SharedDatabases = append(rep.SharedDatabases, SharedDatabase{Database: spaces[db[0]].Database, Spaces: names})
+	}
+	return dbs
+}
+
 // coreIDs returns the identifiers core holds, from one projection of _id.
 func (s *Service) coreIDs(ctx context.Context) (map[string]struct{}, error) {
 	cur, err := s.core.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
@@ -259,8 +302,8 @@ func (s *Service) coreIDs(ctx context.Context) (map[string]struct{}, error) {
 	return ids, cur.Err()
 }
 
-// scanSpace streams one space's templates into merge, but those that cannot be migrated,
-// which it returns.
+// scanSpace streams the templates of the database of sp (the first space naming it, the
+// idx-th database scanned) into merge, but those that cannot be migrated, which it returns.
 func (s *Service) scanSpace(ctx context.Context, idx int, sp space, merge func(*candidate, string)) ([]SpaceError, error) {
 	cur, err := s.byName(sp.Database).Find(ctx, bson.D{})
 	if err != nil {

@@ -424,7 +424,7 @@ func TestService_MigrateDryRun(t *testing.T) {
 	if got := e.docs(t, e.core, "core_property_templates"); len(got) != 0 {
 		t.Fatalf("a dry run wrote to core: %v", got)
 	}
-	want := &templates.MigrationReport{DryRun: true, SpacesScanned: 2, TemplatesFound: 6, UniqueTemplates: 4, Migrated: 4,
+	want := &templates.MigrationReport{SharedDatabases: []templates.SharedDatabase{}, DryRun: true, SpacesScanned: 2, TemplatesFound: 6, UniqueTemplates: 4, Migrated: 4,
 		Conflicts: []templates.Conflict{{ID: "shared", Spaces: []string{f.a, f.b}, ChosenFrom: f.b}},
 		Errors:    []templates.SpaceError{{SpaceID: f.c, Message: `database "` + e.docsName(f.c, t) + `" does not exist or has no property_templates collection`}}}
 	rep.DurationMs = 0
@@ -894,7 +894,7 @@ func TestService_MigrateRefusesOutOfRangeTimestamps(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep.DurationMs = 0
-		want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: 5, UniqueTemplates: 1, Migrated: 1,
+		want := &templates.MigrationReport{SharedDatabases: []templates.SharedDatabase{}, DryRun: dry, SpacesScanned: 1, TemplatesFound: 5, UniqueTemplates: 1, Migrated: 1,
 			Conflicts: []templates.Conflict{}, Errors: wantErrs}
 		if d := cmp.Diff(want, rep); d != "" {
 			t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
@@ -975,7 +975,7 @@ func TestService_MigrateRefusesWhatTheAPIRefuses(t *testing.T) {
 			t.Fatal(err)
 		}
 		rep.DurationMs = 0
-		want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: len(tests), UniqueTemplates: len(wantCore),
+		want := &templates.MigrationReport{SharedDatabases: []templates.SharedDatabase{}, DryRun: dry, SpacesScanned: 1, TemplatesFound: len(tests), UniqueTemplates: len(wantCore),
 			Migrated: len(wantCore), Conflicts: []templates.Conflict{}, Errors: wantErrs}
 		if d := cmp.Diff(want, rep); d != "" {
 			t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
@@ -1023,7 +1023,7 @@ func TestService_MigrateReportsWhatCoreRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry.DurationMs = 0
-	want := &templates.MigrationReport{DryRun: true, SpacesScanned: 1, TemplatesFound: 3, UniqueTemplates: 2, Migrated: 2,
+	want := &templates.MigrationReport{SharedDatabases: []templates.SharedDatabase{}, DryRun: true, SpacesScanned: 1, TemplatesFound: 3, UniqueTemplates: 2, Migrated: 2,
 		Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{tooLarge}}
 	if d := cmp.Diff(want, dry); d != "" {
 		t.Fatalf("dry run (-want +got):\n%s", d)
@@ -1238,7 +1238,7 @@ func TestService_MigrateReportsUnusableSpaceIDs(t *testing.T) {
 				if tt.database {
 					msg = fmt.Sprintf(msg, orphans)
 				}
-				want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1,
+				want := &templates.MigrationReport{SharedDatabases: []templates.SharedDatabase{}, DryRun: dry, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1,
 					Migrated: 1, Conflicts: []templates.Conflict{}, Errors: []templates.SpaceError{{SpaceID: tt.wantID, Message: msg}}}
 				if d := cmp.Diff(want, rep); d != "" {
 					t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
@@ -1248,5 +1248,53 @@ func TestService_MigrateReportsUnusableSpaceIDs(t *testing.T) {
 				t.Fatalf("core holds (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// Ensure spaces naming one database have it scanned once, in a dry run as in a real run: its
+// templates are found once, a template it refuses is listed once (under the first of them), a
+// conflict lists every space holding the identifier, a missing shared database is an error for
+// each of its spaces, and the report says which spaces share which database.
+func TestService_MigrateScansASharedDatabaseOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	old, newer := time.Now().Add(-time.Hour).Truncate(time.Millisecond), time.Now().Truncate(time.Millisecond)
+	bad := tdoc("bad", "B", old)
+	bad[1].Value = int32(7) // name must be a string
+	shared, missing := storetest.DBName(t), storetest.DBName(t)+"x"
+	a, _ := e.seedSpace(t, shared, tdoc("x", "old", old), tdoc("y", "Y", old), bad)
+	c, _ := e.seedSpace(t, "", tdoc("x", "new", newer))
+	b, _ := e.seedSpace(t, shared)
+	f, _ := e.seedSpace(t, missing)
+	g, _ := e.seedSpace(t, missing)
+	noDB := `database "` + missing + `" does not exist or has no property_templates collection`
+
+	for _, dry := range []bool{true, false} {
+		var progress [][2]int
+		rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{DryRun: dry,
+			Progress: func(d, n int) { progress = append(progress, [2]int{d, n}) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.DurationMs = 0
+		want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 3, TemplatesFound: 4, UniqueTemplates: 2, Migrated: 2,
+			Conflicts: []templates.Conflict{{ID: "x", Spaces: []string{a, c, b}, ChosenFrom: c}},
+			Errors: []templates.SpaceError{{SpaceID: a, TemplateID: "bad", Message: "name must be a string"},
+				{SpaceID: f, Message: noDB}, {SpaceID: g, Message: noDB}},
+			SharedDatabases: []templates.SharedDatabase{{Database: shared, Spaces: []string{a, b}}, {Database: missing, Spaces: []string{f, g}}}}
+		if d := cmp.Diff(want, rep); d != "" {
+			t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
+		}
+		if got, want := len(progress), 3; got != want || progress[len(progress)-1] != [2]int{3, 3} {
+			t.Fatalf("dry run %v: progress=%v, want 3 calls ending at 3 of 3 databases", dry, progress)
+		}
+	}
+	core := e.docs(t, e.core, "core_property_templates")
+	if d := cmp.Diff([]string{"x", "y"}, slices.Sorted(maps.Keys(core))); d != "" {
+		t.Fatalf("core holds (-want +got):\n%s", d)
+	}
+	if got := core["x"][0]["name"]; got != "new" {
+		t.Fatalf("x in core is %q, want the newest version", got)
 	}
 }
