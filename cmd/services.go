@@ -265,9 +265,13 @@ func (s *services) DBCheck() (*dbcheck.Service, error) {
 	}
 	opts := dbcheckOptions(s.f.cfg, s.f.log, false)
 	opts.Memory = s.Memory() // answers are held within server.max_buffered_bytes, as bodies are
+	opts.MaxConcurrent = s.f.cfg.DBCheck.MaxConcurrent
 	d, err := dbcheck.New(opts)
 	if err != nil {
 		return nil, usageError{err}
+	}
+	if s.metrics != nil {
+		s.metrics.SetDBCheckSource(d)
 	}
 	s.closers = append(s.closers, d.Close)
 	s.dbcheck = d
@@ -281,6 +285,9 @@ func (s *services) Metrics() *metrics.Metrics {
 		s.metrics = metrics.New()
 		if s.memory != nil { // made before the metrics (by DBCheck): reported all the same
 			s.metrics.SetBufferedSource(s.memory)
+		}
+		if s.dbcheck != nil {
+			s.metrics.SetDBCheckSource(s.dbcheck)
 		}
 		s.built(builtMetrics)
 	}

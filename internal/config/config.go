@@ -120,6 +120,8 @@ type DBCheck struct {
 	MaxTime      time.Duration
 	MaxBytes     int
 	AllowedHosts []string
+	// MaxConcurrent bounds the API's tests and queries running at once (0: no bound).
+	MaxConcurrent int
 }
 
 // Log configures the logger.
@@ -205,6 +207,8 @@ var keys = slices.Concat([]key{
 	{name: "dbcheck.max_time", def: "10s", kind: kDuration, min: 1},
 	{name: "dbcheck.max_bytes", def: "16777216", kind: kInt, min: 1},
 	{name: "dbcheck.allowed_hosts", kind: kList},
+	{name: "dbcheck.max_concurrent", def: "16", kind: kInt, min: 0,
+		usage: "MongoDB tests and queries of the API running at once, all callers together (503 past it; 0: no bound)"},
 	{name: "log.level", def: "info", kind: kLevel, flag: "log-level", usage: "debug, info, warn or error"},
 	{name: "log.format", kind: kFormat, usage: "text or json (default: text on a terminal, else json)"},
 	{name: "server.shutdown_grace", def: "30s", kind: kDuration, min: 0},
@@ -639,7 +643,7 @@ func parse(raw map[string]string) (*Config, error) {
 		DBCheck: DBCheck{
 			Timeout: p.dur("dbcheck.timeout"), MaxLimit: p.int("dbcheck.max_limit"),
 			MaxTime: p.dur("dbcheck.max_time"), MaxBytes: p.int("dbcheck.max_bytes"),
-			AllowedHosts: p.list("dbcheck.allowed_hosts"),
+			AllowedHosts: p.list("dbcheck.allowed_hosts"), MaxConcurrent: p.int("dbcheck.max_concurrent"),
 		},
 		Log: Log{Level: p.str("log.level"), Format: p.str("log.format")},
 		Server: Server{

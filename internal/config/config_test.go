@@ -53,6 +53,7 @@ func TestLoad_Defaults(t *testing.T) {
 		{"ai.timeout", c.AI.Timeout, 60 * time.Second},
 		{"log.level", c.Log.Level, "info"},
 		{"log.format", c.Log.Format, ""},
+		{"dbcheck.max_concurrent", c.DBCheck.MaxConcurrent, 16},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -122,6 +123,8 @@ func TestLoad_BadValues(t *testing.T) {
 		{"APP_LOG_FORMAT", "xml"},
 		{"APP_RATELIMIT_TRUSTED_PROXIES", "10.0.0.0/33"},
 		{"APP_DBCHECK_MAX_LIMIT", "0"},
+		{"APP_DBCHECK_MAX_CONCURRENT", "-1"},
+		{"APP_DBCHECK_MAX_CONCURRENT", "some"},
 		{"APP_AUTH_BCRYPT_COST", "32"},
 		{"APP_JWT_SECRET", "short-secret"},
 		{"APP_SERVER_MAX_HEADER_BYTES", "10"},
@@ -428,6 +431,18 @@ func TestLoad_MaxBufferedBytesHoldsTheLargestBody(t *testing.T) {
 // Ensure a config file value of the wrong type is refused naming the key, the type its kind
 // takes and the type given, before it is turned into text (a list joined, a long number
 // rounded), for every kind, and that the types each kind takes stay accepted.
+// Ensure dbcheck.max_concurrent 0 turns the bound off rather than being refused.
+func TestLoad_MaxConcurrentZeroIsNoBound(t *testing.T) {
+	t.Parallel()
+	c, err := Load(flags(t), env(map[string]string{"APP_DBCHECK_MAX_CONCURRENT": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.DBCheck.MaxConcurrent; got != 0 {
+		t.Fatalf("dbcheck.max_concurrent = %d, want 0", got)
+	}
+}
+
 func TestLoad_FileValueTypes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

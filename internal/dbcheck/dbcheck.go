@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
@@ -54,6 +55,11 @@ type Options struct {
 	// (the operator's CLI).
 	Memory *memlimit.Limit
 
+	// MaxConcurrent bounds the tests and queries running at once, all callers together
+	// (dbcheck.max_concurrent): past it a call is refused at once with Overloaded, never
+	// queued. 0: no bound (the operator's CLI, which runs one).
+	MaxConcurrent int
+
 	CacheSize   int           // cached clients at most (32)
 	IdleTimeout time.Duration // a cached client unused this long is closed (5m)
 	MaxPoolSize uint64        // connections per cached client (4)
@@ -68,6 +74,9 @@ type Service struct {
 	policy *policy
 	cache  *cache
 	log    *slog.Logger
+
+	slots   chan struct{} // one per call running; nil: no bound
+	refused atomic.Int64  // calls refused for want of a slot
 }
 
 // New returns a Service. It fails when AllowedHosts holds an entry that is neither a host
@@ -101,7 +110,34 @@ func New(o Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dbcheck.allowed_hosts: %w", err)
 	}
-	return &Service{opts: o, policy: p, cache: newCache(o.CacheSize, o.IdleTimeout), log: o.Logger.With("component", "dbcheck")}, nil
+	s := &Service{opts: o, policy: p, cache: newCache(o.CacheSize, o.IdleTimeout), log: o.Logger.With("component", "dbcheck")}
+	if o.MaxConcurrent > 0 {
+		s.slots = make(chan struct{}, o.MaxConcurrent)
+	}
+	return s, nil
+}
+
+// Refused is the number of tests and queries refused since s was made because MaxConcurrent
+// were running (app_dbcheck_refusals_total).
+func (s *Service) Refused() int64 { return s.refused.Load() }
+
+// enter takes a slot for one call, or refuses it at once when MaxConcurrent are running: the
+// error is Unavailable with code Overloaded and Retry-After 1. Call the returned func to give
+// the slot back.
+func (s *Service) enter() (leave func(), err error) {
+	if s.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return func() { <-s.slots }, nil
+	default:
+		s.refused.Add(1)
+		e := apperr.E(apperr.Unavailable, fmt.Sprintf(
+			"the server runs as many MongoDB tests and queries as it may at once (dbcheck.max_concurrent=%d): retry in a moment", s.opts.MaxConcurrent))
+		e.RetryAfter, e.Code = 1, memlimit.Overloaded
+		return nil, e
+	}
 }
 
 // Close disconnects every cached client.
@@ -166,12 +202,18 @@ func (r *QueryResult) Release() {
 // cluster name, ping latency and database names.
 //
 // Returns Invalid for a body that fails validation, a connection string that does not parse
-// or asks for a refused option; Forbidden when reach control refuses the target. A server that
-// cannot be reached or refuses the credentials is a result with Success false, not an error.
+// or asks for a refused option; Forbidden when reach control refuses the target; Unavailable
+// (code Overloaded, Retry-After 1) when MaxConcurrent tests and queries are running. A server
+// that cannot be reached or refuses the credentials is a result with Success false, not an error.
 func (s *Service) Test(ctx context.Context, in TestInput) (*TestResult, error) {
 	if msgs := in.validate(); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
 	}
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	ctx, cancel := context.WithTimeout(ctx, 2*s.opts.Timeout+time.Second)
 	defer cancel()
 	started := time.Now()
@@ -273,7 +315,8 @@ func (s *Service) testFailure(e *entry, uri string, err error, elapsed time.Dura
 // string that does not parse or asks for a refused option, or a query the server rejects;
 // Forbidden when reach control refuses the target or the filter names a secret field;
 // Upstream when the server cannot be reached or refuses the credentials; UpstreamTimeout when
-// the query runs past dbcheck.max_time.
+// the query runs past dbcheck.max_time; Unavailable (code Overloaded, Retry-After 1) when
+// MaxConcurrent tests and queries are running.
 func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error) {
 	if msgs := in.validate(s.opts.MaxLimit); len(msgs) > 0 {
 		return nil, apperr.Validation(msgs...)
@@ -286,6 +329,11 @@ func (s *Service) Query(ctx context.Context, in QueryInput) (*QueryResult, error
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout+s.opts.MaxTime+time.Second)
 	defer cancel()
 	e, _, err := s.cache.acquire(in.ConnectionString, func() (*entry, error) { return s.connect(ctx, in.ConnectionString) })

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -237,5 +239,95 @@ func TestStorageQuery_WithinTheBufferedBound(t *testing.T) {
 				t.Fatalf("%d bytes held once the answer was written, want 0", got)
 			}
 		})
+	}
+}
+
+// Ensure the storage endpoints past dbcheck.max_concurrent answer 503 with Retry-After: 1 at
+// once, naming the setting and not the connection string's password.
+func TestStorage_ConcurrencyBound(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 64)
+	go func() { // a server that takes connections and never answers: the first call holds its slot
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		for len(accepted) > 0 {
+			(<-accepted).Close()
+		}
+	})
+	svc, err := dbcheck.New(dbcheck.Options{AllowedHosts: []string{"127.0.0.1"}, Timeout: time.Second, MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Close(context.Background()) })
+	tokens := auth.NewTokens([]byte("test-secret-test-secret-test-secret"), time.Hour)
+	tok, err := tokens.Issue(auth.Caller{ID: primitive.NewObjectID().Hex(), Email: "a@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Options{}, httpapi.Deps{Tokens: tokens, DBCheck: svc}))
+	t.Cleanup(srv.Close)
+	uri := "mongodb://user:hunter2@" + ln.Addr().String() + "/?directConnection=true"
+
+	held := make(chan int, 1)
+	go func() {
+		status, _ := post(t, srv, "/api/storage/mongodb/test", tok, map[string]any{"connectionString": uri, "database": "db"})
+		held <- status
+	}()
+	select { // a connection arrived: the first call holds its slot
+	case c := <-accepted:
+		accepted <- c
+	case status := <-held:
+		t.Fatalf("the first test answered %d before it reached the server", status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first test never reached the server")
+	}
+	for _, tt := range []struct {
+		name, path string
+		body       map[string]any
+	}{
+		{"ErrTestOverloaded", "/api/storage/mongodb/test", map[string]any{"connectionString": uri, "database": "db"}},
+		{"ErrQueryOverloaded", "/api/storage/mongodb/query", map[string]any{"connectionString": uri, "database": "db", "collection": "c"}},
+	} {
+		buf, _ := json.Marshal(tt.body)
+		req, _ := http.NewRequest("POST", srv.URL+tt.path, bytes.NewReader(buf))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		start := time.Now()
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got, want := resp.StatusCode, http.StatusServiceUnavailable; got != want {
+			t.Fatalf("%s: status=%d %s, want %d", tt.name, got, body, want)
+		}
+		if got, want := resp.Header.Get("Retry-After"), "1"; got != want {
+			t.Fatalf("%s: Retry-After=%q, want %q", tt.name, got, want)
+		}
+		if !strings.Contains(string(body), "dbcheck.max_concurrent") || strings.Contains(string(body), "hunter2") {
+			t.Fatalf("%s: body %s, want the setting named and no password", tt.name, body)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("%s: answered in %v: the refusal waited", tt.name, d)
+		}
+	}
+	if got := <-held; got != http.StatusOK {
+		t.Fatalf("the held test answered %d, want 200 (a failed test is a result)", got)
+	}
+	if got, want := svc.Refused(), int64(2); got != want {
+		t.Fatalf("refused=%d, want %d", got, want)
 	}
 }

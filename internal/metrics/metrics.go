@@ -63,6 +63,7 @@ type Metrics struct {
 	known      func(provider, model string) (string, bool)
 	usageStats func() UsageStats
 	buffered   BufferedSource
+	dbcheck    DBCheckSource
 	storePing  func(context.Context) error
 }
 
@@ -140,6 +141,10 @@ func New() *Metrics {
 			Name: "app_buffered_refusals_total",
 			Help: "Requests answered 503 because their body or their provider's answer did not fit in server.max_buffered_bytes.",
 		}, m.bufferedRefusals),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "app_dbcheck_refusals_total",
+			Help: "MongoDB tests and queries (/api/storage/mongodb) answered 503 because dbcheck.max_concurrent were running.",
+		}, m.dbcheckRefusals),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "app_store_up",
 			Help: "1 when the application's MongoDB store answered a ping at scrape time, else 0.",
@@ -214,6 +219,32 @@ func (m *Metrics) bufferedRefusals() float64 {
 		return float64(src.Refused())
 	}
 	return 0
+}
+
+// DBCheckSource is where app_dbcheck_refusals_total is read from at scrape time (a
+// *dbcheck.Service).
+type DBCheckSource interface {
+	Refused() int64
+}
+
+// SetDBCheckSource sets the MongoDB utilities whose refusals the metrics report.
+func (m *Metrics) SetDBCheckSource(src DBCheckSource) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	m.dbcheck = src
+	m.mu.Unlock()
+}
+
+func (m *Metrics) dbcheckRefusals() float64 {
+	m.mu.RLock()
+	src := m.dbcheck
+	m.mu.RUnlock()
+	if src == nil {
+		return 0
+	}
+	return float64(src.Refused())
 }
 
 // SetStore sets the ping app_store_up runs at scrape time (bounded by one second).

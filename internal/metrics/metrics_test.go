@@ -35,7 +35,7 @@ func TestEveryNamedMetricIsExposed(t *testing.T) {
 		"app_ai_streams_in_flight", "app_usage_queue_depth", "app_usage_batches_written_total",
 		"app_usage_write_failures_total", "app_usage_records_rejected_total",
 		"app_ratelimit_rejections_total", "app_budget_rejections_total", "app_store_up",
-		"go_goroutines", "process_start_time_seconds",
+		"app_dbcheck_refusals_total", "go_goroutines", "process_start_time_seconds",
 	} {
 		if !strings.Contains(string(body), "\n"+name) && !strings.HasPrefix(string(body), name) {
 			t.Errorf("scrape lacks %s", name)
@@ -87,6 +87,7 @@ func TestGaugesReadTheirSources(t *testing.T) {
 	m.UsageWriteFailed()
 	m.UsageRecordsRejected(3)
 	m.BudgetRejected()
+	m.SetDBCheckSource(refusals(5))
 	up := true
 	m.SetStore(func(context.Context) error {
 		if up {
@@ -101,6 +102,7 @@ func TestGaugesReadTheirSources(t *testing.T) {
 		"app_usage_write_failures_total":   1,
 		"app_usage_records_rejected_total": 3,
 		"app_budget_rejections_total":      1,
+		"app_dbcheck_refusals_total":       5,
 		"app_store_up":                     1,
 	}
 	got := gather(t, m)
@@ -115,6 +117,11 @@ func TestGaugesReadTheirSources(t *testing.T) {
 	}
 }
 
+// refusals is a DBCheckSource that has refused n calls.
+type refusals int64
+
+func (r refusals) Refused() int64 { return int64(r) }
+
 func TestNilMetricsIsANoOp(t *testing.T) {
 	t.Parallel()
 	var m *metrics.Metrics
@@ -127,6 +134,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.UsageBatchWritten()
 	m.UsageWriteFailed()
 	m.UsageRecordsRejected(1)
+	m.SetDBCheckSource(refusals(1))
 }
 
 // gather sums each unlabelled metric family's first sample.
