@@ -104,7 +104,7 @@ func runTemplatesMigrate(ctx context.Context, f *factory, svc *templates.Service
 	mo := templates.MigrateOptions{DryRun: opts.DryRun}
 	var bar *progressBar
 	if isTerminal(f.errOut) {
-		bar = &progressBar{w: f.stderr, label: "spaces"}
+		bar = &progressBar{w: f.stderr, label: "space databases"}
 		mo.Progress = bar.set
 	}
 	rep, err := svc.Migrate(ctx, mo)
