@@ -56,6 +56,10 @@ type Request struct {
 	Input        ai.ChatInput
 	Stream       bool
 	IncludeUsage bool // stream_options.include_usage
+
+	// Echo holds a Responses request's settings, which its Response echoes (nil for the
+	// other dialects).
+	Echo *ResponsesEcho
 }
 
 // MaxStop is the most stop sequences OpenAI accepts.

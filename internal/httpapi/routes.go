@@ -73,6 +73,7 @@ func addRoutes(mux router, opts Options, deps Deps, rl *rateLimiter) {
 	if gw := deps.Gateway; gw != nil {
 		v1 := func(h http.Handler) http.Handler { return withFormat(openAIFormat, protectAI(h)) }
 		mux.Handle("POST /v1/chat/completions", v1(withMaxBody(opts.MaxAIBodyBytes, handleV1Chat(gw))))
+		mux.Handle("POST /v1/responses", v1(withMaxBody(opts.MaxAIBodyBytes, handleV1Responses(gw))))
 		mux.Handle("POST /v1/embeddings", v1(withMaxBody(opts.MaxAIBodyBytes, handleV1Embeddings(gw))))
 		mux.Handle("GET /v1/models", v1(handleV1Models(gw)))
 		mux.Handle("GET /v1/models/{provider}/{model...}", v1(handleV1Model(gw)))

@@ -29,7 +29,7 @@ type Options struct {
 	Logger       *slog.Logger
 	MaxBodyBytes int64 // request body limit (413 past it)
 	// MaxAIBodyBytes is the body limit of the routes that take images (/v1/chat/completions,
-	// /v1/messages) or batches of inputs (/v1/embeddings); 0: MaxBodyBytes.
+	// /v1/responses, /v1/messages) or batches of inputs (/v1/embeddings); 0: MaxBodyBytes.
 	MaxAIBodyBytes int64
 	// Memory is the process's bound on buffered bytes (server.max_buffered_bytes), shared
 	// with the AI service: request bodies are read within it (nil: none), and a body that
