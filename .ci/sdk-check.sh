@@ -4,7 +4,10 @@
 # plain call to each provider, a call streamed with the SDK's stream helper, a two-step tool
 # loop on each provider (non-streamed and streamed), a json_schema answer on each provider,
 # models.list() and models.retrieve(), embeddings.create() on an OpenAI and a Gemini model
-# (floats and base64), and a wrong key caught as the SDK's AuthenticationError.
+# (floats and base64), and a wrong key caught as the SDK's AuthenticationError. OpenAI's SDK on
+# /v1/responses, on each provider: responses.create() (output_text), responses.stream()
+# (finalResponse()), a two-step function tool loop (created and streamed) sending the output
+# items back, a json_schema answer, and previous_response_id refused as a BadRequestError.
 # Anthropic's SDK on /v1/messages with a personal key: messages.create and messages.stream
 # (finalMessage()), with and without tools, on an anthropic/ and an openai/ model.
 # Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
@@ -179,5 +182,54 @@ try {
   console.log(`ok  wrong key: AuthenticationError (${e.status})`);
 }
 JS
-(cd "$TMP" && node check.mjs "$BASE/v1" "$KEY" && node tools.mjs "$BASE/v1" "$KEY" && node anthropic.mjs "$BASE" "$KEY")
-echo "sdk-check: the official OpenAI SDK works against /v1, Anthropic's against /v1/messages"
+cat >"$TMP/responses.mjs" <<'JS'
+import OpenAI from "openai";
+
+const [baseURL, apiKey] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0 });
+const fail = (msg) => { console.error("sdk-check: " + msg); process.exit(1); };
+const tools = [{ type: "function", name: "get_weather", description: "Current weather in a city", strict: false,
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }];
+const person = { type: "object", properties: { name: { type: "string" }, age: { type: "integer" } }, required: ["name", "age"],
+  additionalProperties: false };
+
+for (const model of ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {
+  const r = await client.responses.create({ model, instructions: "Answer briefly.", input: "Say hello", max_output_tokens: 100 });
+  if (r.object !== "response" || r.status !== "completed" || !r.output_text || !(r.usage?.total_tokens > 0)) {
+    fail(`${model} responses.create: ${JSON.stringify(r)}`);
+  }
+  const stream = client.responses.stream({ model, input: [{ role: "user", content: "Stream a greeting" }] });
+  let deltas = 0;
+  stream.on("response.output_text.delta", () => { deltas++; });
+  const final = await stream.finalResponse();
+  if (deltas < 2 || final.status !== "completed" || !final.output_text || !(final.usage?.total_tokens > 0)) {
+    fail(`${model} responses.stream: ${deltas} deltas, final ${JSON.stringify(final)}`);
+  }
+  console.log(`ok  ${model} responses.create ${JSON.stringify(r.output_text)}, responses.stream ${deltas} deltas ${JSON.stringify(final.output_text)}`);
+  for (const streamed of [false, true]) {
+    const req = { model, tools, input: [{ role: "user", content: "What is the weather in Paris?" }] };
+    const first = streamed ? await client.responses.stream(req).finalResponse() : await client.responses.create(req);
+    const call = first.output.find((item) => item.type === "function_call");
+    if (call?.name !== "get_weather" || !call.call_id) fail(`${model} tools (streamed: ${streamed}): ${JSON.stringify(first)}`);
+    JSON.parse(call.arguments);
+    const second = await client.responses.create({ model, tools, input: [...req.input, ...first.output,
+      { type: "function_call_output", call_id: call.call_id, output: "sunny and 21 degrees" }] });
+    if (!second.output_text.includes("sunny")) fail(`${model}: the answer after the function output is ${JSON.stringify(second)}`);
+    console.log(`ok  ${model} responses tool loop (streamed: ${streamed}): ${call.name}(${call.arguments}) -> ${JSON.stringify(second.output_text)}`);
+  }
+  const json = await client.responses.create({ model, input: "Invent a person",
+    text: { format: { type: "json_schema", name: "person", schema: person, strict: true } } });
+  const parsed = JSON.parse(json.output_text);
+  if (typeof parsed.name !== "string" || typeof parsed.age !== "number") fail(`${model} responses json_schema: ${json.output_text}`);
+  console.log(`ok  ${model} responses json_schema: ${json.output_text}`);
+}
+try {
+  await client.responses.create({ model: "openai/gpt-4o-mini", input: "hi", previous_response_id: "resp_123" });
+  fail("previous_response_id was accepted");
+} catch (e) {
+  if (!(e instanceof OpenAI.BadRequestError) || e.code !== "unsupported_parameter" || e.param !== "previous_response_id") fail(`previous_response_id: ${e}`);
+  console.log(`ok  previous_response_id: BadRequestError (${e.status} ${e.code})`);
+}
+JS
+(cd "$TMP" && node check.mjs "$BASE/v1" "$KEY" && node tools.mjs "$BASE/v1" "$KEY" && node responses.mjs "$BASE/v1" "$KEY" && node anthropic.mjs "$BASE" "$KEY")
+echo "sdk-check: the official OpenAI SDK works against /v1 (chat completions and responses), Anthropic's against /v1/messages"
