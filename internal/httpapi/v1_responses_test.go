@@ -451,3 +451,37 @@ func TestV1Responses_InputItems(t *testing.T) {
 		t.Errorf("instructions echoed as %q", got)
 	}
 }
+
+// Ensure OpenAI's refusal reaches a /v1/responses client as OpenAI's Responses API answers
+// it: a refusal part of the message (no output_text), and refusal deltas when streamed.
+func TestV1Responses_Refusal(t *testing.T) {
+	t.Parallel()
+	const answer = `{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"finish_reason":"stop",
+		"message":{"role":"assistant","content":null,"refusal":"I cannot help."}}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`
+	fx := newGWFixture(t, Options{}, aitest.JSON(200, answer), aitest.Events(
+		`{"id":"c","choices":[{"delta":{"role":"assistant","refusal":"I cannot"}}]}`,
+		`{"id":"c","choices":[{"delta":{"refusal":" help."}}]}`,
+		`{"id":"c","choices":[{"delta":{},"finish_reason":"stop"}]}`,
+		`{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`, `[DONE]`))
+	_, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/v1/responses", `{"model":"openai/gpt-4o-mini","input":"x"}`, tok)
+	r := decodeJSON[gateway.Response](t, rec.Body.Bytes())
+	if rec.Code != 200 || len(r.Output) != 1 || len(r.Output[0].Content) != 1 || r.Output[0].Content[0].Type != "refusal" ||
+		r.Output[0].Content[0].Refusal != "I cannot help." || !strings.Contains(rec.Body.String(), `"content":[{"type":"refusal","refusal":"I cannot help."}]`) {
+		t.Errorf("answer %d %s", rec.Code, rec.Body)
+	}
+	rec = do(fx.h, "POST", "/v1/responses", `{"model":"openai/gpt-4o-mini","input":"x","stream":true}`, tok)
+	var deltas []string
+	done := ""
+	for _, e := range respEvents(t, rec.Body.String()) {
+		switch e.name {
+		case "response.refusal.delta":
+			deltas = append(deltas, e.data["delta"].(string))
+		case "response.refusal.done":
+			done = e.data["refusal"].(string)
+		}
+	}
+	if fmt.Sprint(deltas) != "[I cannot  help.]" || done != "I cannot help." {
+		t.Errorf("stream: deltas %q done %q\n%s", deltas, done, rec.Body)
+	}
+}
