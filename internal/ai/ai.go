@@ -666,6 +666,10 @@ func (s *Service) readAnswer(ctx context.Context, resp *http.Response, limit int
 // maxParamBytes bounds the parameter name a provider's refusal may pass on to the client.
 const maxParamBytes = 256
 
+// maxCodeBytes bounds the code a provider's refusal may pass on to the client: OpenAI's are
+// short identifiers (context_length_exceeded).
+const maxCodeBytes = 64
+
 // maxErrorBytes bounds what is read of a failure's body.
 const maxErrorBytes = 64 << 10
 
@@ -692,10 +696,51 @@ func (s *Service) send(ctx context.Context, p provider, cfg ProviderConfig, c *c
 	}
 	u := p.failure(resp.StatusCode, resp.Header, body)
 	u.message = s.redact(u.message)
+	s.boundNames(u)
+	return nil, u
+}
+
+// boundNames drops the parameter and the code u names when they cannot be shown to the client
+// as they came: a parameter past maxParamBytes, a code past maxCodeBytes or of other characters
+// than an identifier's; both redacted of the API keys (a code that held one is dropped).
+func (s *Service) boundNames(u *upstreamError) {
 	if u.param = s.redact(u.param); len(u.param) > maxParamBytes {
 		u.param = "" // no parameter is named so long: not shown
 	}
-	return nil, u
+	if len(u.code) > maxCodeBytes || !isIdentifier(u.code) || s.redact(u.code) != u.code {
+		u.code = ""
+	}
+}
+
+// isIdentifier reports whether code is made of ASCII letters, digits, '_', '.' and '-' only
+// (every code OpenAI documents is), so that it can be shown as it came.
+func isIdentifier(code string) bool {
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// serverWords are the words of a provider's code that say the failure is about the server's
+// key, account, organization, project or its limits (invalid_api_key, insufficient_quota,
+// organization_verification_required, project_model_access_denied, rate_limit_exceeded): such
+// a code is never shown as the caller's.
+var serverWords = []string{"key", "auth", "quota", "billing", "spend", "credit", "account", "organization", "org_",
+	"project", "region", "country", "territory", "deactivated", "permission", "access", "limit", "verif"}
+
+// callerCode reports whether a provider's code for a refusal describes the caller's request
+// (context_length_exceeded, invalid_value, model_not_found) and may be passed on as it came.
+func callerCode(code string) bool {
+	lower := strings.ToLower(code)
+	for _, w := range serverWords {
+		if strings.Contains(lower, w) {
+			return false
+		}
+	}
+	return code != ""
 }
 
 // asUpstream returns err as an *upstreamError (a decoder's errors are; anything else is a
@@ -815,11 +860,14 @@ func (s *Service) toAppErr(name string, u *upstreamError, msg string) error {
 		if e.Kind == apperr.Invalid && u.param != "" {
 			e.Param = u.param // the provider's refusal names the parameter as OpenAI's request does
 		}
+		if e.Kind == apperr.Invalid && callerCode(u.code) {
+			e.Code = u.code // the provider's refusal of the caller's request says why, as OpenAI's API does
+		}
 	}
 	return err
 }
 
-// appErrOf is toAppErr without what the provider named: its error type and parameter.
+// appErrOf is toAppErr without what the provider named: its error type, parameter and code.
 func (s *Service) appErrOf(name string, u *upstreamError, msg string) error {
 	switch {
 	case u.canceled:

@@ -245,10 +245,15 @@ func (openAI) failure(status int, header http.Header, body []byte) *upstreamErro
 	var e openAIError
 	_ = json.Unmarshal(body, &e)
 	code, _ := e.Error.Code.(string)
-	u := &upstreamError{status: status, message: e.Error.Message, param: e.Error.Param, retryable: defaultRetryable(status, header),
-		retryAfter: retryAfter(header, time.Now())}
+	if code == e.Error.Type {
+		code = "" // it says nothing the type does not
+	}
+	u := &upstreamError{status: status, message: e.Error.Message, param: e.Error.Param, code: code,
+		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
 	switch {
-	case status == http.StatusUnauthorized:
+	case status == http.StatusUnauthorized || code == "invalid_api_key":
+		// OpenAI answers a bad key 401; a server speaking its format behind base_url may say
+		// so in a 400: either way it is the server's key, not the caller's request.
 		u.authRejected, u.retryable = true, false
 	case status == http.StatusTooManyRequests && (e.Error.Type == "insufficient_quota" || code == "insufficient_quota" ||
 		strings.Contains(code, "spend_limit") || strings.Contains(code, "credit_balance")):

@@ -213,6 +213,7 @@ type upstreamError struct {
 	midStream    bool          // the failure came after the stream had started
 	errType      string        // the error type the provider reported: in its stream (OpenAI's, Anthropic's) or its error answer (Anthropic's)
 	param        string        // the request parameter the provider named (OpenAI's param), in its notation
+	code         string        // the provider's machine-readable reason (OpenAI's code), as it sent it
 	unbuilt      bool          // the request could not be built: nothing was sent
 	cause        error         // the transport's or request builder's error, if any
 }

@@ -181,6 +181,49 @@ func TestV1EmbeddingsUpstream(t *testing.T) {
 	}
 }
 
+// Ensure OpenAI's refusal of an embeddings request keeps OpenAI's code when it describes the
+// caller's request (bounded to a short identifier), and never when it is about the server's
+// key or account: those are not the caller's to fix and are not shown as if they were.
+func TestV1EmbeddingsProviderCode(t *testing.T) {
+	t.Parallel()
+	refusal := func(status int, code string) aitest.Responder {
+		return aitest.JSON(status, `{"error":{"message":"Refused.","type":"invalid_request_error","param":"input","code":`+code+`}}`)
+	}
+	tests := []struct {
+		name       string
+		fake       aitest.Responder
+		wantStatus int
+		want       gateway.ErrorObject
+	}{
+		{name: "RequestCodePassed", fake: refusal(400, `"context_length_exceeded"`),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("input"), Code: ptr("context_length_exceeded")}},
+		{name: "NoCode", fake: refusal(400, `null`),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("input")}},
+		{name: "OverlongCodeDropped", fake: refusal(400, `"`+strings.Repeat("c", 65)+`"`),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("input")}},
+		{name: "ServerKeyRefused", fake: refusal(401, `"invalid_api_key"`),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "ProjectCodeNotPassed", fake: refusal(400, `"project_model_access_denied"`),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("input")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newGWFixture(t, Options{}, tt.fake)
+			_, tok := fx.user(t)
+			rec := do(fx.h, "POST", "/v1/embeddings", `{"model":"openai/text-embedding-3-small","input":"hi"}`, tok)
+			if got, want := rec.Code, tt.wantStatus; got != want {
+				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+			}
+			got := openAIErr(t, rec, rec.Body.Bytes())
+			got.Message = ""
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("error object (-want +got):\n%s\n%s", diff, rec.Body)
+			}
+		})
+	}
+}
+
 // Ensure /v1/embeddings' requests and answers match docs/openapi.yaml.
 func TestOpenAPI_EmbeddingsMatchTheDescription(t *testing.T) {
 	t.Parallel()

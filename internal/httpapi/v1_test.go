@@ -267,7 +267,9 @@ func TestV1StreamFailure(t *testing.T) {
 }
 
 // Ensure a provider's refusal on /v1/chat/completions keeps the parameter OpenAI named
-// (param null when the provider named none), streamed or not; and that a failure in the
+// (param null when the provider named none), streamed or not, and OpenAI's code when it
+// describes the caller's request (short and an identifier; never one about the server's key,
+// account or limits, which is not the caller's to fix); and that a failure in the
 // middle of a stream carries the same fields with the same meaning as the error answer of
 // that failure: type server_error, code null (the provider's own type is not our code).
 func TestV1Chat_ProviderErrorFields(t *testing.T) {
@@ -293,17 +295,49 @@ func TestV1Chat_ProviderErrorFields(t *testing.T) {
 		want       gateway.ErrorObject
 	}{
 		{name: "ParamOfOpenAIsRefusal", model: "openai/gpt-4o-mini", fake: aitest.JSON(400, openAIBadTopP),
-			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("top_p")}},
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("top_p"), Code: ptr("invalid_value")}},
 		{name: "ParamOfOpenAIsRefusalStreamed", model: "openai/gpt-4o-mini", stream: true, fake: aitest.JSON(400, openAIBadTopP),
-			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("top_p")}},
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("top_p"), Code: ptr("invalid_value")}},
 		{name: "OverlongParamDropped", model: "openai/gpt-4o-mini",
 			fake:       aitest.JSON(400, strings.Replace(openAIBadTopP, `"param":"top_p"`, `"param":"`+strings.Repeat("p", 300)+`"`, 1)),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Code: ptr("invalid_value")}},
+		{name: "NoParamNamedCodePassed", model: "openai/gpt-4o-mini", fake: aitest.JSON(400, openAINoParam),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Code: ptr("context_length_exceeded")}},
+		{name: "CodeOfOpenAIsRefusalStreamed", model: "openai/gpt-4o-mini", stream: true, fake: aitest.JSON(400, openAINoParam),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Code: ptr("context_length_exceeded")}},
+		{name: "OverlongCodeDropped", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, strings.Replace(openAINoParam, `"context_length_exceeded"`, `"`+strings.Repeat("c", 300)+`"`, 1)),
 			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
-		{name: "NoParamNamed", model: "openai/gpt-4o-mini", fake: aitest.JSON(400, openAINoParam),
+		{name: "CodeOfOtherCharactersDropped", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, strings.Replace(openAINoParam, `"context_length_exceeded"`, `"see <a href=x>this</a>"`, 1)),
 			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
-		{name: "AnthropicNamesNoParam", model: "anthropic/claude-haiku-4-5",
-			fake:       aitest.Error("anthropic", 400, "invalid_request_error", "messages: text content blocks must be non-empty"),
+		{name: "CodeHoldingTheKeyDropped", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, strings.Replace(openAINoParam, `"context_length_exceeded"`, `"k-openai"`, 1)),
 			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
+		{name: "NumericCodeDropped", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, strings.Replace(openAINoParam, `"context_length_exceeded"`, `400`, 1)),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
+		{name: "ServerKeyRefusedNotTheCallers", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(401, `{"error":{"message":"Incorrect API key provided: k-openai.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "ServerKeyRefusedIn400NotTheCallers", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "ServerAccountCodeNotPassed", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(400, `{"error":{"message":"Your organization must be verified to use this model.","type":"invalid_request_error","param":null,"code":"organization_verification_required"}}`),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
+		{name: "QuotaCodeNotPassed", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(429, `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`),
+			wantStatus: 503, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "ModelNotFoundPassed", model: "openai/gpt-4o-mini",
+			fake:       aitest.JSON(404, `{"error":{"message":"The model 'gpt-4o-mini' does not exist.","type":"invalid_request_error","param":"model","code":"model_not_found"}}`),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error", Param: ptr("model"), Code: ptr("model_not_found")}},
+		{name: "AnthropicOverloadedAnswer", model: "anthropic/claude-haiku-4-5",
+			fake:       aitest.Error("anthropic", 529, "overloaded_error", "Overloaded", "x-should-retry", "false"),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "GeminiUnavailableAnswer", model: "gemini/gemini-2.5-flash",
+			fake:       aitest.Error("gemini", 503, "UNAVAILABLE", "The model is overloaded.", "x-should-retry", "false"),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
 		{name: "OpenAIFailsMidStream", model: "openai/gpt-4o-mini", stream: true, fake: aitest.Events(openAIPiece, openAIFailure),
 			wantStatus: 200, wantEvent: true, want: gateway.ErrorObject{Type: "server_error"}},
 		{name: "AnthropicOverloadedMidStream", model: "anthropic/claude-haiku-4-5", stream: true,
