@@ -232,22 +232,32 @@ func (openAI) parse(_ *call, header http.Header, body []byte) (*result, error) {
 	return res, nil
 }
 
+// openAIError is OpenAI's error answer.
 type openAIError struct {
-	Error struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-		Param   string `json:"param"`
-		Code    any    `json:"code"` // a string, a number or null
-	} `json:"error"`
+	Error openAIErrorObject `json:"error"`
+}
+
+// openAIErrorObject is OpenAI's error object, in an error answer or a stream's error chunk.
+type openAIErrorObject struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   string `json:"param"`
+	Code    any    `json:"code"` // a string, a number or null
+}
+
+// code is the object's code when it is a string that says more than its type, else "".
+func (o *openAIErrorObject) code() string {
+	code, _ := o.Code.(string)
+	if code == o.Type {
+		return ""
+	}
+	return code
 }
 
 func (openAI) failure(status int, header http.Header, body []byte) *upstreamError {
 	var e openAIError
 	_ = json.Unmarshal(body, &e)
-	code, _ := e.Error.Code.(string)
-	if code == e.Error.Type {
-		code = "" // it says nothing the type does not
-	}
+	code := e.Error.code()
 	u := &upstreamError{status: status, message: e.Error.Message, param: e.Error.Param, code: code,
 		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
 	switch {
@@ -285,11 +295,8 @@ type openAIChunk struct {
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *openAIUsage `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-		Type    string `json:"type"`
-	} `json:"error"`
+	Usage *openAIUsage       `json:"usage"`
+	Error *openAIErrorObject `json:"error"`
 }
 
 type openAIStream struct {
@@ -311,9 +318,11 @@ func (s *openAIStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 	if err := decodeAnswer("openai", data, &c); err != nil {
 		return out, false, err
 	}
-	if c.Error != nil {
-		return out, false, &upstreamError{status: http.StatusOK, message: c.Error.Message, errType: c.Error.Type,
-			billing: c.Error.Type == "insufficient_quota"}
+	if e := c.Error; e != nil {
+		// Read as an error answer is (failure): its param and code too.
+		code := e.code()
+		return out, false, &upstreamError{status: http.StatusOK, message: e.Message, errType: e.Type, param: e.Param, code: code,
+			billing: e.Type == "insufficient_quota", authRejected: code == "invalid_api_key"}
 	}
 	if c.ID != "" {
 		s.res.providerRequestID = c.ID

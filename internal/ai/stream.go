@@ -68,6 +68,7 @@ func (s *Service) stream(parent context.Context, ep *endpoint, cfg ProviderConfi
 			u = &upstreamError{canceled: true, status: http.StatusOK}
 		}
 		u.message = s.redact(u.message)
+		s.boundNames(u)
 		switch {
 		case u.errType != "" && !sent:
 			// The provider refused the call in its stream before any piece, as an error answer

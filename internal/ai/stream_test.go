@@ -491,7 +491,9 @@ func TestRun_AnswerWithoutUsageEstimated(t *testing.T) {
 
 // Ensure an error a provider reports in its stream before the first piece is classified as
 // the same error answered with its status would be (the client's request refused is a 400,
-// not a server error an SDK retries), and one after a piece stays a mid-stream failure.
+// not a server error an SDK retries), with the parameter and code OpenAI named (as its error
+// answer's are read; a code about the server's key is the server's key refused), and one after
+// a piece stays a mid-stream failure.
 func TestStream_ErrorEventBeforeFirstPiece(t *testing.T) {
 	t.Parallel()
 	piece := `{"id":"c","choices":[{"delta":{"content":"Hel"}}]}`
@@ -500,16 +502,22 @@ func TestStream_ErrorEventBeforeFirstPiece(t *testing.T) {
 		events   []string
 		kind     apperr.Kind
 		want     string
+		param    string // the parameter the error names
+		code     string // the code the error carries
 	}{
 		"OpenAIRefusedRequest": {"openai", []string{`{"error":{"message":"context too long","type":"invalid_request_error","code":"context_length_exceeded"}}`},
-			apperr.Invalid, "openai rejected the request: context too long"},
+			apperr.Invalid, "openai rejected the request: context too long", "", "context_length_exceeded"},
+		"OpenAIRefusedNamingParam": {"openai", []string{`{"error":{"message":"bad top_p","type":"invalid_request_error","param":"top_p","code":"invalid_value"}}`},
+			apperr.Invalid, "openai rejected the request: bad top_p", "top_p", "invalid_value"},
+		"OpenAIRefusedServerKey": {"openai", []string{`{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`},
+			apperr.Upstream, "openai refused the server's API key: check ai.openai.api_key: Incorrect API key provided.", "", ""},
 		"OpenAIRateLimited": {"openai", []string{`{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`},
-			apperr.RateLimited, "openai rate limit reached: slow down"},
+			apperr.RateLimited, "openai rate limit reached: slow down", "", ""},
 		"AnthropicOverloaded": {"anthropic", []string{`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3}}}`,
 			`error|{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
-			apperr.Upstream, "anthropic failed (status 529): overloaded_error: Overloaded"},
+			apperr.Upstream, "anthropic failed (status 529): overloaded_error: Overloaded", "", ""},
 		"OpenAIAfterAPiece": {"openai", []string{piece, `{"error":{"message":"boom","type":"invalid_request_error"}}`},
-			apperr.Upstream, "openai failed mid-stream: boom"},
+			apperr.Upstream, "openai failed mid-stream: boom", "", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -518,6 +526,9 @@ func TestStream_ErrorEventBeforeFirstPiece(t *testing.T) {
 			_, err := svc.Stream(context.Background(), "u", tc.provider, input(t, `{"messages":[{"role":"user","content":"x"}]}`), nil)
 			if apperr.KindOf(err) != tc.kind || err.Error() != tc.want {
 				t.Errorf("err = %v (kind %v), want %q (kind %v)", err, apperr.KindOf(err), tc.want, tc.kind)
+			}
+			if e := apperr.As(err); e == nil || e.Param != tc.param || e.Code != tc.code {
+				t.Errorf("err = %#v, want param %q and code %q", e, tc.param, tc.code)
 			}
 		})
 	}
