@@ -220,6 +220,7 @@ type geminiResponse struct {
 	// Error is set on an event that ends a stream with a failure.
 	Error *struct {
 		Message string `json:"message"`
+		Status  string `json:"status"`
 	} `json:"error"`
 }
 
@@ -332,6 +333,7 @@ func (gemini) parse(_ *call, _ http.Header, body []byte) (*result, error) {
 type geminiError struct {
 	Error struct {
 		Message string `json:"message"`
+		Status  string `json:"status"` // its kind of failure: UNAVAILABLE, RESOURCE_EXHAUSTED, …
 		Details []struct {
 			Type       string `json:"@type"`
 			Reason     string `json:"reason"`
@@ -343,7 +345,7 @@ type geminiError struct {
 func (gemini) failure(status int, header http.Header, body []byte) *upstreamError {
 	var e geminiError
 	_ = json.Unmarshal(body, &e)
-	u := &upstreamError{status: status, message: e.Error.Message,
+	u := &upstreamError{status: status, message: e.Error.Message, errType: e.Error.Status,
 		retryable: defaultRetryable(status, header), retryAfter: retryAfter(header, time.Now())}
 	for _, d := range e.Error.Details {
 		if d.Reason == "API_KEY_INVALID" {
@@ -378,7 +380,7 @@ func (s *geminiStream) event(_ string, data []byte, out []Delta) ([]Delta, bool,
 		return out, false, err
 	}
 	if r.Error != nil {
-		return out, false, &upstreamError{status: http.StatusOK, message: r.Error.Message}
+		return out, false, &upstreamError{status: http.StatusOK, message: r.Error.Message, errType: r.Error.Status}
 	}
 	if r.ModelVersion != "" {
 		s.res.model = r.ModelVersion

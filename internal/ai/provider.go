@@ -211,7 +211,7 @@ type upstreamError struct {
 	full         bool          // the answer did not fit in the process's bound on buffered bytes
 	between      bool          // … while waiting between two attempts (the provider had no request)
 	midStream    bool          // the failure came after the stream had started
-	errType      string        // the error type the provider reported: in its stream (OpenAI's, Anthropic's) or its error answer (Anthropic's)
+	errType      string        // the error type the provider reported: in its stream (OpenAI's, Anthropic's, Gemini's status) or its error answer (Anthropic's, Gemini's status)
 	param        string        // the request parameter the provider named (OpenAI's param), in its notation
 	code         string        // the provider's machine-readable reason (OpenAI's code), as it sent it
 	unbuilt      bool          // the request could not be built: nothing was sent
@@ -233,10 +233,12 @@ func statusOfEvent(errType string) int {
 		return http.StatusNotFound
 	case "request_too_large":
 		return http.StatusRequestEntityTooLarge
-	case "rate_limit_error", "rate_limit_exceeded", "insufficient_quota":
+	case "rate_limit_error", "rate_limit_exceeded", "insufficient_quota", "RESOURCE_EXHAUSTED":
 		return http.StatusTooManyRequests
 	case "overloaded_error":
 		return 529 // Anthropic's status for it
+	case "UNAVAILABLE":
+		return http.StatusServiceUnavailable // Gemini's status for it (overloaded)
 	}
 	return http.StatusInternalServerError
 }

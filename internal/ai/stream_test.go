@@ -516,6 +516,10 @@ func TestStream_ErrorEventBeforeFirstPiece(t *testing.T) {
 		"AnthropicOverloaded": {"anthropic", []string{`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3}}}`,
 			`error|{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 			apperr.Upstream, "anthropic failed (status 529): overloaded_error: Overloaded", "", ""},
+		"GeminiExhausted": {"gemini", []string{`{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED"}}`},
+			apperr.RateLimited, "gemini rate limit reached: Quota exceeded.", "", ""},
+		"GeminiUnavailable": {"gemini", []string{`{"error":{"code":503,"message":"Overloaded.","status":"UNAVAILABLE"}}`},
+			apperr.Upstream, "gemini failed (status 503): Overloaded.", "", ""},
 		"OpenAIAfterAPiece": {"openai", []string{piece, `{"error":{"message":"boom","type":"invalid_request_error"}}`},
 			apperr.Upstream, "openai failed mid-stream: boom", "", ""},
 	} {

@@ -622,17 +622,27 @@ var anthropicErrorTypes = map[string]bool{"invalid_request_error": true, "authen
 	"permission_error": true, "not_found_error": true, "request_too_large": true, "rate_limit_error": true,
 	"api_error": true, "overloaded_error": true, "billing_error": true, "timeout_error": true}
 
+// anthropicTypeOf is the Anthropic error type that says what another provider's error type
+// says: Gemini's UNAVAILABLE (its 503, overloaded) and RESOURCE_EXHAUSTED (its 429, a rate or
+// quota limit), OpenAI's rate_limit_exceeded (the type of a rate limit in its stream) and
+// server_error.
+var anthropicTypeOf = map[string]string{"UNAVAILABLE": "overloaded_error", "RESOURCE_EXHAUSTED": "rate_limit_error",
+	"rate_limit_exceeded": "rate_limit_error", "server_error": "api_error"}
+
 // AnthropicErrorOf is err as Anthropic's error answer: its status and body. Budgets spent
 // are billing_error (402), timeouts timeout_error (504), a request refused for the server's
 // bound on buffered bytes (code memlimit.Overloaded) overloaded_error (503). A provider's
 // failure that came with one of Anthropic's error types (upstreamType: in its error answer or
-// an error event of its stream: overloaded_error) keeps that type; the status stays the
-// kind's (502).
+// an error event of its stream: overloaded_error) keeps that type, and one that came with
+// another provider's type that has an equivalent (anthropicTypeOf: Gemini's UNAVAILABLE) gets
+// it; the status stays the kind's (502).
 func AnthropicErrorOf(status int, kind apperr.Kind, code, upstreamType, message string) (int, AnthropicErrorBody) {
 	typ := "api_error"
 	switch {
 	case kind == apperr.Upstream && anthropicErrorTypes[upstreamType]:
 		typ = upstreamType
+	case kind == apperr.Upstream && anthropicTypeOf[upstreamType] != "":
+		typ = anthropicTypeOf[upstreamType]
 	case kind == apperr.PaymentRequired:
 		typ = "billing_error"
 	case kind == apperr.UpstreamTimeout:

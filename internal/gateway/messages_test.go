@@ -128,7 +128,8 @@ func TestToolInput(t *testing.T) {
 	}
 }
 
-// Ensure each failure has Anthropic's error type, and a validation failure its 400.
+// Ensure each failure has Anthropic's error type, and a validation failure its 400; a
+// provider's failure the type Anthropic would give it (Gemini's UNAVAILABLE overloaded_error).
 func TestAnthropicErrorOf(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -157,6 +158,14 @@ func TestAnthropicErrorOf(t *testing.T) {
 		{502, apperr.Upstream, "", "server_error", 502, "api_error"},
 		{502, apperr.Upstream, "overloaded_error", "", 502, "api_error"},
 		{400, apperr.Invalid, "", "overloaded_error", 400, "invalid_request_error"},
+		// Another provider's type with an Anthropic equivalent gets it; one without keeps
+		// the kind's; a refusal of the caller's request stays one whatever the provider said.
+		{502, apperr.Upstream, "", "UNAVAILABLE", 502, "overloaded_error"},
+		{502, apperr.Upstream, "", "RESOURCE_EXHAUSTED", 502, "rate_limit_error"},
+		{502, apperr.Upstream, "", "rate_limit_exceeded", 502, "rate_limit_error"},
+		{502, apperr.Upstream, "", "INTERNAL", 502, "api_error"},
+		{429, apperr.RateLimited, "", "RESOURCE_EXHAUSTED", 429, "rate_limit_error"},
+		{400, apperr.Invalid, "", "UNAVAILABLE", 400, "invalid_request_error"},
 		// The server's own bound on buffered bytes; another unavailability stays api_error.
 		{503, apperr.Unavailable, "overloaded", "", 503, "overloaded_error"},
 		{503, apperr.Unavailable, "", "", 503, "api_error"},

@@ -57,7 +57,8 @@ func handleV1CountTokens(gw *gateway.Service) http.Handler {
 // authentication_error 401, permission_error 403, not_found_error 404, request_too_large
 // 413, rate_limit_error 429, billing_error 402 (a spent budget, with X-Should-Retry: false),
 // timeout_error 504, api_error for the other failures, except a provider's failure that
-// came with one of Anthropic's types (overloaded_error, …), which keeps it.
+// came with one of Anthropic's types (overloaded_error, …), which keeps it, or with another
+// provider's type that has an equivalent (Gemini's UNAVAILABLE overloaded_error), which gets it.
 func anthropicFormat(h http.Header, err error) (int, any) {
 	status, msgs, _ := clientMessages(err)
 	msg := strings.Join(msgs, "; ")

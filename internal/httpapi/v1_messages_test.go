@@ -374,6 +374,83 @@ func TestV1Messages_ProviderErrorKeepsItsType(t *testing.T) {
 	}
 }
 
+// Ensure Gemini's and OpenAI's failures reach a /v1/messages client with the Anthropic type
+// that says the same (Gemini's UNAVAILABLE overloaded_error, RESOURCE_EXHAUSTED and OpenAI's
+// rate limits rate_limit_error, OpenAI's server_error api_error), before a stream, at its
+// start, and in its middle, as Anthropic's own failures are.
+func TestV1Messages_OtherProvidersErrorTypes(t *testing.T) {
+	t.Parallel()
+	const (
+		geminiText        = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"gemini-2.5-flash"}`
+		geminiUnavailable = `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`
+		geminiExhausted   = `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`
+		openAIText        = `{"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`
+		openAIServer      = `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`
+		openAIRate        = `{"error":{"message":"Rate limit reached for requests.","type":"rate_limit_exceeded","param":null,"code":"rate_limit_exceeded"}}`
+	)
+	tests := []struct {
+		name       string
+		model      string
+		stream     bool
+		fake       aitest.Responder
+		wantStatus int
+		wantEvent  bool // the error ends a stream (event: error) rather than being the answer
+		wantType   string
+	}{
+		{name: "GeminiUnavailableAnswer", model: "gemini/gemini-2.5-flash",
+			fake:       aitest.Error("gemini", 503, "UNAVAILABLE", "The model is overloaded.", "x-should-retry", "false"),
+			wantStatus: 502, wantType: "overloaded_error"},
+		{name: "GeminiExhaustedAnswer", model: "gemini/gemini-2.5-flash",
+			fake:       aitest.Error("gemini", 429, "RESOURCE_EXHAUSTED", "Quota exceeded.", "x-should-retry", "false"),
+			wantStatus: 429, wantType: "rate_limit_error"},
+		{name: "GeminiUnavailableStreamedAnswer", model: "gemini/gemini-2.5-flash", stream: true,
+			fake:       aitest.Error("gemini", 503, "UNAVAILABLE", "The model is overloaded.", "x-should-retry", "false"),
+			wantStatus: 502, wantType: "overloaded_error"},
+		{name: "GeminiUnavailableBeforeFirstPiece", model: "gemini/gemini-2.5-flash", stream: true,
+			fake: aitest.Events(geminiUnavailable), wantStatus: 502, wantType: "overloaded_error"},
+		{name: "GeminiExhaustedBeforeFirstPiece", model: "gemini/gemini-2.5-flash", stream: true,
+			fake: aitest.Events(geminiExhausted), wantStatus: 429, wantType: "rate_limit_error"},
+		{name: "GeminiUnavailableAfterText", model: "gemini/gemini-2.5-flash", stream: true,
+			fake: aitest.Events(geminiText, geminiUnavailable), wantStatus: 200, wantEvent: true, wantType: "overloaded_error"},
+		{name: "GeminiExhaustedAfterText", model: "gemini/gemini-2.5-flash", stream: true,
+			fake: aitest.Events(geminiText, geminiExhausted), wantStatus: 200, wantEvent: true, wantType: "rate_limit_error"},
+		{name: "OpenAIServerErrorAfterText", model: "openai/gpt-4o-mini", stream: true,
+			fake: aitest.Events(openAIText, openAIServer), wantStatus: 200, wantEvent: true, wantType: "api_error"},
+		{name: "OpenAIRateLimitedAfterText", model: "openai/gpt-4o-mini", stream: true,
+			fake: aitest.Events(openAIText, openAIRate), wantStatus: 200, wantEvent: true, wantType: "rate_limit_error"},
+		{name: "OpenAIRateLimitedAnswer", model: "openai/gpt-4o-mini",
+			fake:       aitest.Error("openai", 429, "rate_limit_exceeded", "Rate limit reached.", "x-should-retry", "false"),
+			wantStatus: 429, wantType: "rate_limit_error"},
+		{name: "OpenAIServerErrorAnswer", model: "openai/gpt-4o-mini",
+			fake:       aitest.Error("openai", 500, "server_error", "The server had an error.", "x-should-retry", "false"),
+			wantStatus: 502, wantType: "api_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fx := newGWFixture(t, Options{}, tt.fake)
+			_, tok := fx.user(t)
+			rec := do(fx.h, "POST", "/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":10,"stream":%t,
+				"messages":[{"role":"user","content":"x"}]}`, tt.model, tt.stream), tok)
+			if got, want := rec.Code, tt.wantStatus; got != want {
+				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
+			}
+			body := rec.Body.Bytes()
+			if tt.wantEvent {
+				evs := events(t, rec.Body.String())
+				if len(evs) == 0 || evs[len(evs)-1][0] != "error" {
+					t.Fatalf("stream %s: want it to end with an error event", rec.Body)
+				}
+				body = []byte(evs[len(evs)-1][1])
+			}
+			e := decodeJSON[gateway.AnthropicErrorBody](t, body)
+			if e.Type != "error" || e.Error.Type != tt.wantType || e.Error.Message == "" {
+				t.Errorf("error %s, want type %q", body, tt.wantType)
+			}
+		})
+	}
+}
+
 // Ensure parallel tool calls streamed by OpenAI reach a /v1/messages client as Anthropic
 // streams them, one whole block after another, each tool_use block with its id, its name and
 // all its arguments, also when OpenAI's fragments of two calls interleave.

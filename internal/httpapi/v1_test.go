@@ -272,6 +272,9 @@ func TestV1StreamFailure(t *testing.T) {
 // account or limits, which is not the caller's to fix); and that a failure in the
 // middle of a stream carries the same fields with the same meaning as the error answer of
 // that failure: type server_error, code null (the provider's own type is not our code).
+// Anthropic's overloaded_error and Gemini's UNAVAILABLE read as OpenAI says a failing server
+// (server_error, code null: the SDKs retry it); Gemini's RESOURCE_EXHAUSTED before the first
+// piece as its rate limit (429 rate_limit_exceeded), as its error answer is.
 func TestV1Chat_ProviderErrorFields(t *testing.T) {
 	t.Parallel()
 	const (
@@ -344,6 +347,15 @@ func TestV1Chat_ProviderErrorFields(t *testing.T) {
 		{name: "GeminiUnavailableAnswer", model: "gemini/gemini-2.5-flash",
 			fake:       aitest.Error("gemini", 503, "UNAVAILABLE", "The model is overloaded.", "x-should-retry", "false"),
 			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "GeminiUnavailableBeforeFirstPiece", model: "gemini/gemini-2.5-flash", stream: true,
+			fake:       aitest.Events(`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`),
+			wantStatus: 502, want: gateway.ErrorObject{Type: "server_error"}},
+		{name: "GeminiExhaustedBeforeFirstPiece", model: "gemini/gemini-2.5-flash", stream: true,
+			fake:       aitest.Events(`{"error":{"code":429,"message":"Quota exceeded.","status":"RESOURCE_EXHAUSTED"}}`),
+			wantStatus: 429, want: gateway.ErrorObject{Type: "requests", Code: ptr("rate_limit_exceeded")}},
+		{name: "AnthropicNamesNoParam", model: "anthropic/claude-haiku-4-5",
+			fake:       aitest.Error("anthropic", 400, "invalid_request_error", "messages: text content blocks must be non-empty"),
+			wantStatus: 400, want: gateway.ErrorObject{Type: "invalid_request_error"}},
 		{name: "OpenAIFailsMidStream", model: "openai/gpt-4o-mini", stream: true, fake: aitest.Events(openAIPiece, openAIFailure),
 			wantStatus: 200, wantEvent: true, want: gateway.ErrorObject{Type: "server_error"}},
 		{name: "AnthropicOverloadedMidStream", model: "anthropic/claude-haiku-4-5", stream: true,
