@@ -32,18 +32,13 @@ const (
 // closes it in order repairs nothing, and must not hide the crash from the next server.
 func (s *Store) markOwner(ctx context.Context, dataDir string) error {
 	coll := s.client.Database(markerDB).Collection(markerColl)
-	var prev struct {
-		StoppedAt  *time.Time `bson:"stoppedAt"`
-		Unrepaired bool       `bson:"unrepaired"`
+	unclean, err := lastOwnerUnclean(ctx, coll)
+	if err != nil {
+		return err
 	}
-	switch err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: markerID}}).Decode(&prev); {
-	case err == nil:
-		s.unclean = prev.StoppedAt == nil || prev.Unrepaired
-	case !errors.Is(err, mongo.ErrNoDocuments):
-		return fmt.Errorf("store: read the embedded store's last owner: %w", err)
-	}
+	s.unclean = unclean
 	host, _ := os.Hostname()
-	_, err := coll.ReplaceOne(ctx,
+	_, err = coll.ReplaceOne(ctx,
 		bson.D{{Key: "_id", Value: markerID}},
 		bson.D{{Key: "pid", Value: os.Getpid()}, {Key: "host", Value: host}, {Key: "dataDir", Value: dataDir},
 			{Key: "startedAt", Value: time.Now().UTC()}, {Key: "unrepaired", Value: s.unclean}},
@@ -54,13 +49,44 @@ func (s *Store) markOwner(ctx context.Context, dataDir string) error {
 	return nil
 }
 
-// clearOwner removes the owner marker a process that owned this store left in it: the store is
-// now served for others.
+// clearOwner removes the owner from the marker a process that owned this store left in it:
+// the store is now served for others (`app store serve`), and replicas reaching it through its
+// URI must not take it for another process's. An unclean stop the marker records stays
+// recorded, in a marker that names no owner, until a `serve` repairs it (RepairedUncleanStop):
+// serving the store on its own repairs nothing.
 func (s *Store) clearOwner(ctx context.Context) error {
-	if _, err := s.client.Database(markerDB).Collection(markerColl).DeleteOne(ctx, bson.D{{Key: "_id", Value: markerID}}); err != nil {
+	coll := s.client.Database(markerDB).Collection(markerColl)
+	unclean, err := lastOwnerUnclean(ctx, coll)
+	if err != nil {
+		return err
+	}
+	if unclean {
+		_, err = coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: markerID}},
+			bson.D{{Key: "unrepaired", Value: true}}, options.Replace().SetUpsert(true))
+	} else {
+		_, err = coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: markerID}})
+	}
+	if err != nil {
 		return fmt.Errorf("store: clear the embedded store's owner: %w", err)
 	}
 	return nil
+}
+
+// lastOwnerUnclean reports whether the marker in coll records an unclean stop not yet
+// repaired: an owner that never said it stopped (markStopped), or one marked unrepaired. No
+// marker: none.
+func lastOwnerUnclean(ctx context.Context, coll *mongo.Collection) (bool, error) {
+	var prev struct {
+		StoppedAt  *time.Time `bson:"stoppedAt"`
+		Unrepaired bool       `bson:"unrepaired"`
+	}
+	switch err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: markerID}}).Decode(&prev); {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("store: read the embedded store's last owner: %w", err)
+	}
+	return prev.StoppedAt == nil || prev.Unrepaired, nil
 }
 
 // markStopped records that the owner stopped in order, having written what it held.
@@ -93,7 +119,8 @@ func (s *Store) UncleanStop() bool { return s.unclean }
 
 // checkNotEmbedded returns ErrEmbeddedReplica when the server behind s.client is an embedded
 // store owned by another process. The embedded server lives inside its owner, so a server
-// that answers and holds the marker has a live owner.
+// that answers and holds a marker naming an owner has a live owner; a marker that names none
+// only keeps an unclean stop recorded (clearOwner).
 func (s *Store) checkNotEmbedded(ctx context.Context) error {
 	var info bson.M
 	if err := s.client.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
@@ -107,8 +134,8 @@ func (s *Store) checkNotEmbedded(ctx context.Context) error {
 		DataDir string `bson:"dataDir"`
 	}
 	err := s.client.Database(markerDB).Collection(markerColl).FindOne(ctx, bson.D{{Key: "_id", Value: markerID}}).Decode(&owner)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil
+	if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && owner.PID == 0) {
+		return nil // no marker, or one that names no owner (a store served on its own)
 	}
 	if err != nil {
 		return fmt.Errorf("store: read the embedded store's owner: %w", err)

@@ -97,3 +97,61 @@ func TestUncleanStop_KeptUntilRepaired(t *testing.T) {
 		t.Fatal("a repaired, then closed store reports an unclean stop")
 	}
 }
+
+// Ensure `app store serve` (a standalone open) between a crash and the next `app serve` keeps
+// the unclean stop recorded for that serve, as an operator command does, while replicas still
+// reach the standalone store through its URI.
+func TestUncleanStop_KeptAcrossStandalone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	st, err := Open(ctx, Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = st.client.Disconnect(ctx) // killed
+	st.closeEmbedded()
+
+	for i := range 2 { // `app store serve`, twice, each stopped in order
+		st, err = Open(ctx, Options{DataDir: dir, Standalone: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replica, err := Open(ctx, Options{URI: st.URI()})
+		if err != nil {
+			t.Fatalf("store serve %d: a replica's open of its URI: %v", i, err)
+		}
+		_ = replica.Close(ctx)
+		if err := st.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err = Open(ctx, Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.UncleanStop() {
+		t.Fatal("the serve after store serve was not told of the unclean stop")
+	}
+	if err := st.RepairedUncleanStop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(ctx, Options{DataDir: dir, Standalone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(ctx, Options{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(ctx)
+	if st.UncleanStop() {
+		t.Fatal("a repaired, then closed store reports an unclean stop after store serve")
+	}
+}
