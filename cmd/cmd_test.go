@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -314,5 +316,49 @@ func TestTracked_WaitsForHandlers(t *testing.T) {
 	close(release)
 	if !done(10*time.Second) || !finished.Load() {
 		t.Fatal("done returned before the handler finished")
+	}
+}
+
+// Ensure SIGINT or SIGTERM while `serve` or an operator command waits for a data directory
+// another command holds stops it quietly: exit 128 + the signal's number, as a shell reports a
+// process the signal killed, and one line saying it was stopped waiting for the lock, with no
+// "error:" and no "context canceled".
+func TestInterruptedLockWait(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		sig      syscall.Signal
+		sigName  string
+		wantCode int
+	}{
+		{"ServeSIGTERM", []string{"serve", "--addr", "127.0.0.1:0"}, syscall.SIGTERM, "SIGTERM", 143},
+		{"CommandSIGINT", []string{"users", "list"}, syscall.SIGINT, "SIGINT", 130},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			holder, err := store.Open(ctx, store.Options{DataDir: dir, Shared: true}) // a command's hold
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Close(context.Background())
+
+			var out, errOut bytes.Buffer
+			f := &factory{in: strings.NewReader(""), out: &out, errOut: &errOut, getenv: testEnv("APP_LOG_LEVEL", "error"),
+				signals: func() (<-chan os.Signal, func()) {
+					c := make(chan os.Signal, 1)
+					time.AfterFunc(300*time.Millisecond, func() { c <- tt.sig })
+					return c, func() {}
+				}}
+			code := run(ctx, f, append(tt.args, "--data-dir", dir))
+			want := "store: stopped while waiting for the lock on " + dir + ", held by process " + strconv.Itoa(os.Getpid()) +
+				": interrupted by " + tt.sigName + "\n"
+			if code != tt.wantCode || errOut.String() != want {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut.String(), tt.wantCode, want)
+			}
+		})
 	}
 }

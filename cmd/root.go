@@ -41,11 +41,16 @@ func (u usageError) Unwrap() error { return u.err }
 
 // exitCode is the one place where an error becomes an exit code, from its kind: the caller's
 // mistakes (a bad flag, argument, subcommand or configuration value, a request the service
-// refuses as invalid) exit 2; everything else is a failure of the operation, exit 1. An
-// error's text never decides.
+// refuses as invalid) exit 2; a command SIGINT or SIGTERM stopped while it waited for the data
+// directory exits 128 + the signal's number (130, 143), as a shell reports a process the
+// signal killed; everything else is a failure of the operation, exit 1. An error's text never
+// decides.
 func exitCode(err error) int {
 	var ue usageError
 	var ce *config.Error
+	if i, ok := asInterrupted(err); ok {
+		return i.exitCode()
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -83,6 +88,8 @@ type factory struct {
 	// listen, when set, opens serve's listeners in place of net.Listen (tests); name is
 	// listenerAPI or listenerMetrics.
 	listen func(name, addr string) (net.Listener, error)
+	// signals, when set, relays SIGINT and SIGTERM in place of the process's (tests).
+	signals func() (<-chan os.Signal, func())
 }
 
 // Execute runs the program with the process's arguments and streams; it returns the exit code.
@@ -113,6 +120,8 @@ func run(ctx context.Context, f *factory, args []string) int {
 	case code == exitOK:
 	case code == exitUsage:
 		fmt.Fprintln(f.stderr, "error:", err.Error())
+	case isInterrupted(err):
+		fmt.Fprintln(f.stderr, terminalSafe(oneLine(err.Error()))) // the operator's stop, not an error
 	default:
 		fmt.Fprintln(f.stderr, "error:", terminalSafe(oneLine(err.Error())))
 	}

@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +56,7 @@ func gcPercentUnlessSet(percent int) (restore func()) {
 func runServe(ctx context.Context, f *factory) error {
 	cfg := f.cfg
 	defer gcPercentUnlessSet(serveGCPercent)()
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := f.interruptible(ctx)
 	defer stop()
 
 	started := time.Now()

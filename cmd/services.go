@@ -143,7 +143,11 @@ func (s *services) Store(ctx context.Context) (*store.Store, error) {
 		return s.store, nil
 	}
 	cfg := s.f.cfg
-	st, err := store.Open(ctx, store.Options{URI: cfg.MongoDB.URI, DataDir: cfg.DataDir, Shared: !s.server, Logger: s.f.log})
+	// Opening may wait for the data directory another command holds: SIGINT or SIGTERM then
+	// stops the wait as an interruption (exit 130 or 143, one line), not a failure.
+	openCtx, stop := s.f.interruptible(ctx)
+	st, err := store.Open(openCtx, store.Options{URI: cfg.MongoDB.URI, DataDir: cfg.DataDir, Shared: !s.server, Logger: s.f.log})
+	stop()
 	if err != nil {
 		if apperr.KindOf(err) == apperr.Invalid { // the URI itself: a bad configuration value
 			return nil, fmt.Errorf("mongodb.uri: %w", err)

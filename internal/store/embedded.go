@@ -157,7 +157,8 @@ const DefaultLockWait = time.Minute
 // ErrLocked with the URI the server published. While a process that publishes none holds it
 // (an operator command, which holds it for as long as it runs, or a server still starting),
 // it waits for the lock or the URI, up to wait (DefaultLockWait when 0) or until ctx ends, so
-// that commands run at the same moment (from cron, say) take their turns.
+// that commands run at the same moment (from cron, say) take their turns. A wait that ctx
+// ends returns an error that wraps ctx's cause (context.Cause).
 func acquire(ctx context.Context, dataDir string, wait time.Duration, log *slog.Logger) (*os.File, string, error) {
 	if wait <= 0 {
 		wait = DefaultLockWait
@@ -185,7 +186,8 @@ func acquire(ctx context.Context, dataDir string, wait time.Duration, log *slog.
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, "", fmt.Errorf("store: wait for %s: %w", dataDir, ctx.Err())
+			// The cause, not ctx.Err(): the caller may say why it gave up (a signal).
+			return nil, "", fmt.Errorf("store: stopped while waiting for the lock on %s, held by %s: %w", dataDir, holder(path), context.Cause(ctx))
 		case <-t.C:
 		}
 	}

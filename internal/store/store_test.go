@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -274,6 +275,33 @@ func TestConnect_InvalidURI(t *testing.T) {
 				t.Fatalf("the error shows the password: %v", err)
 			}
 		})
+	}
+}
+
+// Ensure an opener whose context ends while it waits for a data directory another command
+// holds says it was stopped waiting for the lock, naming the directory and its holder, and
+// carries the context's cause (the signal that stopped it) rather than a bare "context
+// canceled".
+func TestEmbedded_WaitStopped(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	dir := t.TempDir()
+	first, err := store.Open(ctx, store.Options{DataDir: dir, Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(context.Background())
+
+	cause := errors.New("interrupted by SIGTERM")
+	waitCtx, cancel := context.WithCancelCause(ctx)
+	time.AfterFunc(200*time.Millisecond, func() { cancel(cause) })
+	_, err = store.Open(waitCtx, store.Options{DataDir: dir, Shared: true})
+	if !errors.Is(err, cause) {
+		t.Fatalf("open stopped while waiting = %v, want its context's cause", err)
+	}
+	want := "store: stopped while waiting for the lock on " + dir + ", held by process " + strconv.Itoa(os.Getpid()) + ": interrupted by SIGTERM"
+	if got := err.Error(); got != want {
+		t.Fatalf("message = %q, want %q", got, want)
 	}
 }
 
