@@ -3,8 +3,10 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -292,7 +294,7 @@ func shown(val string) string {
 // Load resolves every key with precedence flag > environment (APP_*, then the conventional
 // name) > config file > default, and parses it. fs may be nil; getenv is os.Getenv outside tests.
 func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
-	v := viper.New()
+	v := viper.NewWithOptions(viper.WithDecoderRegistry(fileDecoders{viper.NewCodecRegistry()}))
 	if fs != nil {
 		if f := fs.Lookup("config"); f != nil && (f.Changed || f.Value.String() != "") {
 			if err := checkConfigFile(f.Value.String()); err != nil {
@@ -300,6 +302,11 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 			}
 			v.SetConfigFile(f.Value.String())
 			if err := v.ReadInConfig(); err != nil {
+				var clash *caseClash
+				if errors.As(err, &clash) {
+					return nil, &Error{Key: clash.key, Reason: fmt.Sprintf("given twice in %s, as %q and %q: keys are not case-sensitive, so one would be ignored; keep one",
+						f.Value.String(), clash.names[0], clash.names[1])}
+				}
 				return nil, &Error{Key: "--config", Reason: f.Value.String() + ": " + oneLine(err.Error())}
 			}
 			if err := checkFileKeys(v.AllKeys(), f.Value.String()); err != nil {
@@ -333,6 +340,64 @@ func Load(fs *pflag.FlagSet, getenv func(string) string) (*Config, error) {
 		raw["core.uri"] = raw["mongodb.uri"]
 	}
 	return parse(raw)
+}
+
+// fileDecoders decodes config files with viper's decoders, after dropping a UTF-8 byte-order
+// mark (which some Windows editors write, and which JSON and TOML decoders take for a
+// character), and refuses a mapping that gives one key in spellings that differ only in case
+// (viper folds keys to lower case, so one of them would be ignored silently).
+type fileDecoders struct{ viper.DecoderRegistry }
+
+// Decoder returns viper's decoder for format, wrapped as fileDecoders says.
+func (r fileDecoders) Decoder(format string) (viper.Decoder, error) {
+	d, err := r.DecoderRegistry.Decoder(format)
+	if err != nil {
+		return nil, err
+	}
+	return fileDecoder{d}, nil
+}
+
+type fileDecoder struct{ viper.Decoder }
+
+func (d fileDecoder) Decode(b []byte, v map[string]any) error {
+	if err := d.Decoder.Decode(bytes.TrimPrefix(b, []byte("\xEF\xBB\xBF")), v); err != nil {
+		return err
+	}
+	return checkCase(v, "")
+}
+
+// caseClash is a config file mapping that names key twice, in spellings that differ only in
+// case.
+type caseClash struct {
+	key   string // the key's full name, lower-case (ratelimit.limit)
+	names [2]string
+}
+
+func (c *caseClash) Error() string {
+	return fmt.Sprintf("%s given twice, as %q and %q", c.key, c.names[0], c.names[1])
+}
+
+// checkCase returns a caseClash for the first key of m, or of a mapping below it, that m names
+// in two spellings differing only in case; prefix is m's own name followed by a dot ("" at the
+// top).
+func checkCase(m map[string]any, prefix string) error {
+	names := slices.Sorted(maps.Keys(m))
+	seen := make(map[string]string, len(names))
+	for _, name := range names {
+		lower := strings.ToLower(name)
+		if first, ok := seen[lower]; ok {
+			return &caseClash{key: prefix + lower, names: [2]string{first, name}}
+		}
+		seen[lower] = name
+	}
+	for _, name := range names {
+		if sub, ok := m[name].(map[string]any); ok {
+			if err := checkCase(sub, prefix+strings.ToLower(name)+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // checkConfigFile refuses a --config that names no file viper could read, with a reason that

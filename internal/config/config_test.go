@@ -626,3 +626,63 @@ func TestError_LongValueCut(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// Ensure a config file that starts with a UTF-8 byte-order mark (as some Windows editors save
+// one) is read as if it had none, in every format.
+func TestLoad_ConfigFileWithBOM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"app.json": `{"addr": "127.0.0.1:19601", "ratelimit": {"limit": 7}}`,
+		"app.yaml": "addr: 127.0.0.1:19601\nratelimit:\n  limit: 7\n",
+		"app.toml": "addr = \"127.0.0.1:19601\"\n[ratelimit]\nlimit = 7\n",
+	} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte("\xEF\xBB\xBF"+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(flags(t, "--config", file), env(nil))
+		if err != nil {
+			t.Errorf("%s with a BOM: %v", name, err)
+			continue
+		}
+		if cfg.Addr != "127.0.0.1:19601" || cfg.RateLimit.Limit != 7 {
+			t.Errorf("%s with a BOM: addr %q, ratelimit.limit %d; want 127.0.0.1:19601 and 7", name, cfg.Addr, cfg.RateLimit.Limit)
+		}
+	}
+}
+
+// Ensure a config file that gives one key twice in spellings that differ only in case (keys
+// are not case-sensitive, so one would win silently) is refused as an unknown key is: a
+// config.Error on that key naming both spellings and the file.
+func TestLoad_KeysDifferingInCase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, body string
+		wantKey    string
+		wantNames  [2]string
+	}{
+		{"top.json", `{"Addr": "127.0.0.1:1", "addr": "127.0.0.1:2"}`, "addr", [2]string{`"Addr"`, `"addr"`}},
+		{"nested.json", `{"ratelimit": {"limit": 1, "LIMIT": 2}}`, "ratelimit.limit", [2]string{`"limit"`, `"LIMIT"`}},
+		{"section.json", `{"RateLimit": {"limit": 1}, "ratelimit": {"burst": 2}}`, "ratelimit", [2]string{`"RateLimit"`, `"ratelimit"`}},
+		{"top.yaml", "Addr: 127.0.0.1:1\naddr: 127.0.0.1:2\n", "addr", [2]string{`"Addr"`, `"addr"`}},
+		{"top.toml", "Addr = \"127.0.0.1:1\"\naddr = \"127.0.0.1:2\"\n", "addr", [2]string{`"Addr"`, `"addr"`}},
+	} {
+		file := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(file, []byte(tt.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(flags(t, "--config", file), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != tt.wantKey {
+			t.Errorf("%s: err = %v, want a config.Error on %s", tt.name, err, tt.wantKey)
+			continue
+		}
+		for _, want := range append(tt.wantNames[:], file) {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not name %s", tt.name, err, want)
+			}
+		}
+	}
+}
