@@ -30,6 +30,19 @@ type CleanupReport struct {
 	KeptDifferent []string `json:"keptDifferent"`
 }
 
+// ownDatabase says why sp's database is not a space database that Cleanup may delete from or
+// Migrate may scan: it is the core database (whose property_templates are no space's) or the
+// application database. It returns "" for any other database.
+func (s *Service) ownDatabase(sp space) string {
+	switch sp.Database {
+	case s.opts.CoreDatabase:
+		return fmt.Sprintf("the space's database %q is the core database", sp.Database)
+	case s.opts.AppDatabase:
+		return fmt.Sprintf("the space's database %q is the application database", sp.Database)
+	}
+	return ""
+}
+
 // Cleanup deletes the space's property_templates documents whose content core holds, and only
 // those: a document is deleted when core holds its identifier with the same name, widgetType,
 // description and properties (compared canonically: fields in any order, values with their
@@ -43,11 +56,8 @@ func (s *Service) Cleanup(ctx context.Context, opts CleanupOptions) (*CleanupRep
 	if err != nil {
 		return nil, err
 	}
-	switch sp.Database {
-	case s.opts.CoreDatabase:
-		return nil, apperr.E(apperr.Conflict, fmt.Sprintf("refusing to clean up: the space's database %q is the core database", sp.Database))
-	case s.opts.AppDatabase:
-		return nil, apperr.E(apperr.Conflict, fmt.Sprintf("refusing to clean up: the space's database %q is the application database", sp.Database))
+	if reason := s.ownDatabase(sp); reason != "" {
+		return nil, apperr.E(apperr.Conflict, "refusing to clean up: "+reason)
 	}
 	if err := s.pingCore(ctx, "nothing was deleted"); err != nil {
 		return nil, err

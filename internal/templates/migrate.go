@@ -91,8 +91,9 @@ func (c *candidate) better(cur *candidate) bool {
 // A template core already holds is never overwritten; when spaces hold different versions of
 // one identifier the newest by updatedAt is kept (else the first seen in `spaces` order) and
 // the conflict is listed. Space databases are only read. A space whose database is missing,
-// unreadable or invalidly named, or whose _id cannot name a space (its database is then not
-// read), is listed in Errors and the rest goes on; so is, with its identifier, a template
+// unreadable or invalidly named, or whose _id cannot name a space, or whose database is the
+// core or the application database (as Cleanup refuses it; its database is then not read), is
+// listed in Errors and the rest goes on; so is, with its identifier, a template
 // that cannot be migrated (see migratable: not copied, nor counted in UniqueTemplates) or that
 // core refuses to store. Returns Unavailable if the application database (spaces) or core
 // cannot be read, or core cannot be written at all.
@@ -237,8 +238,9 @@ func (s *Service) Migrate(ctx context.Context, opts MigrateOptions) (*MigrationR
 	return rep, nil
 }
 
-// listSpaces reads `spaces`; a space with an invalid database name, or an _id that cannot name
-// a space, is reported in rep and left out.
+// listSpaces reads `spaces`; a space with an invalid database name, an _id that cannot name a
+// space, or the core or application database for its database (ownDatabase), is reported in
+// rep and left out.
 func (s *Service) listSpaces(ctx context.Context, rep *MigrationReport) ([]space, error) {
 	cur, err := s.app.Collection(SpacesCollection).Find(ctx, bson.D{},
 		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "database", Value: 1}}))
@@ -251,6 +253,10 @@ func (s *Service) listSpaces(ctx context.Context, rep *MigrationReport) ([]space
 		sp, err := spaceFromRaw(cur.Current)
 		if err != nil {
 			rep.Errors = append(rep.Errors, SpaceError{SpaceID: sp.ID, Message: err.Error()})
+			continue
+		}
+		if reason := s.ownDatabase(sp); reason != "" { // as Cleanup refuses it
+			rep.Errors = append(rep.Errors, SpaceError{SpaceID: sp.ID, Message: "refusing to scan: " + reason})
 			continue
 		}
 		spaces = append(spaces, sp)

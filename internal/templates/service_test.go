@@ -1298,3 +1298,44 @@ func TestService_MigrateScansASharedDatabaseOnce(t *testing.T) {
 		t.Fatalf("x in core is %q, want the newest version", got)
 	}
 }
+
+// Ensure migrate, as cleanup, refuses a space whose database is the core or the application
+// database: the space is listed in errors with cleanup's reason and its database is not
+// scanned (a property_templates collection there is not migrated), and the rest goes on.
+func TestService_MigrateRefusesCoreAndAppDatabases(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	e.seedSpace(t, "", tdoc("good", "G", now))
+	coreSpace, _ := e.seedSpace(t, e.core, tdoc("in-core-db", "C", now))
+	appSpace, _ := e.seedSpace(t, e.app, tdoc("in-app-db", "A", now))
+
+	for _, dry := range []bool{true, false} {
+		var progress [][2]int
+		rep, err := e.svc.Migrate(ctx, templates.MigrateOptions{DryRun: dry,
+			Progress: func(d, n int) { progress = append(progress, [2]int{d, n}) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.DurationMs = 0
+		want := &templates.MigrationReport{DryRun: dry, SpacesScanned: 1, TemplatesFound: 1, UniqueTemplates: 1, Migrated: 1,
+			Conflicts: []templates.Conflict{}, SharedDatabases: []templates.SharedDatabase{},
+			Errors: []templates.SpaceError{
+				{SpaceID: coreSpace, Message: fmt.Sprintf("refusing to scan: the space's database %q is the core database", e.core)},
+				{SpaceID: appSpace, Message: fmt.Sprintf("refusing to scan: the space's database %q is the application database", e.app)}}}
+		if d := cmp.Diff(want, rep); d != "" {
+			t.Fatalf("dry run %v: report (-want +got):\n%s", dry, d)
+		}
+		if got, want := progress, [][2]int{{1, 1}}; !slices.Equal(got, want) {
+			t.Fatalf("dry run %v: progress=%v, want %v (the refused databases are not counted)", dry, got, want)
+		}
+	}
+	if d := cmp.Diff([]string{"good"}, slices.Sorted(maps.Keys(e.docs(t, e.core, "core_property_templates")))); d != "" {
+		t.Fatalf("core holds (-want +got):\n%s", d)
+	}
+	_, err := e.svc.Cleanup(ctx, templates.CleanupOptions{SpaceID: coreSpace})
+	if got, want := fmt.Sprint(err), fmt.Sprintf("refusing to clean up: the space's database %q is the core database", e.core); kind(err) != apperr.Conflict || got != want {
+		t.Fatalf("cleanup of the core database's space: %v, want Conflict %q", err, want)
+	}
+}
