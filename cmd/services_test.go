@@ -3,6 +3,8 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -11,9 +13,14 @@ import (
 
 	"go.mongodb.org/mongo-driver/bson"
 
+	"github.com/acme/app/internal/apperr"
 	"github.com/acme/app/internal/auth"
 	"github.com/acme/app/internal/budget"
+	"github.com/acme/app/internal/config"
+	"github.com/acme/app/internal/dbcheck"
 	"github.com/acme/app/internal/keys"
+	"github.com/acme/app/internal/memlimit"
+	"github.com/acme/app/internal/metrics"
 	"github.com/acme/app/internal/store"
 	"github.com/acme/app/internal/usage"
 )
@@ -144,4 +151,102 @@ func TestServicesBuiltPerCommand(t *testing.T) {
 			t.Errorf("after serve on the embedded store, %s has indexes %q, want none but _id_", coll, idx[coll])
 		}
 	}
+}
+
+// Ensure the API's MongoDB utilities get dbcheck.max_concurrent and report their refusals in
+// app_dbcheck_refusals_total, whichever of the two serve builds first: with a bound of 1 and one
+// test held by a server that never answers, a second test is refused at once as overloaded and
+// counted.
+func TestServicesDBCheckBoundAndMetric(t *testing.T) {
+	t.Parallel()
+	for _, metricsFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "DBCheckFirst", true: "MetricsFirst"}[metricsFirst], func(t *testing.T) {
+			t.Parallel()
+			// A server that accepts connections and never answers: a test against it holds its
+			// slot until the connection closes.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan net.Conn, 8)
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					accepted <- c
+				}
+			}()
+
+			cfg, err := config.Load(nil, testEnv("APP_DBCHECK_MAX_CONCURRENT", "1", "APP_DBCHECK_ALLOWED_HOSTS", "127.0.0.1",
+				"APP_DBCHECK_TIMEOUT", "10s"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &services{f: &factory{cfg: cfg, log: slog.New(slog.DiscardHandler)}, server: true}
+			defer s.close()
+			var m *metrics.Metrics
+			if metricsFirst {
+				m = s.Metrics()
+			}
+			d, err := s.DBCheck()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !metricsFirst {
+				m = s.Metrics()
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			in := dbcheck.TestInput{ConnectionString: "mongodb://" + ln.Addr().String() + "/?directConnection=true", Database: "db"}
+			heldCtx, release := context.WithCancel(ctx)
+			defer release()
+			held := make(chan error, 1)
+			go func() { _, err := d.Test(heldCtx, in); held <- err }()
+			var conn net.Conn
+			select {
+			case conn = <-accepted: // the first test holds the one slot
+			case err := <-held:
+				t.Fatalf("the first test ended before it reached the server: %v", err)
+			case <-ctx.Done():
+				t.Fatal("the first test never reached the server")
+			}
+			_, err = d.Test(ctx, in)
+			if e := apperr.As(err); apperr.KindOf(err) != apperr.Unavailable || e == nil || e.Code != memlimit.Overloaded ||
+				!strings.Contains(err.Error(), "dbcheck.max_concurrent=1") {
+				t.Fatalf("a second test at dbcheck.max_concurrent=1: err = %v, want Unavailable, overloaded, naming the bound", err)
+			}
+			if got, want := counterValue(t, m, "app_dbcheck_refusals_total"), 1.0; got != want {
+				t.Fatalf("app_dbcheck_refusals_total = %v, want %v", got, want)
+			}
+			release()
+			<-held
+			_ = conn.Close()
+			for len(accepted) > 0 {
+				_ = (<-accepted).Close()
+			}
+		})
+	}
+}
+
+// counterValue returns the value of the counter named name among m's metrics (0 if absent).
+func counterValue(t *testing.T, m *metrics.Metrics, name string) float64 {
+	t.Helper()
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var v float64
+			for _, s := range mf.GetMetric() {
+				v += s.GetCounter().GetValue()
+			}
+			return v
+		}
+	}
+	return 0
 }
