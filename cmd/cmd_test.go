@@ -319,7 +319,7 @@ func TestTracked_WaitsForHandlers(t *testing.T) {
 	}
 }
 
-// Ensure SIGINT or SIGTERM while `serve` or an operator command waits for a data directory
+// Ensure SIGINT or SIGTERM while `serve`, `store serve` or an operator command waits for a data directory
 // another command holds stops it quietly: exit 128 + the signal's number, as a shell reports a
 // process the signal killed, and one line saying it was stopped waiting for the lock, with no
 // "error:" and no "context canceled".
@@ -334,6 +334,7 @@ func TestInterruptedLockWait(t *testing.T) {
 	}{
 		{"ServeSIGTERM", []string{"serve", "--addr", "127.0.0.1:0"}, syscall.SIGTERM, "SIGTERM", 143},
 		{"CommandSIGINT", []string{"users", "list"}, syscall.SIGINT, "SIGINT", 130},
+		{"StoreServeSIGTERM", []string{"store", "serve", "--listen", "127.0.0.1:0"}, syscall.SIGTERM, "SIGTERM", 143},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -46,7 +44,7 @@ func runStoreServe(ctx context.Context, f *factory, opts *storeServeOptions) err
 	if err := config.CheckAddr(opts.listen); err != nil {
 		return &config.Error{Key: "--listen", Value: opts.listen, Reason: err.Error() + ", e.g. 127.0.0.1:27017"}
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := f.interruptible(ctx) // a signal while it waits for the data dir is an interruption
 	defer stop()
 	st, err := store.Open(ctx, store.Options{DataDir: f.cfg.DataDir, Listen: opts.listen, Standalone: true, Logger: f.log})
 	if err != nil {
