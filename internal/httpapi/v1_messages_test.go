@@ -313,22 +313,32 @@ func TestV1_Refusal(t *testing.T) {
 	}
 }
 
-// Ensure an error Anthropic reports reaches a /v1/messages client with its own type
-// (overloaded_error, rate_limit_error, which the SDKs handle as such), not as a generic
-// api_error: in an error event after text has been sent, as the answer when the error event
-// comes right after message_start (nothing was sent yet), and as the answer to an error answer.
+// Ensure a provider's failure reaches a /v1/messages client with the Anthropic type that says
+// the same (overloaded_error, rate_limit_error, which the SDKs handle as such), not as a
+// generic api_error: in an error event after text has been sent, as the answer when the error
+// comes before the first piece (right after Anthropic's message_start), and as the answer to
+// an error answer. Anthropic's own types are kept; Gemini's UNAVAILABLE is overloaded_error,
+// its RESOURCE_EXHAUSTED and OpenAI's rate limits rate_limit_error, OpenAI's server_error
+// api_error.
 func TestV1Messages_ProviderErrorKeepsItsType(t *testing.T) {
 	t.Parallel()
 	const (
-		start = `message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`
-		text  = `content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
-		delta = `content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`
+		start             = `message_start|{"type":"message_start","message":{"id":"m","model":"claude-haiku-4-5","usage":{"input_tokens":5,"output_tokens":1}}}`
+		text              = `content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+		delta             = `content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`
+		geminiText        = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"gemini-2.5-flash"}`
+		geminiUnavailable = `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`
+		geminiExhausted   = `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`
+		openAIText        = `{"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`
+		openAIServer      = `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`
+		openAIRate        = `{"error":{"message":"Rate limit reached for requests.","type":"rate_limit_exceeded","param":null,"code":"rate_limit_exceeded"}}`
 	)
 	errorEvent := func(typ string) string {
 		return `error|{"type":"error","error":{"type":"` + typ + `","message":"Something happened"}}`
 	}
 	tests := []struct {
 		name       string
+		model      string // anthropic/claude-haiku-4-5 when empty
 		stream     bool
 		fake       aitest.Responder
 		wantStatus int
@@ -347,56 +357,6 @@ func TestV1Messages_ProviderErrorKeepsItsType(t *testing.T) {
 			wantStatus: 502, wantType: "api_error"},
 		{name: "OverloadedAnswer", fake: aitest.Error("anthropic", 529, "overloaded_error", "Overloaded", "x-should-retry", "false"),
 			wantStatus: 502, wantType: "overloaded_error"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			fx := newGWFixture(t, Options{}, tt.fake)
-			_, tok := fx.user(t)
-			rec := do(fx.h, "POST", "/v1/messages", fmt.Sprintf(`{"model":"anthropic/claude-haiku-4-5","max_tokens":10,"stream":%t,
-				"messages":[{"role":"user","content":"x"}]}`, tt.stream), tok)
-			if got, want := rec.Code, tt.wantStatus; got != want {
-				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
-			}
-			body := rec.Body.Bytes()
-			if tt.wantEvent {
-				evs := events(t, rec.Body.String())
-				if len(evs) == 0 || evs[len(evs)-1][0] != "error" {
-					t.Fatalf("stream %s: want it to end with an error event", rec.Body)
-				}
-				body = []byte(evs[len(evs)-1][1])
-			}
-			e := decodeJSON[gateway.AnthropicErrorBody](t, body)
-			if e.Type != "error" || e.Error.Type != tt.wantType || e.Error.Message == "" {
-				t.Errorf("error %s, want type %q", body, tt.wantType)
-			}
-		})
-	}
-}
-
-// Ensure Gemini's and OpenAI's failures reach a /v1/messages client with the Anthropic type
-// that says the same (Gemini's UNAVAILABLE overloaded_error, RESOURCE_EXHAUSTED and OpenAI's
-// rate limits rate_limit_error, OpenAI's server_error api_error), before a stream, at its
-// start, and in its middle, as Anthropic's own failures are.
-func TestV1Messages_OtherProvidersErrorTypes(t *testing.T) {
-	t.Parallel()
-	const (
-		geminiText        = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hel"}]}}],"modelVersion":"gemini-2.5-flash"}`
-		geminiUnavailable = `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`
-		geminiExhausted   = `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`
-		openAIText        = `{"id":"c","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}`
-		openAIServer      = `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`
-		openAIRate        = `{"error":{"message":"Rate limit reached for requests.","type":"rate_limit_exceeded","param":null,"code":"rate_limit_exceeded"}}`
-	)
-	tests := []struct {
-		name       string
-		model      string
-		stream     bool
-		fake       aitest.Responder
-		wantStatus int
-		wantEvent  bool // the error ends a stream (event: error) rather than being the answer
-		wantType   string
-	}{
 		{name: "GeminiUnavailableAnswer", model: "gemini/gemini-2.5-flash",
 			fake:       aitest.Error("gemini", 503, "UNAVAILABLE", "The model is overloaded.", "x-should-retry", "false"),
 			wantStatus: 502, wantType: "overloaded_error"},
@@ -430,8 +390,12 @@ func TestV1Messages_OtherProvidersErrorTypes(t *testing.T) {
 			t.Parallel()
 			fx := newGWFixture(t, Options{}, tt.fake)
 			_, tok := fx.user(t)
+			model := tt.model
+			if model == "" {
+				model = "anthropic/claude-haiku-4-5"
+			}
 			rec := do(fx.h, "POST", "/v1/messages", fmt.Sprintf(`{"model":%q,"max_tokens":10,"stream":%t,
-				"messages":[{"role":"user","content":"x"}]}`, tt.model, tt.stream), tok)
+				"messages":[{"role":"user","content":"x"}]}`, model, tt.stream), tok)
 			if got, want := rec.Code, tt.wantStatus; got != want {
 				t.Fatalf("status=%d, want %d: %s", got, want, rec.Body)
 			}
