@@ -558,22 +558,10 @@ func (s *Service) do(parent context.Context, ep *endpoint, cfg ProviderConfig, c
 	var res *result
 	deadline, _ := ctx.Deadline()
 	attempts, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
-		resp, u := s.send(ctx, ep.provider, cfg, c)
-		if u != nil {
-			return u
-		}
-		defer resp.Body.Close()
-		body, held, u := s.readAnswer(ctx, resp, maxAnswerBytes)
-		defer held.Close()
-		if u != nil {
-			return u
-		}
-		r, err := ep.provider.parse(c, resp.Header, body)
-		if err != nil {
-			return asUpstream(err)
-		}
-		res = r
-		return nil
+		return s.exchange(ctx, ep, cfg, c, maxAnswerBytes, answerTooLarge, func(h http.Header, body []byte) (err error) {
+			res, err = ep.provider.parse(c, h, body)
+			return err
+		})
 	})
 	if uerr != nil {
 		return nil, attempts, uerr
@@ -643,6 +631,33 @@ func (s *Service) backoff(n int) time.Duration {
 
 // maxAnswerBytes bounds what is read from a provider's answer (and its error answers).
 const maxAnswerBytes = 16 << 20
+
+// answerTooLarge says what an answer past maxAnswerBytes was.
+var answerTooLarge = fmt.Sprintf("an answer larger than %d MiB", maxAnswerBytes>>20)
+
+// exchange sends c once and hands the provider's 2xx answer to use while its bytes are held
+// (readAnswer); an answer past limit bytes is malformed, tooLarge saying what it was ("an
+// answer larger than 16 MiB").
+func (s *Service) exchange(ctx context.Context, ep *endpoint, cfg ProviderConfig, c *call, limit int64, tooLarge string,
+	use func(header http.Header, body []byte) error) *upstreamError {
+	resp, u := s.send(ctx, ep.provider, cfg, c)
+	if u != nil {
+		return u
+	}
+	defer resp.Body.Close()
+	body, held, u := s.readAnswer(ctx, resp, limit+1)
+	defer held.Close()
+	if u != nil {
+		return u
+	}
+	if int64(len(body)) > limit {
+		return malformed(ep.spec.name + " sent " + tooLarge)
+	}
+	if err := use(resp.Header, body); err != nil {
+		return asUpstream(err)
+	}
+	return nil
+}
 
 // readAnswer reads at most limit bytes of resp's body, taking them from the process's bound
 // on buffered bytes (server.max_buffered_bytes); closing held gives them back once the

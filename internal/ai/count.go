@@ -14,6 +14,9 @@ import (
 // Gemini, a few lines of details per modality.
 const maxCountAnswerBytes = 64 << 10
 
+// countTooLarge says what a count past maxCountAnswerBytes was.
+var countTooLarge = fmt.Sprintf("a token count larger than %d KiB", maxCountAnswerBytes>>10)
+
 // counter is the optional capability of a provider with a token-counting endpoint
 // (Anthropic's messages/count_tokens, Gemini's countTokens): its wire format for a count,
 // next to its chat code. A provider that does not implement it refuses counts.
@@ -93,25 +96,11 @@ func (s *Service) doCount(parent context.Context, ep *endpoint, cc *countCall, c
 	deadline, _ := ctx.Deadline()
 	var n int64
 	_, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
-		resp, u := s.send(ctx, ep.provider, cfg, c)
-		if u != nil {
-			return u
-		}
-		defer resp.Body.Close()
-		body, held, u := s.readAnswer(ctx, resp, maxCountAnswerBytes+1)
-		defer held.Close()
-		if u != nil {
-			return u
-		}
-		if len(body) > maxCountAnswerBytes {
-			return malformed(fmt.Sprintf("%s sent a token count larger than %d KiB", ep.spec.name, maxCountAnswerBytes>>10))
-		}
-		got, err := cc.parseCount(body)
-		if err != nil {
-			return asUpstream(err)
-		}
-		n = got
-		return nil
+		return s.exchange(ctx, ep, cfg, c, maxCountAnswerBytes, countTooLarge,
+			func(_ http.Header, body []byte) (err error) {
+				n, err = cc.parseCount(body)
+				return err
+			})
 	})
 	return n, uerr
 }

@@ -31,6 +31,9 @@ const (
 // floats as JSON text are larger than maxAnswerBytes, and must still be read whole.
 const maxEmbedAnswerBytes = 64 << 20
 
+// embedAnswerTooLarge says what an answer past maxEmbedAnswerBytes was.
+var embedAnswerTooLarge = fmt.Sprintf("an answer larger than %d MiB", maxEmbedAnswerBytes>>20)
+
 // EmbedInput is one embeddings request, in OpenAI's terms. Exactly one of Texts and Tokens is
 // set.
 type EmbedInput struct {
@@ -289,25 +292,11 @@ func (s *Service) doEmbed(parent context.Context, ep *endpoint, ec *embedCall, c
 		}
 		var res *result
 		a, uerr := s.retry(parent, ctx, deadline, ep, c, func() *upstreamError {
-			resp, u := s.send(ctx, ep.provider, cfg, c)
-			if u != nil {
-				return u
-			}
-			defer resp.Body.Close()
-			body, held, u := s.readAnswer(ctx, resp, maxEmbedAnswerBytes+1)
-			defer held.Close()
-			if u != nil {
-				return u
-			}
-			if len(body) > maxEmbedAnswerBytes {
-				return malformed(fmt.Sprintf("%s sent an answer larger than %d MiB", ep.spec.name, maxEmbedAnswerBytes>>20))
-			}
-			r, err := ep.provider.parse(c, resp.Header, body)
-			if err != nil {
-				return asUpstream(err)
-			}
-			res = r
-			return nil
+			return s.exchange(ctx, ep, cfg, c, maxEmbedAnswerBytes, embedAnswerTooLarge,
+				func(h http.Header, body []byte) (err error) {
+					res, err = ep.provider.parse(c, h, body)
+					return err
+				})
 		})
 		attempts += a
 		if uerr != nil {
