@@ -101,7 +101,12 @@ func ptr[T any](v T) *T { return &v }
 
 // messagesReq is POST /v1/messages as Anthropic's SDK sends it, the key in x-api-key.
 func messagesReq(h http.Handler, body, key string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", "/v1/messages", strings.NewReader(body))
+	return anthropicReq(h, "/v1/messages", body, key)
+}
+
+// anthropicReq is a POST to path as Anthropic's SDK sends it, the key in x-api-key.
+func anthropicReq(h http.Handler, path, body, key string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Anthropic-Version", "2023-06-01")
 	if key != "" {
@@ -497,15 +502,7 @@ func TestV1Messages_StreamParallelToolCalls(t *testing.T) {
 // countTokensReq is POST /v1/messages/count_tokens as Anthropic's SDK sends it
 // (client.messages.countTokens), the key in x-api-key.
 func countTokensReq(h http.Handler, body, key string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", "/v1/messages/count_tokens", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Anthropic-Version", "2023-06-01")
-	if key != "" {
-		req.Header.Set("X-Api-Key", key)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return rec
+	return anthropicReq(h, "/v1/messages/count_tokens", body, key)
 }
 
 // Ensure /v1/messages/count_tokens answers Anthropic's {"input_tokens": N}, counted by the
