@@ -29,6 +29,43 @@ PY
   FAKE="http://127.0.0.1:$(cat "$TMP/fake.port")"
 }
 
+# add_token_counting puts in front of the fake providers (FAKE) a stand-in that answers
+# Anthropic's messages/count_tokens and Gemini's countTokens, which the fakes lack (one token
+# per word of the body's text), and passes every other request on; FAKE becomes its URL.
+add_token_counting() {
+  node - "$FAKE" >"$TMP/counting.port" 2>"$TMP/counting.log" <<'JS' &
+const http = require("http");
+const upstream = new URL(process.argv[2]);
+const words = (v) => typeof v === "string" ? v.split(/\s+/).filter(Boolean).length
+  : Array.isArray(v) ? v.reduce((n, x) => n + words(x), 0)
+  : v && typeof v === "object" ? Object.entries(v).reduce((n, [k, x]) => n + (k === "model" ? 0 : words(x)), 0) : 0;
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks);
+    const path = req.url.split("?")[0];
+    if (req.method === "POST" && (path.endsWith("/messages/count_tokens") || path.endsWith(":countTokens"))) {
+      const n = words(JSON.parse(body.toString() || "{}"));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(path.endsWith(":countTokens") ? { totalTokens: n } : { input_tokens: n }));
+      return;
+    }
+    const out = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode, up.headers);
+      up.pipe(res);
+    });
+    out.on("error", () => { res.writeHead(502); res.end(); });
+    out.end(body);
+  });
+});
+server.listen(0, "127.0.0.1", () => console.log(server.address().port));
+JS
+  PIDS+=($!)
+  for _ in $(seq 50); do [ -s "$TMP/counting.port" ] && break; sleep 0.1; done
+  FAKE="http://127.0.0.1:$(cat "$TMP/counting.port")"
+}
+
 # start_app NAME: runs "$APP" serve on a free port against the fake providers (FAKE), with the
 # APP_* variables the caller exported, its data in $TMP/data and its log in $TMP/app.log;
 # sets PORT and BASE and waits until /api/health answers (NAME prefixes the failure).

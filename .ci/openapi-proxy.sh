@@ -28,8 +28,9 @@ if [ ! -x "$PRISM_DIR/node_modules/.bin/prism" ]; then
 fi
 PRISM="$PRISM_DIR/node_modules/.bin/prism"
 
-# The fake providers, standalone.
+# The fake providers, standalone, with token counting in front.
 start_fake_providers
+add_token_counting
 
 # The server: limits out of reach, the storage routes allowed to reach its own embedded store.
 export APP_JWT_SECRET=openapi-proxy-secret-openapi-proxy-secret

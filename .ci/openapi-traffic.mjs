@@ -168,6 +168,34 @@ for (const model of ["anthropic/claude-haiku-4-5", "openai/gpt-4o-mini"]) {
 await send("v1Messages", "POST", "/v1/messages", { token: key.key, want: 200, body: { model: "anthropic/claude-haiku-4-5", max_tokens: 50, stream: true, messages: [{ role: "user", content: "Stream" }] } });
 await send("v1Messages", "POST", "/v1/messages", { headers: anthropicHeaders, want: 400, valid: false, body: { model: "anthropic/claude-haiku-4-5", messages: [{ role: "user", content: "hi" }] } });
 await send("v1Messages", "POST", "/v1/messages", { headers: { "x-api-key": "sk-app-" + "0".repeat(43) }, want: 401, body: { model: "anthropic/claude-haiku-4-5", max_tokens: 5, messages: [{ role: "user", content: "hi" }] } });
+// Anthropic's token counting (by the stand-in in front of the fakes), and its refusals.
+for (const model of ["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {
+  await send("v1MessagesCountTokens", "POST", "/v1/messages/count_tokens", { headers: anthropicHeaders, want: 200,
+    body: { model, system: "Be brief.", messages: [{ role: "user", content: "Count me please" }] } });
+}
+await send("v1MessagesCountTokens", "POST", "/v1/messages/count_tokens", { headers: anthropicHeaders, want: 400,
+  body: { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "Count me" }] } });
+await send("v1MessagesCountTokens", "POST", "/v1/messages/count_tokens", { headers: anthropicHeaders, want: 400, valid: false,
+  body: { model: "anthropic/claude-haiku-4-5" } });
+await send("v1MessagesCountTokens", "POST", "/v1/messages/count_tokens", { headers: { "x-api-key": "sk-app-" + "0".repeat(43) }, want: 401,
+  body: { model: "anthropic/claude-haiku-4-5", messages: [{ role: "user", content: "hi" }] } });
+// OpenAI's Responses API: plain, streamed, a tool loop, JSON output, and its refusals.
+const fn = { type: "function", name: "get_weather", description: "Weather", parameters: weather.function.parameters };
+for (const model of ["openai/gpt-4o-mini", "anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {
+  await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 200,
+    body: { model, instructions: "Be brief.", input: "Say hello", max_output_tokens: 50, metadata: { run: "prism" } } });
+  await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 200, body: { model, input: "Stream", stream: true } });
+  const input = [{ role: "user", content: "Weather in Paris?" }];
+  const first = (await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 200, body: { model, input, tools: [fn] } })).json;
+  const call = first?.output?.find((o) => o.type === "function_call");
+  await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 200,
+    body: { model, tools: [fn], input: [...input, ...(first?.output ?? []), { type: "function_call_output", call_id: call?.call_id, output: "sunny" }] } });
+}
+await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 200, body: { model: "openai/gpt-4o-mini", input: "JSON",
+  text: { format: { type: "json_schema", name: "thing", schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] } } } } });
+await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 400, body: { model: "openai/gpt-4o-mini", input: "And then?", previous_response_id: "resp_1" } });
+await send("v1Responses", "POST", "/v1/responses", { token: key.key, want: 400, valid: false, body: { model: "openai/gpt-4o-mini" } });
+await send("v1Responses", "POST", "/v1/responses", { token: "sk-app-" + "0".repeat(43), want: 401, body: { model: "openai/gpt-4o-mini", input: "hi" } });
 const models = (await send("v1Models", "GET", "/v1/models", { token: key.key, want: 200 })).json;
 const first = models?.data?.[0]?.id ?? "openai/gpt-4o-mini";
 await send("v1Model", "GET", `/v1/models/${first}`, { token: tok, want: 200 });

@@ -9,7 +9,8 @@
 # (finalResponse()), a two-step function tool loop (created and streamed) sending the output
 # items back, a json_schema answer, and previous_response_id refused as a BadRequestError.
 # Anthropic's SDK on /v1/messages with a personal key: messages.create and messages.stream
-# (finalMessage()), with and without tools, on an anthropic/ and an openai/ model.
+# (finalMessage()), with and without tools, on an anthropic/ and an openai/ model; messages.countTokens
+# on an anthropic/ and a gemini/ model (a stand-in counts in front of the fakes), refused on openai/.
 # Usage: .ci/sdk-check.sh [path/to/app] (default bin/app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +27,9 @@ command -v node >/dev/null && command -v npm >/dev/null || { echo "sdk-check: no
 # The official SDK, from npm.
 (cd "$TMP" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent "openai@$OPENAI_VERSION" "@anthropic-ai/sdk@$ANTHROPIC_VERSION" >/dev/null)
 
-# The fake providers, standalone.
+# The fake providers, standalone, with token counting in front.
 start_fake_providers
+add_token_counting
 
 # The server.
 export APP_JWT_SECRET=sdk-check-secret-sdk-check-secret
@@ -172,6 +174,18 @@ for (const model of ["anthropic/claude-haiku-4-5", "openai/gpt-4o-mini"]) {
     if (!text?.includes("sunny")) fail(`${model}: the answer after the tool result is ${JSON.stringify(second)}`);
     console.log(`ok  ${model} tool loop (streamed: ${streamed}): get_weather(${JSON.stringify(use.input)}) -> ${JSON.stringify(text)}`);
   }
+}
+for (const model of ["anthropic/claude-haiku-4-5", "gemini/gemini-2.5-flash"]) {
+  const c = await client.messages.countTokens({ model, system: "Answer briefly.", messages: [{ role: "user", content: "Say hello please" }] });
+  if (!(c.input_tokens > 0)) fail(`${model} messages.countTokens: ${JSON.stringify(c)}`);
+  console.log(`ok  ${model} messages.countTokens: ${c.input_tokens}`);
+}
+try {
+  await client.messages.countTokens({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+  fail("countTokens on an OpenAI model was answered");
+} catch (e) {
+  if (!(e instanceof Anthropic.BadRequestError)) fail(`countTokens on an OpenAI model: ${e}`);
+  console.log(`ok  openai/gpt-4o-mini messages.countTokens: BadRequestError (${e.status})`);
 }
 try {
   await new Anthropic({ baseURL, apiKey: "sk-app-" + "0".repeat(43), maxRetries: 0 }).messages.create({
