@@ -100,7 +100,7 @@ CORS is on unless --no-cors. --addr, --data-dir, --config and --mongodb-uri do n
 	fl.IntVarP(&opts.Port, "port", "p", 3001, "port to listen on (0 picks a free one)")
 	fl.StringVar(&opts.Target, "target", "", "proxy unmatched requests to this URL")
 	fl.StringVar(&opts.Delay, "delay", "", "delay every mocked response (file, OpenAPI and WireMock answers): milliseconds (200) or a range (100-400); overrides the file; a route's or mapping's own delay wins")
-	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reload the file when it changes")
+	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reload the file, the OpenAPI descriptions and the WireMock mappings (mappings/*.json, __files/) when they change")
 	fl.StringVar(&opts.Record, "record", "", "write every proxied exchange into this file as a mock (needs --target)")
 	fl.BoolVar(&opts.RecordSecrets, "record-secrets", false, "keep tokens, passwords and keys in recorded answers (redacted by default)")
 	fl.BoolVar(&opts.NoCORS, "no-cors", false, "do not answer CORS (on by default)")
@@ -162,8 +162,8 @@ func (o *mockServeOptions) serverOptions() (mockserver.Options, error) {
 	if o.Record != "" && o.Target == "" {
 		return so, usageError{errors.New("--record needs --target: only proxied exchanges are recorded")}
 	}
-	if o.Watch && o.File == "" && len(o.OpenAPI) == 0 {
-		return so, usageError{errors.New("--watch needs --file or --openapi")}
+	if o.Watch && o.File == "" && len(o.OpenAPI) == 0 && o.WireMock == "" {
+		return so, usageError{errors.New("--watch needs --file, --openapi or --wiremock")}
 	}
 	if (o.Dynamic || o.Seed != 0) && len(o.OpenAPI) == 0 {
 		return so, usageError{errors.New("--dynamic and --seed steer --openapi answers: name a description with --openapi")}

@@ -32,6 +32,7 @@ func TestNewMockServeCmd_Flags(t *testing.T) {
 		{"BadTarget", []string{"--target", "localhost:3000"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Target: "localhost:3000"}, exitUsage},
 		{"RecordWithoutTarget", []string{"--record", "r.yaml"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Record: "r.yaml"}, exitUsage},
 		{"WatchWithoutFile", []string{"--watch"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Watch: true}, exitUsage},
+		{"WatchWireMock", []string{"--watch", "--wiremock", "wm"}, mockServeOptions{Host: "127.0.0.1", Port: 3001, Watch: true, WireMock: "wm"}, 0},
 		{"BadPort", []string{"--port", "70000"}, mockServeOptions{Host: "127.0.0.1", Port: 70000}, exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -100,6 +101,7 @@ type Server struct {
 	// wm are the WireMock mappings (nil: none); wmProblems what they could not serve.
 	wm         atomic.Pointer[wiremock.Stubs]
 	wmProblems []wiremock.Problem
+	wmDir      string // the directory wm was loaded from
 	// next answers what the WireMock mappings miss: the interceptor, or nil (WireMock's own
 	// 404) when there is nothing else to serve.
 	next http.Handler
@@ -161,38 +163,86 @@ func New(opts Options) (*Server, error) {
 	if opts.File != "" || opts.API != nil || opts.Target != nil || len(opts.OpenAPI) > 0 {
 		s.next = s.ic
 	}
-	if err := s.loadWireMock(set); err != nil {
+	dir := s.wireMockDir(set)
+	stubs, problems, err := s.readWireMock(dir, false)
+	if err != nil {
 		_ = s.ic.Close()
 		return nil, err
 	}
+	s.storeWireMock(dir, stubs, problems)
 	s.admin = s.adminHandler()
 	return s, nil
 }
 
-// loadWireMock (re)loads the WireMock mappings named by --wiremock or the file, logging
-// what they cannot serve. Callers hold s.mu or own s.
-func (s *Server) loadWireMock(set *mockfile.Set) error {
-	dir := s.opts.WireMock
-	if dir == "" {
-		dir = set.WireMock
+// wireMockDir is the directory of WireMock mappings served beside set: --wiremock, else the
+// file's wiremock key ("" for none).
+func (s *Server) wireMockDir(set *mockfile.Set) string {
+	if s.opts.WireMock != "" {
+		return s.opts.WireMock
 	}
+	return set.WireMock
+}
+
+// WireMockLoadError is why a reload kept the previous WireMock mappings: mapping files that
+// were read before and can no longer be read or parsed (an editor half-way through saving
+// one, a checkout under way). The next change that leaves them whole reloads as usual.
+type WireMockLoadError struct {
+	Dir      string
+	Problems []wiremock.Problem // the files that broke (Problem.Unreadable)
+}
+
+func (e *WireMockLoadError) Error() string {
+	msg := fmt.Sprintf("wiremock %s: %s", e.Dir, e.Problems[0].String())
+	if n := len(e.Problems) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return msg
+}
+
+// readWireMock loads the mappings of dir. On a reload of the same directory, a mapping file
+// that was whole in the mappings served now and is unreadable in the new ones fails the load
+// with a *WireMockLoadError, so the mappings served stay; files that were already unreadable
+// (and reported when they were loaded) do not. Callers hold s.mu or own s.
+func (s *Server) readWireMock(dir string, reload bool) (*wiremock.Stubs, []wiremock.Problem, error) {
 	if dir == "" {
-		s.wm.Store(nil)
-		s.wmProblems = nil
-		return nil
+		return nil, nil, nil
 	}
 	stubs, problems, err := wiremock.Load(dir)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	if reload && dir == s.wmDir {
+		known := map[string]bool{}
+		for _, p := range s.wmProblems {
+			if p.Unreadable {
+				known[p.File] = true
+			}
+		}
+		var broke []wiremock.Problem
+		for _, p := range problems {
+			if p.Unreadable && !known[p.File] {
+				broke = append(broke, p)
+			}
+		}
+		if len(broke) > 0 {
+			return nil, nil, &WireMockLoadError{Dir: dir, Problems: broke}
+		}
+	}
+	return stubs, problems, nil
+}
+
+// storeWireMock serves stubs (nil: none), the mappings of dir, logging what they cannot
+// serve. Callers hold s.mu or own s.
+func (s *Server) storeWireMock(dir string, stubs *wiremock.Stubs, problems []wiremock.Problem) {
 	for _, p := range problems {
 		s.log.Warn("wiremock mapping not served", "problem", p.String())
 	}
-	// the global delay (--delay, config.delay, PATCH /__mock/config) as the mocks have it
-	stubs.SetDefaultDelay(func() time.Duration { return s.ic.Delay().Pick() })
+	if stubs != nil {
+		// the global delay (--delay, config.delay, PATCH /__mock/config) as the mocks have it
+		stubs.SetDefaultDelay(func() time.Duration { return s.ic.Delay().Pick() })
+	}
 	s.wm.Store(stubs)
-	s.wmProblems = problems
-	return nil
+	s.wmDir, s.wmProblems = dir, problems
 }
 
 // WireMockProblems returns what the WireMock mappings ask for and the server does not do.
@@ -320,18 +370,12 @@ func (s *Server) serveMocks(w http.ResponseWriter, r *http.Request) {
 	s.ic.ServeHTTP(w, r)
 }
 
-// Reload re-reads the mock file and the OpenAPI descriptions. Valid ones are swapped in
-// atomically; when one is invalid the current mocks stay and Reload returns why (a
-// *mockfile.LoadError or an *openapi.LoadError).
+// Reload re-reads the mock file, the OpenAPI descriptions and the WireMock mappings. Valid
+// ones are swapped in atomically; when one is invalid the current mocks stay and Reload
+// returns why (a *mockfile.LoadError, an *openapi.LoadError or a *WireMockLoadError).
 func (s *Server) Reload() error {
 	if s.opts.File == "" && len(s.opts.OpenAPI) == 0 && s.opts.WireMock != "" {
-		s.mu.Lock()
-		err := s.loadWireMock(s.set) // the mappings are all there is to re-read
-		s.mu.Unlock()
-		if s.opts.OnReload != nil {
-			s.opts.OnReload(err)
-		}
-		return err
+		return s.reloadWireMock() // the mappings are all there is to re-read
 	}
 	if s.opts.File == "" && len(s.opts.OpenAPI) == 0 {
 		return errors.New("the built-in mock has no file to reload")
@@ -352,15 +396,24 @@ func (s *Server) Reload() error {
 		if set == nil {
 			set = s.set
 		}
-		removed, oldSpecs := s.removed, s.specs
-		s.removed = map[string]bool{} // the file is the truth again: removed file mocks come back
-		if specs != nil {
-			s.specs = specs
-		}
-		if err = s.apply(set); err != nil {
-			s.removed, s.specs = removed, oldSpecs
-		} else {
-			err = s.loadWireMock(set)
+		// the mappings first: a bad reload of them keeps the file's previous mocks too, so
+		// the server never serves a new file beside stale mappings
+		dir := s.wireMockDir(set)
+		var (
+			stubs    *wiremock.Stubs
+			problems []wiremock.Problem
+		)
+		if stubs, problems, err = s.readWireMock(dir, true); err == nil {
+			removed, oldSpecs := s.removed, s.specs
+			s.removed = map[string]bool{} // the file is the truth again: removed file mocks come back
+			if specs != nil {
+				s.specs = specs
+			}
+			if err = s.apply(set); err != nil {
+				s.removed, s.specs = removed, oldSpecs
+			} else {
+				s.storeWireMock(dir, stubs, problems)
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -379,9 +432,15 @@ func (s *Server) Reload() error {
 	return err
 }
 
-// Watch reloads the mock file and the OpenAPI descriptions whenever one of them changes,
+// maxWatchedDirs bounds the directories Watch watches under a WireMock directory (mappings/
+// and __files/ with their subdirectories): each costs an inotify watch, a per-user resource.
+const maxWatchedDirs = 1000
+
+// Watch reloads the mock file, the OpenAPI descriptions and the WireMock mappings (--wiremock
+// or the file's wiremock key: mappings/*.json and __files/) whenever one of them changes,
 // until ctx ends. It watches their directories, so editors that save by renaming a new file
-// over the old one are seen too; bursts of events within 100 ms make one reload.
+// over the old one are seen too; bursts of events within 100 ms make one reload. A change to
+// the mappings alone reloads the mappings alone.
 func (s *Server) Watch(ctx context.Context) error {
 	files := append([]string{}, s.opts.OpenAPI...)
 	if s.opts.File != "" {
@@ -393,9 +452,10 @@ func (s *Server) Watch(ctx context.Context) error {
 			files = append(files, spec.Files()...) // the files its references name, too
 		}
 	}
+	wmDir := s.wireMockDir(s.set)
 	s.mu.Unlock()
-	if len(files) == 0 {
-		return errors.New("--watch needs --file or --openapi")
+	if len(files) == 0 && wmDir == "" {
+		return errors.New("--watch needs --file, --openapi or --wiremock")
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -407,7 +467,7 @@ func (s *Server) Watch(ctx context.Context) error {
 		abs, err := filepath.Abs(f)
 		if err != nil {
 			w.Close()
-			return err
+			return fmt.Errorf("watch %s: %w", f, err)
 		}
 		watched[abs] = true
 		if dir := filepath.Dir(abs); !dirs[dir] {
@@ -418,10 +478,16 @@ func (s *Server) Watch(ctx context.Context) error {
 			}
 		}
 	}
+	wm := &wireMockWatch{w: w, log: s.log, shared: dirs}
+	if err := wm.watch(wmDir); err != nil {
+		w.Close()
+		return err
+	}
 	go func() {
 		defer w.Close()
 		var timer *time.Timer
 		fire := make(chan struct{}, 1)
+		fileChanged, mappingsChanged := false, false
 		for {
 			select {
 			case <-ctx.Done():
@@ -433,7 +499,15 @@ func (s *Server) Watch(ctx context.Context) error {
 				if !ok {
 					return
 				}
-				if !watched[filepath.Clean(ev.Name)] || !ev.Has(fsnotify.Write|fsnotify.Create|fsnotify.Rename) {
+				if !ev.Has(fsnotify.Write | fsnotify.Create | fsnotify.Rename | fsnotify.Remove) {
+					continue
+				}
+				switch {
+				case watched[filepath.Clean(ev.Name)] && !ev.Has(fsnotify.Remove):
+					fileChanged = true
+				case wm.changed(ev):
+					mappingsChanged = true
+				default:
 					continue
 				}
 				if timer != nil {
@@ -446,7 +520,18 @@ func (s *Server) Watch(ctx context.Context) error {
 					}
 				})
 			case <-fire:
-				_ = s.reloadChanged()
+				if fileChanged {
+					_ = s.reloadChanged() // the mappings too
+				} else if mappingsChanged {
+					_ = s.reloadWireMock()
+				}
+				fileChanged, mappingsChanged = false, false
+				s.mu.Lock()
+				dir := s.wireMockDir(s.set) // the file's wiremock key may name another now
+				s.mu.Unlock()
+				if err := wm.watch(dir); err != nil {
+					s.log.Warn("watching the WireMock mappings", "dir", dir, "err", err)
+				}
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
@@ -456,6 +541,145 @@ func (s *Server) Watch(ctx context.Context) error {
 		}
 	}()
 	return nil
+}
+
+// wireMockWatch is the part of Watch that follows a WireMock directory: the directory, its
+// mappings/ and __files/, and their subdirectories (fsnotify does not recurse), added as they
+// are created. It is used by Watch's goroutine only.
+type wireMockWatch struct {
+	w      *fsnotify.Watcher
+	log    *slog.Logger
+	shared map[string]bool // directories watched for the mock files: never removed here
+	root   string          // the WireMock directory, absolute ("" for none)
+	dirs   map[string]bool // the directories added for it
+}
+
+// watch makes dir the WireMock directory watched, dropping the watches of the previous one.
+func (m *wireMockWatch) watch(dir string) error {
+	abs := ""
+	if dir != "" {
+		var err error
+		if abs, err = filepath.Abs(dir); err != nil {
+			return fmt.Errorf("watch %s: %w", dir, err)
+		}
+	}
+	if abs == m.root {
+		return nil
+	}
+	for d := range m.dirs {
+		if !m.shared[d] {
+			_ = m.w.Remove(d)
+		}
+	}
+	m.root, m.dirs = abs, map[string]bool{}
+	if abs == "" {
+		return nil
+	}
+	if err := m.add(abs); err != nil {
+		return err
+	}
+	for _, sub := range []string{"mappings", "__files"} {
+		if err := m.addTree(filepath.Join(abs, sub)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add watches one directory.
+func (m *wireMockWatch) add(dir string) error {
+	if m.dirs[dir] {
+		return nil
+	}
+	if len(m.dirs) >= maxWatchedDirs {
+		return fmt.Errorf("watch %s: over %d directories under %s; changes below are not seen", dir, maxWatchedDirs, m.root)
+	}
+	if !m.shared[dir] {
+		if err := m.w.Add(dir); err != nil {
+			return fmt.Errorf("watch %s: %w", dir, err)
+		}
+	}
+	m.dirs[dir] = true
+	return nil
+}
+
+// addTree watches dir and the directories under it; a dir that does not exist (yet) is
+// skipped: its creation in the directory above is seen.
+func (m *wireMockWatch) addTree(dir string) error {
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return m.add(p)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", dir, err)
+	}
+	return nil
+}
+
+// changed tells whether ev touches what the mappings are loaded from: a .json file under
+// mappings/, anything under __files/, or one of those directories themselves. A directory
+// created there is watched from now on.
+func (m *wireMockWatch) changed(ev fsnotify.Event) bool {
+	if m.root == "" {
+		return false
+	}
+	name := filepath.Clean(ev.Name)
+	rel, err := filepath.Rel(m.root, name)
+	if err != nil || rel == "." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || rel == ".." {
+		return false
+	}
+	top, _, nested := strings.Cut(filepath.ToSlash(rel), "/")
+	if top != "mappings" && top != "__files" {
+		return false
+	}
+	if ev.Has(fsnotify.Remove|fsnotify.Rename) && m.dirs[name] {
+		delete(m.dirs, name) // its watch is gone; added again if it comes back
+		return true
+	}
+	isDir := false
+	if ev.Has(fsnotify.Create) {
+		if st, err := os.Stat(name); err == nil && st.IsDir() {
+			isDir = true
+			if err := m.addTree(name); err != nil {
+				m.log.Warn("watching the WireMock mappings", "err", err)
+			}
+		}
+	}
+	if !nested || isDir || top == "__files" {
+		return true
+	}
+	return strings.EqualFold(filepath.Ext(name), ".json")
+}
+
+// reloadWireMock re-reads the WireMock mappings alone, after a change Watch saw under them
+// (or POST /__mock/reload when they are all there is). Valid ones are swapped in; otherwise
+// the current ones stay, and it logs and returns why (a *WireMockLoadError, or the error
+// reading the directory).
+func (s *Server) reloadWireMock() error {
+	s.mu.Lock()
+	dir := s.wireMockDir(s.set)
+	stubs, problems, err := s.readWireMock(dir, true)
+	if err == nil {
+		s.storeWireMock(dir, stubs, problems)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("WireMock mappings not reloaded; keeping the previous ones", "dir", dir, "err", err)
+	} else {
+		s.log.Info("WireMock mappings reloaded", "dir", dir, "mappings", s.WireMockMappings())
+	}
+	if s.opts.OnReload != nil {
+		s.opts.OnReload(err)
+	}
+	return err
 }
 
 // ErrEmptyFile is why a change seen by Watch did not reload: the mock file is empty.

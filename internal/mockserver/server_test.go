@@ -944,3 +944,106 @@ func TestHotReload_EmptyFileKeepsMocks(t *testing.T) {
 		t.Fatalf("after the write: %s", a.body)
 	}
 }
+
+// Ensure --watch reloads WireMock mappings (named by --wiremock or by the file's wiremock
+// key) when a mapping or a body file under __files changes, as it reloads the file; and that
+// a mapping file left unparseable (an editor half-way through saving) keeps the previous
+// mappings, with why.
+func TestHotReload_WireMock(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		byFlag bool // --wiremock DIR; else the file's wiremock key
+	}{
+		{"Flag", true},
+		{"FileKey", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			wm := filepath.Join(dir, "wm")
+			for _, d := range []string{"mappings", "__files"} {
+				if err := os.MkdirAll(filepath.Join(wm, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mapping := filepath.Join(wm, "mappings", "a.json")
+			body := filepath.Join(wm, "__files", "b.txt")
+			writeAtomically(t, mapping, `{"request":{"urlPath":"/a"},"response":{"body":"one"}}`)
+			writeAtomically(t, body, "file one")
+			if err := os.WriteFile(filepath.Join(wm, "mappings", "b.json"), []byte(`{"request":{"urlPath":"/b"},"response":{"bodyFileName":"b.txt"}}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			reloads := make(chan error, 10)
+			opts := Options{Logger: quiet, OnReload: func(err error) { reloads <- err }}
+			if tc.byFlag {
+				opts.WireMock = wm
+			} else {
+				opts.File = filepath.Join(dir, "m.yaml")
+				if err := os.WriteFile(opts.File, []byte("wiremock: wm\nmocks:\n  \"GET /v\": {data: {v: 1}}\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := New(opts)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			hs := httptest.NewServer(s)
+			t.Cleanup(func() { hs.Close(); s.Close() })
+			if err := s.Watch(t.Context()); err != nil {
+				t.Fatalf("Watch: %v", err)
+			}
+			wait := func() error {
+				t.Helper()
+				select {
+				case err := <-reloads:
+					return err
+				case <-time.After(10 * time.Second):
+					t.Fatal("no reload after the edit")
+					return nil
+				}
+			}
+			for _, step := range []struct {
+				name       string
+				change     func()
+				wantErr    bool
+				path       string
+				wantBody   string
+				wantStatus int
+			}{
+				{"MappingEdited", func() { writeAtomically(t, mapping, `{"request":{"urlPath":"/a"},"response":{"body":"two"}}`) }, false, "/a", "two", 200},
+				{"BodyFileEdited", func() { writeAtomically(t, body, "file two") }, false, "/b", "file two", 200},
+				{"MappingAdded", func() {
+					writeAtomically(t, filepath.Join(wm, "mappings", "c.json"), `{"request":{"urlPath":"/c"},"response":{"body":"three"}}`)
+				}, false, "/c", "three", 200},
+				{"MappingHalfSaved", func() {
+					if err := os.WriteFile(mapping, []byte(`{"request":{"urlPath":"/a"},"resp`), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}, true, "/a", "two", 200},
+				{"MappingRemoved", func() {
+					if err := os.Remove(filepath.Join(wm, "mappings", "c.json")); err != nil {
+						t.Fatal(err)
+					}
+				}, true, "/c", "three", 200}, // a.json is still half-saved: nothing changes
+				{"MappingSavedAgain", func() { writeAtomically(t, mapping, `{"request":{"urlPath":"/a"},"response":{"body":"four"}}`) }, false, "/a", "four", 200},
+			} {
+				step.change()
+				err := wait()
+				var we *WireMockLoadError
+				if step.wantErr && !errors.As(err, &we) {
+					t.Fatalf("%s: reload err=%v, want a *WireMockLoadError", step.name, err)
+				}
+				if !step.wantErr && err != nil {
+					t.Fatalf("%s: reload err=%v", step.name, err)
+				}
+				if a := do(t, "GET", hs.URL+step.path, ""); a.status != step.wantStatus || a.body != step.wantBody {
+					t.Fatalf("%s: GET %s = %d %q, want %d %q", step.name, step.path, a.status, a.body, step.wantStatus, step.wantBody)
+				}
+			}
+			if a := do(t, "GET", hs.URL+"/c", ""); a.status != 404 {
+				t.Fatalf("removed mapping still served after the good save: %d %q", a.status, a.body)
+			}
+		})
+	}
+}

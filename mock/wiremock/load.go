@@ -37,6 +37,9 @@ type Problem struct {
 	Mapping string `json:"mapping,omitempty"` // name, else id, else its index in the file
 	Field   string `json:"field,omitempty"`   // e.g. response.transformers
 	Message string `json:"message"`
+	// Unreadable is set when the file itself could not be read or parsed (none of its
+	// mappings is served), as opposed to one mapping or field that is not supported.
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 func (p Problem) String() string {
@@ -97,12 +100,12 @@ func (l *loader) file(name string) {
 	l.rel = filepath.ToSlash(l.rel)
 	b, err := readBounded(name, maxMappingFile)
 	if err != nil {
-		l.problems = append(l.problems, Problem{File: l.rel, Message: err.Error()})
+		l.problems = append(l.problems, Problem{File: l.rel, Message: err.Error(), Unreadable: true})
 		return
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
-		p := Problem{File: l.rel, Line: lineAt(b, skipSpace(b, 0)), Message: "not a JSON object (a mapping, or {\"mappings\": [...]})"}
+		p := Problem{File: l.rel, Line: lineAt(b, skipSpace(b, 0)), Message: "not a JSON object (a mapping, or {\"mappings\": [...]})", Unreadable: true}
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
 			p.Line, p.Message = lineAt(b, int(se.Offset)), "not a JSON object: "+err.Error()
 		}
@@ -112,7 +115,7 @@ func (l *loader) file(name string) {
 	if raw, ok := top["mappings"]; ok && top["request"] == nil {
 		var list []json.RawMessage
 		if err := json.Unmarshal(raw, &list); err != nil {
-			l.problems = append(l.problems, Problem{File: l.rel, Line: lineAt(b, fieldOffsets(b)["mappings"]), Field: "mappings", Message: "must be an array of mappings"})
+			l.problems = append(l.problems, Problem{File: l.rel, Line: lineAt(b, fieldOffsets(b)["mappings"]), Field: "mappings", Message: "must be an array of mappings", Unreadable: true})
 			return
 		}
 		var starts []int // where each mapping starts in b, found only when one has problems
