@@ -98,8 +98,10 @@ func (e *LoadError) Error() string {
 // Route is one loaded mock: its key, where it was defined, its source (for GET /__mock/mocks)
 // and the handler built from it.
 type Route struct {
-	Key     string
-	Line    int
+	Key  string
+	Line int
+	// Source is the route's spec as JSON (a json.RawMessage; nil when the spec has a value
+	// JSON cannot hold, such as .nan).
 	Source  any
 	Handler mock.Handler
 	// Cache is the digest of the route's definition and whether its answers may be cached.

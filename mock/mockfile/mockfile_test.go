@@ -507,3 +507,32 @@ func TestParse_AliasBomb(t *testing.T) {
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n"+prefix) + "\n"
 }
+
+// Ensure a route keeps its spec as JSON (what GET /__mock/mocks prints), not as decoded
+// maps, with non-string YAML keys printed as strings and map keys sorted.
+func TestRoute_SourceIsJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file string
+		want       string
+	}{
+		{"Data", "mocks:\n  \"GET /a\": {status: 201, data: {b: 1, a: [x, \"<y>\"]}}\n", `{"data":{"a":["x","\u003cy\u003e"],"b":1},"status":201}`},
+		{"IntKeys", "mocks:\n  \"GET /a\": {data: {200: ok}}\n", `{"data":{"200":"ok"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			set, err := mockfile.Parse([]byte(tc.file), "m.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := set.Routes[0].Source
+			raw, ok := src.(json.RawMessage)
+			if !ok {
+				t.Fatalf("Source is a %T, want json.RawMessage", src)
+			}
+			if got := string(raw); got != tc.want {
+				t.Fatalf("Source=%s, want %s", got, tc.want)
+			}
+		})
+	}
+}

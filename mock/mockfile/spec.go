@@ -39,22 +39,27 @@ func (p *parser) mocks(n *yaml.Node) {
 		_ = v.Decode(&src)
 		p.dynamic, p.cache = false, nil
 		h := p.route(key, v)
-		src = JSONValue(src)
-		rc := mock.RouteCache{Digest: digest(key, src), Off: p.dynamic}
+		// the spec is kept as JSON, not as the decoded maps: a map[string]any per object of
+		// the spec cost about a kilobyte per route, for an admin listing that prints it
+		b, err := json.Marshal(JSONValue(src))
+		rc := mock.RouteCache{Digest: digest(key, b), Off: p.dynamic}
 		if p.cache != nil {
 			rc.Off = !*p.cache
 		}
-		p.set.Routes = append(p.set.Routes, Route{Key: key, Line: k.Line, Source: src, Handler: h, Cache: rc})
+		r := Route{Key: key, Line: k.Line, Handler: h, Cache: rc}
+		if err == nil {
+			r.Source = json.RawMessage(b)
+		}
+		p.set.Routes = append(p.set.Routes, r)
 	}
 }
 
 var specFields = []string{"status", "statusText", "data", "body", "headers", "delay", "generate", "sequence", "templating", "cache"}
 
-// digest identifies a route's definition: a hash of its key and its spec as JSON (map keys
-// sorted by encoding/json, so the same spec always gives the same digest).
-func digest(key string, src any) string {
-	b, _ := json.Marshal(src)
-	sum := sha256.Sum256(append([]byte(key+"\x00"), b...))
+// digest identifies a route's definition: a hash of its key and its spec as JSON (spec, as
+// json.Marshal writes it: map keys sorted, so the same spec always gives the same digest).
+func digest(key string, spec []byte) string {
+	sum := sha256.Sum256(append([]byte(key+"\x00"), spec...))
 	return hex.EncodeToString(sum[:12])
 }
 
