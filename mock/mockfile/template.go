@@ -40,8 +40,8 @@ var funcMap = sync.OnceValue(func() template.FuncMap {
 // ({{.Params.id}}, {{.Query.page}}, {{.Headers.Authorization}}) take a fast path that renders
 // without text/template; anything else runs the template.
 type tmpl struct {
-	t    *template.Template
-	segs []seg // the fast path, when not nil
+	t    *template.Template // nil on the fast path
+	segs []seg              // the fast path, when not nil
 	// bodyField: the template reads a field of the body ({{.Body.email}}), which needs a
 	// JSON object.
 	bodyField bool
@@ -108,9 +108,14 @@ type seg struct {
 
 var simpleAction = regexp.MustCompile(`^\{\{-?\s*\.(Params|Query|Headers)\.([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}`)
 
+// textTemplate parses text as text/template runs it for a mock answer.
+func textTemplate(name, text string) (*template.Template, error) {
+	return template.New(name).Funcs(funcMap()).Option("missingkey=zero").Parse(text)
+}
+
 // parseTemplate compiles one template string.
 func parseTemplate(name, text string) (*tmpl, error) {
-	t, err := template.New(name).Funcs(funcMap()).Option("missingkey=zero").Parse(text)
+	t, err := textTemplate(name, text)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +123,13 @@ func parseTemplate(name, text string) (*tmpl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tmpl{t: t, segs: fastSegs(text), bodyField: strings.Contains(text, ".Body."), generates: gen}, nil
+	out := &tmpl{segs: fastSegs(text), bodyField: strings.Contains(text, ".Body."), generates: gen}
+	if out.segs == nil {
+		// Only a template off the fast path runs text/template; one on it keeps none: a
+		// parsed template holds its own copy of the function map, about 3 KB.
+		out.t = t
+	}
+	return out, nil
 }
 
 // newRun copies t.t with its text-making functions bound to a budget of the copy's own.

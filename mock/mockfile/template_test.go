@@ -43,7 +43,14 @@ func TestTemplate_FastPathMatchesTextTemplate(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%q: got %q, %v; want %q", tc.text, got, err, tc.want)
 		}
-		slow := &tmpl{t: tm.t}
+		if got := tm.t != nil; got == tc.wantFast {
+			t.Errorf("%q: keeps a text/template=%v, want %v (only off the fast path)", tc.text, got, !tc.wantFast)
+		}
+		ref, err := textTemplate("t", tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow := &tmpl{t: ref}
 		if s, _ := slow.exec(newView(req)); s != got {
 			t.Errorf("%q: fast %q != text/template %q", tc.text, got, s)
 		}
