@@ -242,8 +242,8 @@ func TestStorageQuery_WithinTheBufferedBound(t *testing.T) {
 	}
 }
 
-// Ensure the storage endpoints past dbcheck.max_concurrent answer 503 with Retry-After: 1 at
-// once, naming the setting and not the connection string's password.
+// Ensure the storage endpoints past dbcheck.max_concurrent answer 503 with Retry-After: 1
+// without waiting for a slot, naming the setting and not the connection string's password.
 func TestStorage_ConcurrencyBound(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -304,8 +304,7 @@ func TestStorage_ConcurrencyBound(t *testing.T) {
 		req, _ := http.NewRequest("POST", srv.URL+tt.path, bytes.NewReader(buf))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
-		start := time.Now()
-		resp, err := srv.Client().Do(req)
+		resp, err := srv.Client().Do(req) // a refusal that waited would get the slot and a 200
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -319,9 +318,6 @@ func TestStorage_ConcurrencyBound(t *testing.T) {
 		}
 		if !strings.Contains(string(body), "dbcheck.max_concurrent") || strings.Contains(string(body), "hunter2") {
 			t.Fatalf("%s: body %s, want the setting named and no password", tt.name, body)
-		}
-		if d := time.Since(start); d > 500*time.Millisecond {
-			t.Fatalf("%s: answered in %v: the refusal waited", tt.name, d)
 		}
 	}
 	if got := <-held; got != http.StatusOK {
