@@ -39,8 +39,11 @@ type ResponsesEcho struct {
 	user         *string
 	metadata     json.RawMessage
 	// at is, for each message of the conversation, the parameter it came from (input[3],
-	// instructions, input), to name it in the AI service's refusals.
-	at []string
+	// instructions, input), to name it in the AI service's refusals; calls is, for each
+	// message, the input item of each of its tool calls (consecutive function_call items,
+	// and a message item before them, are one assistant message).
+	at    []string
+	calls [][]string
 }
 
 // ParseResponses reads a Responses request. Anything the gateway cannot honour is an Invalid
@@ -74,6 +77,7 @@ func (s *Service) ParseResponses(body []byte) (*Request, error) {
 		}
 		if text != "" {
 			in.Messages, echo.at = append(in.Messages, ai.Message{Role: "system", Content: text}), append(echo.at, "instructions")
+			echo.calls = append(echo.calls, nil)
 		}
 		echo.instructions = &text
 	}
@@ -141,6 +145,7 @@ func (s *Service) responsesInput(raw json.RawMessage, req *Request) error {
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		in.Messages, echo.at = append(in.Messages, ai.Message{Role: "user", Content: text}), append(echo.at, "input")
+		echo.calls = append(echo.calls, nil)
 		return nil
 	}
 	var items []json.RawMessage
@@ -196,9 +201,13 @@ func (s *Service) responsesInput(raw json.RawMessage, req *Request) error {
 			// providers take them.
 			if n > 0 && in.Messages[n-1].Role == "assistant" {
 				in.Messages[n-1].ToolCalls = append(in.Messages[n-1].ToolCalls, call)
+				echo.calls[n-1] = append(echo.calls[n-1], at)
 				continue
 			}
 			in.Messages = append(in.Messages, ai.Message{Role: "assistant", ToolCalls: []ai.ToolCall{call}})
+			echo.calls = append(echo.calls, []string{at})
+			echo.at = append(echo.at, at)
+			continue
 		case "function_call_output":
 			if err := onlyFields(at, item, "type", "call_id", "output", "id", "status"); err != nil {
 				return err
@@ -214,7 +223,7 @@ func (s *Service) responsesInput(raw json.RawMessage, req *Request) error {
 		default:
 			return unsupported(at+".type", fmt.Sprintf("'%s' items are not supported by this gateway (message, function_call and function_call_output only).", typ))
 		}
-		echo.at = append(echo.at, at)
+		echo.at, echo.calls = append(echo.at, at), append(echo.calls, nil)
 	}
 	return nil
 }
@@ -568,7 +577,9 @@ func (id itemIDs) call(n int) string {
 }
 
 // responsesParam returns err with the parameter the AI service named in this request's
-// terms: maxTokens is max_output_tokens, messages.N… the input item message N came from.
+// terms: maxTokens is max_output_tokens, messages.N… the input item message N came from
+// (a tool call's fields those of its function_call item, a tool result's those of its
+// function_call_output item), also where the message quotes it.
 func (s *Service) responsesParam(req *Request, err error) error {
 	e, ok := err.(*apperr.Error)
 	if !ok || e.Param == "" {
@@ -584,8 +595,11 @@ func (s *Service) responsesParam(req *Request, err error) error {
 		if _, err := fmt.Sscan(parts[1], &n); err == nil && n >= 0 && n < len(req.Echo.at) {
 			out.Param = req.Echo.at[n]
 			if len(parts) == 3 && strings.HasPrefix(out.Param, "input[") {
-				out.Param += strings.TrimPrefix(paramName("x."+parts[2]), "x")
+				out.Param = inputParam(out.Param, req.Echo.calls[n], req.Input.Messages[n].Role, parts[2])
 			}
+		}
+		if len(out.Messages) > 0 {
+			out.Messages = append([]string{strings.Replace(e.Messages[0], e.Param, out.Param, 1)}, e.Messages[1:]...)
 		}
 	case parts[0] == "messages":
 		out.Param = "input"
@@ -593,4 +607,32 @@ func (s *Service) responsesParam(req *Request, err error) error {
 		out.Param = paramName(e.Param)
 	}
 	return &out
+}
+
+// inputParam names rest, a path inside a message of the AI service's conversation, by the
+// input item it came from: at the message's item, calls the items of its tool calls.
+func inputParam(at string, calls []string, role, rest string) string {
+	field, sub, _ := strings.Cut(rest, ".")
+	switch {
+	case field == "tool_calls":
+		idx, inCall, _ := strings.Cut(sub, ".")
+		var j int
+		if _, err := fmt.Sscan(idx, &j); err != nil || j < 0 || j >= len(calls) {
+			return at
+		}
+		switch inCall {
+		case "function.arguments":
+			return calls[j] + ".arguments"
+		case "function.name":
+			return calls[j] + ".name"
+		case "id":
+			return calls[j] + ".call_id"
+		}
+		return calls[j]
+	case field == "tool_call_id":
+		return at + ".call_id"
+	case field == "content" && role == "tool":
+		return at + ".output"
+	}
+	return at + strings.TrimPrefix(paramName("x."+rest), "x")
 }

@@ -391,6 +391,17 @@ func TestV1Responses_Refusals(t *testing.T) {
 		{"max_output_tokens", `{` + ok + `,"max_output_tokens":0}`, tok, 400, "invalid_request_error", "invalid_value", "max_output_tokens", ""},
 		// The AI service's rule, named as this request names it: instructions are message 0.
 		{"empty content", `{"model":"openai/gpt-4o-mini","instructions":"Be brief.","input":[{"role":"user","content":"hi"},{"role":"user","content":""}]}`, tok, 400, "invalid_request_error", "", "input[1].content", ""},
+		// The AI service's refusal of a function call or its output names the item it came
+		// from, in this request's terms: consecutive calls are one assistant message there.
+		{"second call's arguments", `{"model":"anthropic/claude-haiku-4-5","input":[{"role":"user","content":"hi"},
+			{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"f","arguments":"[1]"},
+			{"type":"function_call_output","call_id":"c1","output":"a"},{"type":"function_call_output","call_id":"c2","output":"b"}]}`,
+			tok, 400, "invalid_request_error", "", "input[2].arguments", "input[2].arguments"},
+		{"call after a message", `{"model":"anthropic/claude-haiku-4-5","input":[{"role":"user","content":"hi"},{"role":"assistant","content":"Let me look."},
+			{"type":"function_call","call_id":"c1","name":"f","arguments":"[1]"},{"type":"function_call_output","call_id":"c1","output":"a"}]}`,
+			tok, 400, "invalid_request_error", "", "input[2].arguments", ""},
+		{"output without its call", `{"model":"openai/gpt-4o-mini","input":[{"role":"user","content":"hi"},{"type":"function_call_output","call_id":"nope","output":"a"}]}`,
+			tok, 400, "invalid_request_error", "", "input[1].call_id", "input[1].call_id"},
 		{"temperature past the provider's", `{"model":"anthropic/claude-haiku-4-5","input":"hi","temperature":1.5}`, tok, 400, "invalid_request_error", "", "temperature", ""},
 		{"malformed JSON", `{"model":`, tok, 400, "invalid_request_error", "", "", ""},
 		{"no token", `{` + ok + `}`, "", 401, "invalid_request_error", "invalid_api_key", "", ""},
