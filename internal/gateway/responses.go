@@ -157,17 +157,23 @@ func (s *Service) responsesInput(raw json.RawMessage, req *Request) error {
 	}
 	for i, item := range items {
 		at := fmt.Sprintf("input[%d]", i)
-		var v struct {
-			Type      *string         `json:"type"`
-			Role      *string         `json:"role"`
-			Content   json.RawMessage `json:"content"`
-			CallID    *string         `json:"call_id"`
-			Name      *string         `json:"name"`
-			Arguments *string         `json:"arguments"`
-			Output    json.RawMessage `json:"output"`
-		}
-		if json.Unmarshal(item, &v) != nil {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(item, &fields) != nil {
 			return invalid(at, "invalid_type", "Invalid type for '%s': expected an input item object.", at)
+		}
+		var v struct {
+			Type, Role, CallID, Name, Arguments *string
+			Content, Output                     json.RawMessage
+		}
+		v.Content, v.Output = fields["content"], fields["output"]
+		for _, f := range []struct {
+			name string
+			dst  **string
+		}{{"type", &v.Type}, {"role", &v.Role}, {"call_id", &v.CallID}, {"name", &v.Name}, {"arguments", &v.Arguments}} {
+			var err error
+			if *f.dst, err = optString(at, f.name, fields[f.name]); err != nil {
+				return err
+			}
 		}
 		typ := "message"
 		if v.Type != nil {
@@ -228,6 +234,19 @@ func (s *Service) responsesInput(raw json.RawMessage, req *Request) error {
 	return nil
 }
 
+// optString reads the field name of the object at: nil when it is absent or null, else a
+// string (anything else is an invalid_type naming the field).
+func optString(at, name string, raw json.RawMessage) (*string, error) {
+	if validate.IsNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return nil, invalid(at+"."+name, "invalid_type", "Invalid type for '%s.%s': expected a string.", at, name)
+	}
+	return &s, nil
+}
+
 // responsesMessage reads a message item's role and content.
 func (s *Service) responsesMessage(at string, role *string, content json.RawMessage) (ai.Message, error) {
 	const roles = "user, assistant, system, developer"
@@ -281,6 +300,12 @@ func (s *Service) responsesMessage(at string, role *string, content json.RawMess
 		case typ == "input_image" && m.Role == "user":
 			if err := onlyFields(pat, raw, "type", "image_url", "detail"); err != nil {
 				return ai.Message{}, err
+			}
+			if raw := p["detail"]; !validate.IsNull(raw) {
+				var detail string
+				if json.Unmarshal(raw, &detail) != nil {
+					return ai.Message{}, invalid(pat+".detail", "invalid_type", "Invalid type for '%s.detail': expected a string (low, high or auto).", pat)
+				}
 			}
 			var url string
 			if json.Unmarshal(p["image_url"], &url) != nil || url == "" {
@@ -361,15 +386,31 @@ func responsesTools(fields chatRequest, req *Request) error {
 		seen := map[string]bool{}
 		for i, item := range items {
 			at := fmt.Sprintf("tools[%d]", i)
-			var t struct {
-				Type        *string         `json:"type"`
-				Name        *string         `json:"name"`
-				Description *string         `json:"description"`
-				Parameters  json.RawMessage `json:"parameters"`
-				Strict      *bool           `json:"strict"`
-			}
-			if json.Unmarshal(item, &t) != nil {
+			var fields map[string]json.RawMessage
+			if json.Unmarshal(item, &fields) != nil {
 				return invalid(at, "invalid_type", "Invalid type for '%s': expected a tool object.", at)
+			}
+			var t struct {
+				Type, Name, Description *string
+				Parameters              json.RawMessage
+				Strict                  *bool
+			}
+			t.Parameters = fields["parameters"]
+			for _, f := range []struct {
+				name string
+				dst  **string
+			}{{"type", &t.Type}, {"name", &t.Name}, {"description", &t.Description}} {
+				var err error
+				if *f.dst, err = optString(at, f.name, fields[f.name]); err != nil {
+					return err
+				}
+			}
+			if raw := fields["strict"]; !validate.IsNull(raw) {
+				var b bool
+				if json.Unmarshal(raw, &b) != nil {
+					return invalid(at+".strict", "invalid_type", "Invalid type for '%s.strict': expected a boolean.", at)
+				}
+				t.Strict = &b
 			}
 			switch {
 			case t.Type == nil:
