@@ -639,15 +639,32 @@ func (s *Service) responsesParam(req *Request, err error) error {
 				out.Param = inputParam(out.Param, req.Echo.calls[n], req.Input.Messages[n].Role, parts[2])
 			}
 		}
-		if len(out.Messages) > 0 {
-			out.Messages = append([]string{strings.Replace(e.Messages[0], e.Param, out.Param, 1)}, e.Messages[1:]...)
-		}
+		out.Messages = quoting(e.Messages, e.Param, out.Param)
 	case parts[0] == "messages":
 		out.Param = "input"
+		out.Messages = quoting(e.Messages, e.Param, out.Param)
+	case parts[0] == "response_format":
+		// text.format is chat's response_format, its json_schema's fields one level up.
+		out.Param = "text.format" + strings.TrimPrefix(strings.TrimPrefix(e.Param, "response_format"), ".json_schema")
+		out.Messages = quoting(e.Messages, e.Param, out.Param)
+	case parts[0] == "tools" && len(parts) == 3 && strings.HasPrefix(parts[2], "function."):
+		// A Responses tool is chat's tool without the function object around its fields.
+		out.Param = paramName("tools." + parts[1] + "." + strings.TrimPrefix(parts[2], "function."))
+		out.Messages = quoting(e.Messages, e.Param, out.Param)
 	default:
 		out.Param = paramName(e.Param)
 	}
 	return &out
+}
+
+// quoting returns msgs with the first one's mention of the parameter from naming it to,
+// as its param does: "messages.1.tool_calls.1.function.arguments must be …" becomes
+// "input[2].arguments must be …".
+func quoting(msgs []string, from, to string) []string {
+	if len(msgs) == 0 {
+		return msgs
+	}
+	return append([]string{strings.Replace(msgs[0], from, to, 1)}, msgs[1:]...)
 }
 
 // inputParam names rest, a path inside a message of the AI service's conversation, by the

@@ -419,6 +419,13 @@ func TestV1Responses_Refusals(t *testing.T) {
 			tok, 400, "invalid_request_error", "invalid_type", "tools[0].name", ""},
 		{"image detail a number", `{"model":"openai/gpt-4o-mini","input":[{"role":"user","content":[{"type":"input_image","image_url":"https://example.com/a.png","detail":5}]}]}`,
 			tok, 400, "invalid_request_error", "invalid_type", "input[0].content[0].detail", ""},
+		// A provider's rule about tools or the JSON output names them as this request does.
+		{"JSON schema beside tools on anthropic", `{"model":"anthropic/claude-haiku-4-5","input":"hi","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],
+			"text":{"format":{"type":"json_schema","name":"p","schema":{"type":"object"}}}}`, tok, 400, "invalid_request_error", "", "text.format", "text.format cannot"},
+		{"array schema on anthropic", `{"model":"anthropic/claude-haiku-4-5","input":"hi","text":{"format":{"type":"json_schema","name":"p","schema":{"type":"array"}}}}`,
+			tok, 400, "invalid_request_error", "", "text.format.schema", "text.format.schema must"},
+		{"string parameters on anthropic", `{"model":"anthropic/claude-haiku-4-5","input":"hi","tools":[{"type":"function","name":"f"},{"type":"function","name":"g","parameters":{"type":"string"}}]}`,
+			tok, 400, "invalid_request_error", "", "tools[1].parameters", "tools[1].parameters must"},
 		{"temperature past the provider's", `{"model":"anthropic/claude-haiku-4-5","input":"hi","temperature":1.5}`, tok, 400, "invalid_request_error", "", "temperature", ""},
 		{"malformed JSON", `{"model":`, tok, 400, "invalid_request_error", "", "", ""},
 		{"no token", `{` + ok + `}`, "", 401, "invalid_request_error", "invalid_api_key", "", ""},
