@@ -467,6 +467,9 @@ func responsesToolChoice(raw json.RawMessage, in *ai.ChatInput) error {
 	if json.Unmarshal(raw, &mode) == nil {
 		switch mode {
 		case ai.ToolAuto, ai.ToolNone, ai.ToolRequired:
+			if mode == ai.ToolRequired && len(in.Tools) == 0 {
+				return invalid("tool_choice", "invalid_value", "Invalid value for 'tool_choice': 'required' needs at least one tool in 'tools'.")
+			}
 			if len(in.Tools) > 0 {
 				in.ToolChoice = ai.ToolChoice{Mode: mode}
 			}

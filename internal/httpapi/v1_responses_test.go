@@ -426,6 +426,9 @@ func TestV1Responses_Refusals(t *testing.T) {
 			tok, 400, "invalid_request_error", "", "text.format.schema", "text.format.schema must"},
 		{"string parameters on anthropic", `{"model":"anthropic/claude-haiku-4-5","input":"hi","tools":[{"type":"function","name":"f"},{"type":"function","name":"g","parameters":{"type":"string"}}]}`,
 			tok, 400, "invalid_request_error", "", "tools[1].parameters", "tools[1].parameters must"},
+		// A tool call cannot be required without a tool to call; auto and none stay harmless.
+		{"required without tools", `{` + ok + `,"tool_choice":"required"}`, tok, 400, "invalid_request_error", "invalid_value", "tool_choice", "tools"},
+		{"required with empty tools", `{` + ok + `,"tools":[],"tool_choice":"required"}`, tok, 400, "invalid_request_error", "invalid_value", "tool_choice", "tools"},
 		{"temperature past the provider's", `{"model":"anthropic/claude-haiku-4-5","input":"hi","temperature":1.5}`, tok, 400, "invalid_request_error", "", "temperature", ""},
 		{"malformed JSON", `{"model":`, tok, 400, "invalid_request_error", "", "", ""},
 		{"no token", `{` + ok + `}`, "", 401, "invalid_request_error", "invalid_api_key", "", ""},
