@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 
 	"github.com/acme/app/internal/ai"
 )
@@ -48,8 +49,8 @@ func (st *ResponseStream) Run(ctx context.Context, userID string) error {
 	if err := st.closeMessage(status); err != nil {
 		return err
 	}
-	for _, out := range st.open {
-		if err := st.closeCall(out, status); err != nil {
+	for k, out := range st.open {
+		if err := st.closeCall(out, status, finalArguments(c, k, st.resp.Output[out])); err != nil {
 			return err
 		}
 	}
@@ -217,9 +218,32 @@ func (st *ResponseStream) call(tc *ai.ToolCallDelta) error {
 	return st.send(&ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: item.ID, OutputIndex: ptrTo(out), Delta: &piece})
 }
 
-// closeCall sends a function call's done events, its item with status.
-func (st *ResponseStream) closeCall(out int, status string) error {
+// finalArguments are the arguments of the k-th call the stream opened, it, as the provider's
+// whole answer has them (by call id, else by position): "{}" for an Anthropic tool_use that
+// streamed no fragment, as the answer without streaming has it.
+func finalArguments(c *ai.Completion, k int, it OutputItem) string {
+	for _, tc := range c.ToolCalls {
+		if tc.ID == it.CallID {
+			return tc.Arguments
+		}
+	}
+	if k < len(c.ToolCalls) && c.ToolCalls[k].Name == it.Name {
+		return c.ToolCalls[k].Arguments
+	}
+	return it.Arguments
+}
+
+// closeCall sends a function call's done events, its item with status; final are its
+// arguments in the provider's answer: what they add to the fragments streamed is sent as a
+// last delta first, so that the deltas add up to the done event's arguments.
+func (st *ResponseStream) closeCall(out int, status, final string) error {
 	item := &st.resp.Output[out]
+	if rest, ok := strings.CutPrefix(final, item.Arguments); ok && rest != "" {
+		item.Arguments = final
+		if err := st.send(&ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: item.ID, OutputIndex: ptrTo(out), Delta: &rest}); err != nil {
+			return err
+		}
+	}
 	args := item.Arguments
 	if err := st.send(&ResponseEvent{Type: "response.function_call_arguments.done", ItemID: item.ID, OutputIndex: ptrTo(out),
 		Name: item.Name, Arguments: &args}); err != nil {

@@ -523,3 +523,34 @@ func TestV1Responses_Refusal(t *testing.T) {
 		t.Errorf("stream: deltas %q done %q\n%s", deltas, done, rec.Body)
 	}
 }
+
+// Ensure a streamed call whose provider sent no argument fragments (Anthropic's tool_use of
+// a tool without parameters: no input_json_delta but an empty one) ends with the arguments
+// the answer without streaming has, "{}": the deltas add up to them and the done events and
+// the final response carry them, so that the SDKs' JSON.parse(arguments) works.
+func TestV1Responses_StreamCallWithoutArguments(t *testing.T) {
+	t.Parallel()
+	fx := newGWFixture(t, Options{}, aitest.Events(`message_start|{"type":"message_start","message":{"id":"m","usage":{"input_tokens":5}}}`,
+		`content_block_start|{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_a","name":"now","input":{}}}`,
+		`content_block_delta|{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":""}}`,
+		`content_block_stop|{"type":"content_block_stop","index":0}`,
+		`message_delta|{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}`,
+		`message_stop|{"type":"message_stop"}`))
+	_, tok := fx.user(t)
+	rec := do(fx.h, "POST", "/v1/responses", `{"model":"anthropic/claude-haiku-4-5","input":"Time?","stream":true,"tools":[{"type":"function","name":"now"}]}`, tok)
+	evs := respEvents(t, rec.Body.String())
+	var deltas strings.Builder
+	var done map[string]any
+	for _, e := range evs {
+		switch e.name {
+		case "response.function_call_arguments.delta":
+			deltas.WriteString(e.data["delta"].(string))
+		case "response.function_call_arguments.done":
+			done = e.data
+		}
+	}
+	final := decodeJSON[struct{ Response gateway.Response }](t, []byte(evs[len(evs)-1].raw)).Response
+	if deltas.String() != "{}" || done == nil || done["arguments"] != "{}" || len(final.Output) != 1 || final.Output[0].Arguments != "{}" {
+		t.Errorf("deltas %q, done %v, final %s", deltas.String(), done, evs[len(evs)-1].raw)
+	}
+}
