@@ -417,19 +417,16 @@ func responsesTools(fields chatRequest, req *Request) error {
 				return invalid(at+".type", "", "Missing required parameter: '%s.type'.", at)
 			case *t.Type != "function":
 				return unsupported(at+".type", fmt.Sprintf("is '%s', a tool type this gateway does not support (function tools only).", *t.Type))
-			case t.Name == nil:
-				return invalid(at+".name", "", "Missing required parameter: '%s.name'.", at)
-			case !toolName.MatchString(*t.Name):
-				return invalid(at+".name", "invalid_value", "Invalid '%s.name': expected 1 to 64 letters, digits, underscores or dashes.", at)
-			case seen[*t.Name]:
-				return invalid(at+".name", "invalid_value", "Invalid '%s.name': the tool %s is declared twice.", at, *t.Name)
-			case !validate.IsNull(t.Parameters) && !isObject(t.Parameters):
+			}
+			if err := checkToolName(at, t.Name, seen); err != nil {
+				return err
+			}
+			if !validate.IsNull(t.Parameters) && !isObject(t.Parameters) {
 				return invalid(at+".parameters", "invalid_type", "Invalid type for '%s.parameters': expected a JSON Schema object.", at)
 			}
 			if err := onlyFields(at, item, "type", "name", "description", "parameters", "strict"); err != nil {
 				return err
 			}
-			seen[*t.Name] = true
 			tool := ai.Tool{Name: *t.Name, Strict: t.Strict}
 			if t.Description != nil {
 				tool.Description = *t.Description

@@ -71,17 +71,15 @@ func tools(raw json.RawMessage) ([]ai.Tool, error) {
 			return nil, invalid(at+".type", "", "Missing required parameter: '%s.type'.", at)
 		case *t.Type != "function":
 			return nil, unsupported(at+".type", fmt.Sprintf("'%s' is not supported by this gateway (function tools only).", *t.Type))
-		case t.Function == nil || t.Function.Name == nil:
+		case t.Function == nil:
 			return nil, invalid(at+".function.name", "", "Missing required parameter: '%s.function.name'.", at)
-		case !toolName.MatchString(*t.Function.Name):
-			return nil, invalid(at+".function.name", "invalid_value", "Invalid '%s.function.name': expected 1 to 64 letters, digits, underscores or dashes.", at)
-		case seen[*t.Function.Name]:
-			return nil, invalid(at+".function.name", "invalid_value", "Invalid '%s.function.name': the tool %s is declared twice.", at, *t.Function.Name)
+		}
+		if err := checkToolName(at+".function", t.Function.Name, seen); err != nil {
+			return nil, err
 		}
 		if err := toolFields(at, raws[i]); err != nil {
 			return nil, err
 		}
-		seen[*t.Function.Name] = true
 		out[i] = ai.Tool{Name: *t.Function.Name, Strict: t.Function.Strict}
 		if t.Function.Description != nil {
 			out[i].Description = *t.Function.Description
@@ -94,6 +92,22 @@ func tools(raw json.RawMessage) ([]ai.Tool, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkToolName refuses a function tool's name that is missing, outside OpenAI's rule, or
+// declared before in the request (seen, to which it is added); at names the object holding the
+// name (tools[0].function on chat completions, tools[0] on the Responses API).
+func checkToolName(at string, name *string, seen map[string]bool) error {
+	switch {
+	case name == nil:
+		return invalid(at+".name", "", "Missing required parameter: '%s.name'.", at)
+	case !toolName.MatchString(*name):
+		return invalid(at+".name", "invalid_value", "Invalid '%s.name': expected 1 to 64 letters, digits, underscores or dashes.", at)
+	case seen[*name]:
+		return invalid(at+".name", "invalid_value", "Invalid '%s.name': the tool %s is declared twice.", at, *name)
+	}
+	seen[*name] = true
+	return nil
 }
 
 // toolFields refuses a field of a function tool, or of its function, that is not read.
