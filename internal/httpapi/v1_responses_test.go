@@ -384,6 +384,9 @@ func TestV1Responses_Refusals(t *testing.T) {
 	}{
 		{"previous_response_id", `{` + ok + `,"previous_response_id":"resp_123"}`, tok, 400, "invalid_request_error", "unsupported_parameter", "previous_response_id", "no conversation state"},
 		{"web_search tool", `{` + ok + `,"tools":[{"type":"web_search"}]}`, tok, 400, "invalid_request_error", "unsupported_parameter", "tools[0].type", "web_search"},
+		{"tool without a name", `{` + ok + `,"tools":[{"type":"function"}]}`, tok, 400, "invalid_request_error", "", "tools[0].name", "tools[0].name"},
+		{"tool name outside the rule", `{` + ok + `,"tools":[{"type":"function","name":"a b"}]}`, tok, 400, "invalid_request_error", "invalid_value", "tools[0].name", "64 letters"},
+		{"tool declared twice", `{` + ok + `,"tools":[{"type":"function","name":"f"},{"type":"function","name":"f"}]}`, tok, 400, "invalid_request_error", "invalid_value", "tools[1].name", "declared twice"},
 		{"unknown parameter", `{` + ok + `,"reasoning":{"effort":"low"}}`, tok, 400, "invalid_request_error", "unsupported_parameter", "reasoning", ""},
 		{"unknown input item", `{"model":"openai/gpt-4o-mini","input":[{"type":"item_reference","id":"x"}]}`, tok, 400, "invalid_request_error", "unsupported_parameter", "input[0].type", ""},
 		{"no input", `{"model":"openai/gpt-4o-mini"}`, tok, 400, "invalid_request_error", "", "input", ""},
